@@ -1,0 +1,190 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ServiceType is the type of the Service that exposes a dedicated proxy.
+// +kubebuilder:validation:Enum=LoadBalancer;ClusterIP;NodePort
+type ServiceType string
+
+const (
+	ServiceTypeLoadBalancer ServiceType = "LoadBalancer"
+	ServiceTypeClusterIP    ServiceType = "ClusterIP"
+	ServiceTypeNodePort     ServiceType = "NodePort"
+)
+
+// LogLevel is the verbosity of a proxy's logs.
+// +kubebuilder:validation:Enum=error;warn;info;debug
+type LogLevel string
+
+const (
+	LogLevelError LogLevel = "error"
+	LogLevelWarn  LogLevel = "warn"
+	LogLevelInfo  LogLevel = "info"
+	LogLevelDebug LogLevel = "debug"
+)
+
+// CoxswainGatewayParametersSpec tunes the dedicated proxies that Coxswain
+// provisions for a Gateway.
+//
+// Every field is optional. A Gateway's parameters (spec.infrastructure.parametersRef)
+// and its GatewayClass's parameters (spec.parametersRef) are overlaid per field:
+// a field set on the Gateway's object wins, and an unset field falls back to the
+// class's object, then to the controller's built-in default. podTemplate is the
+// exception: the two layers are strategic-merged, Gateway over class. Because
+// "unset" carries meaning, no field in this spec is defaulted by the API server.
+type CoxswainGatewayParametersSpec struct {
+	// replicas is the number of proxy pods. Built-in default: 1.
+	// Ignored (left to the HorizontalPodAutoscaler) when autoscaling is enabled.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// image is the container image of the proxy. Built-in default: the
+	// controller's own image (one image serves every role).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains(' ')",message="image must not contain spaces"
+	Image *string `json:"image,omitempty"`
+
+	// resources are the compute resources of the proxy container. When set on
+	// both layers, the Gateway's block replaces the class's block as a whole.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// serviceType is the type of the Service in front of the proxy pods.
+	// Built-in default: LoadBalancer.
+	// +optional
+	ServiceType *ServiceType `json:"serviceType,omitempty"`
+
+	// serviceAnnotations are added to the proxy Service, for example to
+	// configure a cloud load balancer.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
+
+	// podTemplate is a partial PodTemplateSpec applied to the rendered proxy
+	// Deployment as a strategic-merge patch (containers, env and volumes merge
+	// by name, tolerations by key and operator), as kubectl apply would. The
+	// controller re-asserts the proxy's security settings after the merge.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'metadata' || k == 'spec')",message="podTemplate may only hold metadata and spec"
+	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
+
+	// autoscaling configures a HorizontalPodAutoscaler for the proxy
+	// Deployment. When set on both layers, the Gateway's block replaces the
+	// class's block as a whole.
+	// +optional
+	Autoscaling *Autoscaling `json:"autoscaling,omitempty"`
+
+	// accessLog turns the per-request access log of the proxy on or off.
+	// Built-in default: true.
+	// +optional
+	AccessLog *bool `json:"accessLog,omitempty"`
+
+	// logLevel is the verbosity of the proxy's own logs. Built-in default: info.
+	// +optional
+	LogLevel *LogLevel `json:"logLevel,omitempty"`
+}
+
+// Autoscaling configures a HorizontalPodAutoscaler for the proxy Deployment.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must be less than or equal to maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.maxReplicas)",message="maxReplicas is required when autoscaling is enabled"
+type Autoscaling struct {
+	// enabled creates the HorizontalPodAutoscaler when true.
+	// +optional
+	// +kubebuilder:default=false
+	Enabled bool `json:"enabled"`
+
+	// minReplicas is the lower bound of the autoscaler. Built-in default: 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// maxReplicas is the upper bound of the autoscaler. Required when enabled.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
+	// targetCPUUtilizationPercentage is the average CPU utilization, relative
+	// to the requested CPU, that the autoscaler aims for.
+	// +optional
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	TargetCPUUtilizationPercentage *int32 `json:"targetCPUUtilizationPercentage,omitempty"`
+}
+
+// CoxswainGatewayParametersStatus is the observed state of a CoxswainGatewayParameters.
+type CoxswainGatewayParametersStatus struct {
+	// conditions describe whether the parameters are valid and in use.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the conditions were computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// CoxswainGatewayParameters tunes the dedicated proxy Deployment, Service and
+// autoscaler that Coxswain provisions for a Gateway. Reference it from a
+// GatewayClass's spec.parametersRef or a Gateway's
+// spec.infrastructure.parametersRef (same namespace).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=cgp,categories=coxswain
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Service Type",type=string,JSONPath=`.spec.serviceType`
+// +kubebuilder:printcolumn:name="Autoscaling",type=boolean,JSONPath=`.spec.autoscaling.enabled`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CoxswainGatewayParameters struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec holds the per-field parameter overrides.
+	// +required
+	Spec CoxswainGatewayParametersSpec `json:"spec"`
+
+	// status is the observed state written by the controller.
+	// +optional
+	Status CoxswainGatewayParametersStatus `json:"status,omitempty"`
+}
+
+// CoxswainGatewayParametersList contains a list of CoxswainGatewayParameters.
+// +kubebuilder:object:root=true
+type CoxswainGatewayParametersList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CoxswainGatewayParameters `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CoxswainGatewayParameters{}, &CoxswainGatewayParametersList{})
+}

@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cmd
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/coxswain-go/coxswain/internal/controller"
+)
+
+// LeaderElectionID is the name of the Lease the controller replicas compete for.
+const LeaderElectionID = "coxswain-leader-lock"
+
+// defaultNamespace is where the controller runs when the pod's namespace is
+// not known (for example under `make run`).
+const defaultNamespace = "coxswain-system"
+
+type controllerOptions struct {
+	kubeconfig              string
+	healthProbeBindAddress  string
+	metricsBindAddress      string
+	leaderElect             bool
+	leaderElectionNamespace string
+}
+
+func newControllerCommand() *cobra.Command {
+	o := controllerOptions{}
+	c := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the controller: the only Kubernetes reader and writer",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runController(cmd, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
+	f.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8083", "Address of the /metrics endpoint; 0 disables it.")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+LeaderElectionID+".")
+	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+defaultNamespace+".")
+	return c
+}
+
+func runController(cmd *cobra.Command, o controllerOptions) error {
+	log := ctrl.Log.WithName("controller")
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	ns := o.leaderElectionNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	if ns == "" {
+		ns = defaultNamespace
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  controller.NewScheme(),
+		HealthProbeBindAddress:  o.healthProbeBindAddress,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsBindAddress},
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: ns,
+		// Status writes stop as soon as leadership is lost; the process exits
+		// and restarts as a standby.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+	log.Info("starting controller", "leaderElection", o.leaderElect, "leaseNamespace", ns, "lease", LeaderElectionID)
+	return mgr.Start(cmd.Context())
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

@@ -1,0 +1,200 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package proxy is the data plane: it serves user traffic from routing
+// snapshots received over discovery and holds no Kubernetes credentials.
+// This file holds its admin side: health, readiness and metrics endpoints.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Mode is how a proxy is scoped: the shared pool or one dedicated Gateway.
+type Mode string
+
+const (
+	ModeShared    Mode = "shared"
+	ModeDedicated Mode = "dedicated"
+)
+
+// Config identifies a proxy and where its admin endpoints listen.
+type Config struct {
+	Mode             Mode
+	GatewayName      string
+	GatewayNamespace string
+	HealthAddr       string
+	MetricsAddr      string
+}
+
+// Validate reports a clear error for a configuration the proxy cannot run with.
+func (c Config) Validate() error {
+	switch c.Mode {
+	case ModeShared:
+		if c.GatewayName != "" || c.GatewayNamespace != "" {
+			return errors.New("--gateway-name and --gateway-namespace are only valid with --dedicated")
+		}
+	case ModeDedicated:
+		if c.GatewayName == "" || c.GatewayNamespace == "" {
+			return errors.New("--dedicated requires --gateway-name and --gateway-namespace")
+		}
+	default:
+		return errors.New("exactly one of --shared or --dedicated is required")
+	}
+	return nil
+}
+
+// Readiness is the proxy's answer to /readyz. A proxy is ready only once it
+// has applied a routing snapshot: before that it would answer every request
+// with 404, so it must not receive traffic.
+type Readiness struct {
+	reason atomic.Pointer[string]
+}
+
+// NewReadiness starts not ready, for the given reason.
+func NewReadiness(reason string) *Readiness {
+	r := &Readiness{}
+	r.NotReady(reason)
+	return r
+}
+
+// Ready marks the proxy ready.
+func (r *Readiness) Ready() { r.reason.Store(nil) }
+
+// NotReady marks the proxy not ready, with a reason shown on /readyz.
+func (r *Readiness) NotReady(reason string) { r.reason.Store(&reason) }
+
+// Reason is empty when ready, else why not.
+func (r *Readiness) Reason() string {
+	if p := r.reason.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Admin serves /healthz and /readyz on one listener and /metrics on another.
+type Admin struct {
+	cfg       Config
+	readiness *Readiness
+	registry  *prometheus.Registry
+}
+
+// NewAdmin builds the admin endpoints of a proxy with its own metrics registry.
+func NewAdmin(cfg Config, readiness *Readiness) *Admin {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "coxswain_proxy_ready",
+			Help: "1 when the proxy has applied a routing snapshot and accepts traffic, else 0.",
+		}, func() float64 {
+			if readiness.Reason() == "" {
+				return 1
+			}
+			return 0
+		}),
+	)
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "coxswain_proxy_info",
+		Help:        "Identity of this proxy: its mode and, when dedicated, its Gateway.",
+		ConstLabels: prometheus.Labels{"mode": string(cfg.Mode), "gateway_namespace": cfg.GatewayNamespace, "gateway_name": cfg.GatewayName},
+	})
+	info.Set(1)
+	reg.MustRegister(info)
+	return &Admin{cfg: cfg, readiness: readiness, registry: reg}
+}
+
+// Registry is where the proxy's components register their metrics.
+func (a *Admin) Registry() *prometheus.Registry { return a.registry }
+
+// HealthHandler serves /healthz (the process is alive) and /readyz.
+func (a *Admin) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if reason := a.readiness.Reason(); reason != "" {
+			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// MetricsHandler serves /metrics in the Prometheus text format.
+func (a *Admin) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{Registry: a.registry}))
+	return mux
+}
+
+// Serve serves health on healthLn and metrics on metricsLn until ctx ends,
+// then shuts both down gracefully.
+func (a *Admin) Serve(ctx context.Context, healthLn, metricsLn net.Listener) error {
+	servers := []*http.Server{
+		{Handler: a.HealthHandler(), ReadHeaderTimeout: 5 * time.Second},
+		{Handler: a.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second},
+	}
+	errs := make(chan error, len(servers))
+	for i, ln := range []net.Listener{healthLn, metricsLn} {
+		go func(s *http.Server, ln net.Listener) {
+			if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}(servers[i], ln)
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errs:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdownCtx)
+	}
+	return serveErr
+}
+
+// Run listens on the configured addresses and serves until ctx ends.
+func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	healthLn, err := net.Listen("tcp", cfg.HealthAddr)
+	if err != nil {
+		return fmt.Errorf("health listener: %w", err)
+	}
+	metricsLn, err := net.Listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		_ = healthLn.Close()
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	return NewAdmin(cfg, readiness).Serve(ctx, healthLn, metricsLn)
+}

@@ -1,0 +1,34 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package version reports the build's version, stamped by the Makefile.
+package version
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Set with -ldflags "-X github.com/coxswain-go/coxswain/internal/version.Version=..."
+var (
+	Version = "dev"
+	Commit  = "unknown"
+)
+
+// String is the one-line version report printed by `coxswain version`.
+func String() string {
+	return fmt.Sprintf("coxswain %s (commit %s, %s, %s/%s)", Version, Commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
