@@ -89,10 +89,7 @@ type CoxswainGatewayParametersSpec struct {
 	// by name, tolerations by key and operator), as kubectl apply would. The
 	// controller re-asserts the proxy's security settings after the merge.
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'metadata' || k == 'spec')",message="podTemplate may only hold metadata and spec"
-	PodTemplate *runtime.RawExtension `json:"podTemplate,omitempty"`
+	PodTemplate *PodTemplatePatch `json:"podTemplate,omitempty"`
 
 	// autoscaling configures a HorizontalPodAutoscaler for the proxy
 	// Deployment. When set on both layers, the Gateway's block replaces the
@@ -108,6 +105,34 @@ type CoxswainGatewayParametersSpec struct {
 	// logLevel is the verbosity of the proxy's own logs. Built-in default: info.
 	// +optional
 	LogLevel *LogLevel `json:"logLevel,omitempty"`
+}
+
+// PodTemplatePatch is a partial PodTemplateSpec, merged onto the rendered
+// proxy pod template with strategic-merge semantics.
+type PodTemplatePatch struct {
+	// metadata holds labels and annotations added to the proxy pods.
+	// +optional
+	Metadata *PodTemplatePatchMetadata `json:"metadata,omitempty"`
+
+	// spec is a partial PodSpec. Its fields keep their core/v1 meaning and
+	// are checked when the Deployment is applied.
+	// +optional
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Spec *runtime.RawExtension `json:"spec,omitempty"`
+}
+
+// PodTemplatePatchMetadata is the metadata part of a PodTemplatePatch.
+type PodTemplatePatchMetadata struct {
+	// labels are added to the proxy pods. The controller's own selector
+	// labels always win.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to the proxy pods.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Autoscaling configures a HorizontalPodAutoscaler for the proxy Deployment.

@@ -1,0 +1,131 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package testenv locates what the envtest-based suites need: the repository
+// root, the control-plane binaries, the Gateway API CRDs shipped in the
+// gateway-api module, and the rendered install manifests. It is imported by
+// tests only.
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// KubernetesVersion is the version of the envtest control plane that
+// `make envtest` builds (hack/envtest/go.mod pins the same).
+const KubernetesVersion = "1.37.2"
+
+// RepoRoot is the root of the checkout this file belongs to.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// AssetsDir is where kube-apiserver, etcd and kubectl are: $KUBEBUILDER_ASSETS,
+// else the directory `make envtest` fills.
+func AssetsDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(home, ".local", "share", "kubebuilder-envtest", "k8s", KubernetesVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		return "", fmt.Errorf("no kube-apiserver in %s: run `make envtest` (or `make test`), or set KUBEBUILDER_ASSETS: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// GatewayAPICRDDir is the standard-channel CRD directory of the gateway-api
+// module this repository requires.
+func GatewayAPICRDDir() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		return "", fmt.Errorf("locating the gateway-api module: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
+}
+
+// Environment is an envtest control plane with Coxswain's CRDs and the
+// Gateway API standard CRDs installed. A missing CRD path is an error.
+func Environment() (*envtest.Environment, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	gwapi, err := GatewayAPICRDDir()
+	if err != nil {
+		return nil, err
+	}
+	return &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases"), gwapi},
+		ErrorIfCRDPathMissing: true,
+	}, nil
+}
+
+// Kustomize renders a kustomization directory (relative to the repository
+// root) with the kustomize binary in $KUSTOMIZE, else bin/kustomize.
+func Kustomize(dir string) ([]byte, error) {
+	bin := os.Getenv("KUSTOMIZE")
+	if bin == "" {
+		bin = filepath.Join(RepoRoot(), "bin", "kustomize")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("kustomize not found at %s: run `make kustomize` (or `make test`): %w", bin, err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "build", filepath.Join(RepoRoot(), dir))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w: %s", dir, err, stderr.String())
+	}
+	return out, nil
+}
+
+// DecodeObjects splits a multi-document YAML stream into objects, skipping
+// empty documents.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
