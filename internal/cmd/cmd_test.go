@@ -1,0 +1,66 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/version"
+)
+
+func run(args ...string) (string, error) {
+	root := NewRootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run("version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out) != version.String() {
+		t.Errorf("version printed %q, want %q", out, version.String())
+	}
+}
+
+func TestProxyFlagErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "proxy"}, "exactly one of --shared or --dedicated is required"},
+		{[]string{"serve", "proxy", "--shared", "--dedicated"}, "if any flags in the group [shared dedicated] are set none of the others can be"},
+		{[]string{"serve", "proxy", "--dedicated", "--gateway-name", "edge"}, "--dedicated requires --gateway-name and --gateway-namespace"},
+		{[]string{"serve", "proxy", "--shared", "--gateway-namespace", "ns"}, "only valid with --dedicated"},
+		{[]string{"serve", "controller", "extra"}, `unknown command "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := run(tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

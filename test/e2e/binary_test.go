@@ -1,0 +1,267 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package e2e runs the coxswain binary as users run it. These tests build
+// the binary, start it against a real kube-apiserver (envtest) and talk to
+// it only through its ports and the API server. End-to-end traffic tests on
+// a local cluster arrive with the local-cluster harness.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/coxswain-go/coxswain/internal/testenv"
+)
+
+// buildBinary compiles cmd/coxswain into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "coxswain")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/coxswain")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+// syncBuffer collects a process's output for failure reports.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is a started coxswain binary.
+type process struct {
+	cmd    *exec.Cmd
+	output *syncBuffer
+	done   chan error
+}
+
+func start(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), output: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("coxswain %s output:\n%s", strings.Join(args, " "), p.output.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30s of SIGTERM")
+	}
+}
+
+// eventually polls f every 200ms until it returns "" or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, f func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msg := f()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func httpGet(url string) (int, string, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+func TestBinary(t *testing.T) {
+	bin := buildBinary(t)
+
+	t.Run("version", func(t *testing.T) {
+		out, err := exec.Command(bin, "version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "coxswain ") {
+			t.Fatalf("coxswain version = %q, %v", out, err)
+		}
+	})
+
+	t.Run("proxy refuses a dedicated mode without its Gateway", func(t *testing.T) {
+		out, err := exec.Command(bin, "serve", "proxy", "--dedicated").CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+			t.Fatalf("exit = %v, want status 1", err)
+		}
+		if !strings.Contains(string(out), "--dedicated requires --gateway-name and --gateway-namespace") {
+			t.Fatalf("output %q lacks the reason", out)
+		}
+	})
+
+	t.Run("shared proxy serves health and metrics and is not ready without a snapshot", func(t *testing.T) {
+		health, metrics := freeAddr(t), freeAddr(t)
+		p := start(t, bin, nil, "serve", "proxy", "--shared", "--health-probe-bind-address", health, "--metrics-bind-address", metrics)
+		eventually(t, 20*time.Second, func() string {
+			if code, _, err := httpGet("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
+				return "healthz not 200"
+			}
+			return ""
+		})
+		if code, body, _ := httpGet("http://" + health + "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "no routing snapshot") {
+			t.Errorf("/readyz = %d %q, want 503: no routing snapshot", code, body)
+		}
+		if _, body, _ := httpGet("http://" + metrics + "/metrics"); !strings.Contains(body, `coxswain_proxy_info{gateway_name="",gateway_namespace="",mode="shared"} 1`) {
+			t.Errorf("/metrics lacks coxswain_proxy_info for the shared mode")
+		}
+		p.stop(t)
+	})
+
+	t.Run("controller elects itself leader, serves health and metrics, and releases the Lease on SIGTERM", func(t *testing.T) {
+		env, err := testenv.Environment()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := env.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Stop() })
+
+		user, err := env.ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubeconfig, err := user.KubeConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "coxswain-system"}}); err != nil {
+			t.Fatal(err)
+		}
+
+		health, metrics := freeAddr(t), freeAddr(t)
+		p := start(t, bin, []string{"POD_NAMESPACE=coxswain-system", "KUBECONFIG="},
+			"serve", "controller", "--kubeconfig", kubeconfigPath,
+			"--health-probe-bind-address", health, "--metrics-bind-address", metrics)
+
+		eventually(t, 60*time.Second, func() string {
+			if code, _, err := httpGet("http://" + health + "/readyz"); err != nil || code != http.StatusOK {
+				return "readyz not 200"
+			}
+			return ""
+		})
+		lease := &coordinationv1.Lease{}
+		key := client.ObjectKey{Namespace: "coxswain-system", Name: "coxswain-leader-lock"}
+		eventually(t, 60*time.Second, func() string {
+			if err := c.Get(ctx, key, lease); err != nil {
+				return "lease: " + err.Error()
+			}
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+				return "lease has no holder"
+			}
+			return ""
+		})
+		eventually(t, 30*time.Second, func() string {
+			_, body, err := httpGet("http://" + metrics + "/metrics")
+			if err != nil {
+				return err.Error()
+			}
+			if !strings.Contains(body, `leader_election_master_status{name="coxswain-leader-lock"} 1`) {
+				return "metrics do not report leadership of coxswain-leader-lock"
+			}
+			return ""
+		})
+
+		p.stop(t)
+		if err := c.Get(ctx, key, lease); err != nil {
+			t.Fatal(err)
+		}
+		if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+			t.Errorf("lease still held by %q after shutdown; a standby would wait a full TTL", *lease.Spec.HolderIdentity)
+		}
+	})
+}
