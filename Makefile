@@ -61,7 +61,8 @@ test: manifests generate fmt vet envtest kustomize ## Regenerate, then run unit 
 		go test ./... -count=1 -timeout 20m $(TEST_ARGS)
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated code or manifests are stale.
+verify: manifests generate ## Fail when generated code, manifests or go.mod are stale.
+	go mod tidy -diff
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		echo "generated files are out of date; run 'make manifests generate' and commit:"; \
 		git status --porcelain -- api config; git --no-pager diff -- api config | head -100; exit 1; \

@@ -45,7 +45,7 @@ for b in $binaries; do
   esac
 done
 
-(cd "$here" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
+(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
 [ -f "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd"
 for b in $binaries; do mv -f "$tmp/$b" "$dest/$b"; done
 "$dest/kube-apiserver" --version

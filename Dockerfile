@@ -1,0 +1,22 @@
+# One static image for every role: `coxswain serve controller`,
+# `coxswain serve proxy --shared|--dedicated ...`.
+FROM golang:1.26 AS builder
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+ARG VERSION=dev
+ARG COMMIT=unknown
+WORKDIR /workspace
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd/ cmd/
+COPY api/ api/
+COPY internal/ internal/
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath \
+    -ldflags "-s -w -X github.com/coxswain-go/coxswain/internal/version.Version=${VERSION} -X github.com/coxswain-go/coxswain/internal/version.Commit=${COMMIT}" \
+    -o coxswain ./cmd/coxswain
+
+FROM gcr.io/distroless/static:nonroot
+WORKDIR /
+COPY --from=builder /workspace/coxswain /coxswain
+USER 65532:65532
+ENTRYPOINT ["/coxswain"]
