@@ -85,8 +85,8 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: ns,
-		// Status writes stop as soon as leadership is lost; the process exits
-		// and restarts as a standby.
+		// Release the Lease on a clean shutdown, so a standby takes over at
+		// once instead of waiting out the Lease TTL.
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
