@@ -1,0 +1,466 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// MaxDecodeBytes bounds a snapshot document (the discovery server→client
+// cap).
+const MaxDecodeBytes = 64 << 20
+
+// Encode returns the canonical JSON encoding. Snapshots have no maps, so the
+// same snapshot always encodes to the same bytes.
+func Encode(s *Snapshot) ([]byte, error) {
+	return json.Marshal(s)
+}
+
+// Version is the content hash of a snapshot: hex SHA-256 of Encode.
+func Version(s *Snapshot) (string, error) {
+	b, err := Encode(s)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Decode reads a snapshot from JSON or YAML, rejecting unknown fields, and
+// validates it. A snapshot that fails here must never replace a good one.
+func Decode(data []byte) (*Snapshot, error) {
+	if len(data) > MaxDecodeBytes {
+		return nil, fmt.Errorf("snapshot is %d bytes, above the %d byte limit", len(data), MaxDecodeBytes)
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("decode snapshot YAML: %w", err)
+		}
+		trimmed = j
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	s := &Snapshot{}
+	if err := dec.Decode(s); err != nil {
+		return nil, fmt.Errorf("decode snapshot: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("decode snapshot: trailing data after the document")
+	}
+	if err := Validate(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+var hostnameRE = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Validate checks the invariants every consumer relies on: references
+// resolve, names are unique, numbers are in range, regular expressions
+// compile. It returns the first problem found.
+func Validate(s *Snapshot) error {
+	if s == nil {
+		return fmt.Errorf("snapshot is nil")
+	}
+	switch s.Scope.Kind {
+	case ScopeSharedPool:
+	case ScopeGateway:
+		if s.Scope.Namespace == "" || s.Scope.Name == "" {
+			return fmt.Errorf("scope Gateway needs namespace and name")
+		}
+	default:
+		return fmt.Errorf("scope kind %q is not SharedPool or Gateway", s.Scope.Kind)
+	}
+	sets := map[string]bool{}
+	for i, es := range s.EndpointSets {
+		if es.Name == "" {
+			return fmt.Errorf("endpointSets[%d]: name is empty", i)
+		}
+		if sets[es.Name] {
+			return fmt.Errorf("endpointSets[%d]: duplicate name %q", i, es.Name)
+		}
+		sets[es.Name] = true
+		for j, ep := range es.Endpoints {
+			if net.ParseIP(ep.Address) == nil {
+				return fmt.Errorf("endpointSets[%d].endpoints[%d]: %q is not an IP address", i, j, ep.Address)
+			}
+			if !validPort(ep.Port) {
+				return fmt.Errorf("endpointSets[%d].endpoints[%d]: port %d out of range", i, j, ep.Port)
+			}
+		}
+	}
+	certs := map[string]bool{}
+	for i, c := range s.Certificates {
+		if c.Name == "" || certs[c.Name] {
+			return fmt.Errorf("certificates[%d]: empty or duplicate name %q", i, c.Name)
+		}
+		if c.CertPEM == "" || c.KeyPEM == "" {
+			return fmt.Errorf("certificates[%d] %q: certPEM and keyPEM are required", i, c.Name)
+		}
+		certs[c.Name] = true
+	}
+	ports := map[int32]bool{}
+	for i, l := range s.Listeners {
+		where := fmt.Sprintf("listeners[%d] (%s)", i, l.Name)
+		if l.Name == "" {
+			return fmt.Errorf("listeners[%d]: name is empty", i)
+		}
+		if !validPort(l.Port) {
+			return fmt.Errorf("%s: port %d out of range", where, l.Port)
+		}
+		if l.ExternalPort != 0 && !validPort(l.ExternalPort) {
+			return fmt.Errorf("%s: externalPort %d out of range", where, l.ExternalPort)
+		}
+		if ports[l.Port] {
+			return fmt.Errorf("%s: port %d is used by another listener", where, l.Port)
+		}
+		ports[l.Port] = true
+		switch l.Protocol {
+		case ProtocolHTTP:
+			if l.TLS != nil {
+				return fmt.Errorf("%s: HTTP listener has tls", where)
+			}
+		case ProtocolHTTPS:
+			if l.TLS == nil || len(l.TLS.Certificates) == 0 {
+				return fmt.Errorf("%s: HTTPS listener needs at least one certificate", where)
+			}
+			for j, sc := range l.TLS.Certificates {
+				if !certs[sc.Certificate] {
+					return fmt.Errorf("%s: tls.certificates[%d] refers to unknown certificate %q", where, j, sc.Certificate)
+				}
+				if sc.Hostname != "" && !hostnameRE.MatchString(sc.Hostname) {
+					return fmt.Errorf("%s: tls.certificates[%d]: invalid hostname %q", where, j, sc.Hostname)
+				}
+			}
+		default:
+			return fmt.Errorf("%s: protocol %q is not HTTP or HTTPS", where, l.Protocol)
+		}
+		hosts := map[string]bool{}
+		for j, vh := range l.VirtualHosts {
+			if vh.Hostname != "*" && !hostnameRE.MatchString(vh.Hostname) {
+				return fmt.Errorf("%s: virtualHosts[%d]: invalid hostname %q", where, j, vh.Hostname)
+			}
+			if hosts[vh.Hostname] {
+				return fmt.Errorf("%s: virtualHosts[%d]: duplicate hostname %q", where, j, vh.Hostname)
+			}
+			hosts[vh.Hostname] = true
+			for k := range vh.Routes {
+				if err := validateRoute(&vh.Routes[k], sets); err != nil {
+					return fmt.Errorf("%s: host %q: routes[%d] (%s): %w", where, vh.Hostname, k, vh.Routes[k].ID, err)
+				}
+			}
+		}
+	}
+	for i, g := range s.Gateways {
+		if g.Namespace == "" || g.Name == "" {
+			return fmt.Errorf("gateways[%d]: namespace and name are required", i)
+		}
+		for _, p := range g.Ports {
+			if !validPort(p) {
+				return fmt.Errorf("gateways[%d]: port %d out of range", i, p)
+			}
+		}
+	}
+	return nil
+}
+
+func validateRoute(r *Route, sets map[string]bool) error {
+	if r.ID == "" {
+		return fmt.Errorf("id is empty")
+	}
+	if p := r.Match.Path; p != nil {
+		switch p.Type {
+		case PathExact, PathPrefix:
+			if !strings.HasPrefix(p.Value, "/") {
+				return fmt.Errorf("path %q must start with /", p.Value)
+			}
+		case PathRegularExpression:
+			if _, err := regexp.Compile(p.Value); err != nil {
+				return fmt.Errorf("path regex: %w", err)
+			}
+		default:
+			return fmt.Errorf("path match type %q is unknown", p.Type)
+		}
+	}
+	if r.Match.Method != "" && !validToken(r.Match.Method) {
+		return fmt.Errorf("method %q is not an HTTP token", r.Match.Method)
+	}
+	for _, list := range [][]StringMatch{r.Match.Headers, r.Match.QueryParams} {
+		for _, m := range list {
+			if m.Name == "" {
+				return fmt.Errorf("header or query match without a name")
+			}
+			switch m.Type {
+			case MatchExact:
+			case MatchRegularExpression:
+				if _, err := regexp.Compile(m.Value); err != nil {
+					return fmt.Errorf("match %q regex: %w", m.Name, err)
+				}
+			default:
+				return fmt.Errorf("match %q: type %q is unknown", m.Name, m.Type)
+			}
+		}
+	}
+	for _, hm := range []*HeaderModifier{r.RequestHeaders, r.ResponseHeaders} {
+		if err := validateHeaderModifier(hm); err != nil {
+			return err
+		}
+	}
+	if rd := r.Redirect; rd != nil {
+		switch rd.StatusCode {
+		case 301, 302, 303, 307, 308:
+		default:
+			return fmt.Errorf("redirect status %d is not 301, 302, 303, 307 or 308", rd.StatusCode)
+		}
+		if rd.Scheme != "" && rd.Scheme != "http" && rd.Scheme != "https" {
+			return fmt.Errorf("redirect scheme %q is not http or https", rd.Scheme)
+		}
+		if rd.Port != 0 && !validPort(rd.Port) {
+			return fmt.Errorf("redirect port %d out of range", rd.Port)
+		}
+		if err := validatePathModifier(rd.Path, r.Match.Path); err != nil {
+			return err
+		}
+	}
+	if rw := r.Rewrite; rw != nil {
+		if err := validatePathModifier(rw.Path, r.Match.Path); err != nil {
+			return err
+		}
+	}
+	for _, m := range r.Mirrors {
+		if !sets[m.EndpointSet] {
+			return fmt.Errorf("mirror refers to unknown endpoint set %q", m.EndpointSet)
+		}
+		if m.Numerator < 0 || m.Denominator < 0 || (m.Denominator > 0 && m.Numerator > m.Denominator) || (m.Denominator == 0 && m.Numerator != 0) {
+			return fmt.Errorf("mirror fraction %d/%d is invalid", m.Numerator, m.Denominator)
+		}
+	}
+	if d := r.DirectResponse; d != nil && (d.StatusCode < 200 || d.StatusCode > 599) {
+		return fmt.Errorf("direct response status %d out of range", d.StatusCode)
+	}
+	if r.MaxRequestBodyBytes < 0 {
+		return fmt.Errorf("maxRequestBodyBytes is negative")
+	}
+	for i, b := range r.Backends {
+		if b.Weight < 0 {
+			return fmt.Errorf("backends[%d]: weight %d is negative", i, b.Weight)
+		}
+		if b.Invalid {
+			continue
+		}
+		if !sets[b.EndpointSet] {
+			return fmt.Errorf("backends[%d] refers to unknown endpoint set %q", i, b.EndpointSet)
+		}
+		if err := validateHeaderModifier(b.RequestHeaders); err != nil {
+			return err
+		}
+		if err := validateHeaderModifier(b.ResponseHeaders); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validatePathModifier(pm *PathModifier, match *PathMatch) error {
+	if pm == nil {
+		return nil
+	}
+	switch pm.Type {
+	case ReplaceFullPath:
+	case ReplacePrefixMatch:
+		if match == nil || match.Type != PathPrefix {
+			return fmt.Errorf("ReplacePrefixMatch needs a PathPrefix match")
+		}
+	case ReplaceRegex:
+		if match == nil || match.Type != PathRegularExpression {
+			return fmt.Errorf("ReplaceRegex needs a RegularExpression match")
+		}
+	default:
+		return fmt.Errorf("path modifier type %q is unknown", pm.Type)
+	}
+	return nil
+}
+
+func validateHeaderModifier(hm *HeaderModifier) error {
+	if hm == nil {
+		return nil
+	}
+	for _, h := range append(append([]Header{}, hm.Set...), hm.Add...) {
+		if !validToken(h.Name) {
+			return fmt.Errorf("header name %q is invalid", h.Name)
+		}
+		if strings.ContainsAny(h.Value, "\r\n\x00") {
+			return fmt.Errorf("header %q value contains a control character", h.Name)
+		}
+	}
+	for _, n := range hm.Remove {
+		if !validToken(n) {
+			return fmt.Errorf("header name %q is invalid", n)
+		}
+	}
+	return nil
+}
+
+func validPort(p int32) bool { return p >= 1 && p <= 65535 }
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Resource is one independently versioned piece of a snapshot, the unit of
+// a discovery delta. Key is "listener|<port>", "endpoints|<name>",
+// "cert|<name>" or "gateway|<ns>/<name>"; Body is its canonical JSON.
+type Resource struct {
+	Key  string `json:"key"`
+	Body []byte `json:"body"`
+}
+
+// Resources splits a snapshot into keyed resources, sorted by key.
+func Resources(s *Snapshot) ([]Resource, error) {
+	var out []Resource
+	add := func(key string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		out = append(out, Resource{Key: key, Body: b})
+		return nil
+	}
+	for i := range s.Listeners {
+		if err := add("listener|"+strconv.Itoa(int(s.Listeners[i].Port)), &s.Listeners[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.EndpointSets {
+		if err := add("endpoints|"+s.EndpointSets[i].Name, &s.EndpointSets[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.Certificates {
+		if err := add("cert|"+s.Certificates[i].Name, &s.Certificates[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range s.Gateways {
+		g := &s.Gateways[i]
+		if err := add("gateway|"+g.Namespace+"/"+g.Name, g); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Assemble rebuilds and validates a snapshot from its resources (the
+// inverse of Resources). Unknown key kinds are an error.
+func Assemble(scope Scope, resources []Resource) (*Snapshot, error) {
+	s := &Snapshot{Scope: scope}
+	sorted := append([]Resource(nil), resources...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
+	for _, r := range sorted {
+		kind, _, ok := strings.Cut(r.Key, "|")
+		if !ok {
+			return nil, fmt.Errorf("resource key %q has no kind", r.Key)
+		}
+		var err error
+		switch kind {
+		case "listener":
+			var l Listener
+			err = strictUnmarshal(r.Body, &l)
+			s.Listeners = append(s.Listeners, l)
+		case "endpoints":
+			var e EndpointSet
+			err = strictUnmarshal(r.Body, &e)
+			s.EndpointSets = append(s.EndpointSets, e)
+		case "cert":
+			var c Certificate
+			err = strictUnmarshal(r.Body, &c)
+			s.Certificates = append(s.Certificates, c)
+		case "gateway":
+			var g GatewayRef
+			err = strictUnmarshal(r.Body, &g)
+			s.Gateways = append(s.Gateways, g)
+		default:
+			return nil, fmt.Errorf("resource key %q: unknown kind %q", r.Key, kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resource %q: %w", r.Key, err)
+		}
+	}
+	Normalize(s)
+	if err := Validate(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// Normalize sorts the lists whose order carries no meaning (listeners by
+// port, virtual hosts by hostname, endpoint sets, certificates and gateways
+// by name, endpoints by address and port). Route order is never touched.
+func Normalize(s *Snapshot) {
+	sort.SliceStable(s.Listeners, func(i, j int) bool { return s.Listeners[i].Port < s.Listeners[j].Port })
+	for i := range s.Listeners {
+		vh := s.Listeners[i].VirtualHosts
+		sort.SliceStable(vh, func(a, b int) bool { return vh[a].Hostname < vh[b].Hostname })
+	}
+	sort.SliceStable(s.EndpointSets, func(i, j int) bool { return s.EndpointSets[i].Name < s.EndpointSets[j].Name })
+	for i := range s.EndpointSets {
+		eps := s.EndpointSets[i].Endpoints
+		sort.SliceStable(eps, func(a, b int) bool {
+			if eps[a].Address != eps[b].Address {
+				return eps[a].Address < eps[b].Address
+			}
+			return eps[a].Port < eps[b].Port
+		})
+	}
+	sort.SliceStable(s.Certificates, func(i, j int) bool { return s.Certificates[i].Name < s.Certificates[j].Name })
+	sort.SliceStable(s.Gateways, func(i, j int) bool {
+		if s.Gateways[i].Namespace != s.Gateways[j].Namespace {
+			return s.Gateways[i].Namespace < s.Gateways[j].Namespace
+		}
+		return s.Gateways[i].Name < s.Gateways[j].Name
+	})
+}
+

@@ -1,0 +1,388 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package snapshot holds the routing snapshot: the immutable, deterministic
+// intermediate representation the translator produces, the discovery server
+// ships and the proxy compiles. It has no maps, so its JSON encoding is
+// canonical; every list is kept in a documented order by its producer.
+//
+// The package imports neither a Kubernetes client nor the network: the proxy
+// depends on it, and the proxy never holds Kubernetes credentials.
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// ScopeKind says which proxies a snapshot is for.
+type ScopeKind string
+
+const (
+	// ScopeSharedPool is every Ingress and every Gateway not in dedicated mode.
+	ScopeSharedPool ScopeKind = "SharedPool"
+	// ScopeGateway is one dedicated Gateway.
+	ScopeGateway ScopeKind = "Gateway"
+)
+
+// Scope names the subscribers of a snapshot.
+type Scope struct {
+	Kind      ScopeKind `json:"kind"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name,omitempty"`
+}
+
+// SharedPool is the scope of the shared proxies.
+func SharedPool() Scope { return Scope{Kind: ScopeSharedPool} }
+
+// GatewayScope is the scope of one dedicated Gateway.
+func GatewayScope(namespace, name string) Scope {
+	return Scope{Kind: ScopeGateway, Namespace: namespace, Name: name}
+}
+
+// String is "shared" or "gateway/<namespace>/<name>".
+func (s Scope) String() string {
+	if s.Kind == ScopeGateway {
+		return "gateway/" + s.Namespace + "/" + s.Name
+	}
+	return "shared"
+}
+
+// Snapshot is everything one proxy needs to serve one scope.
+//
+// Ordering rules (producers must follow them; Normalize enforces the ones
+// that carry no meaning): Listeners by Port; VirtualHosts by Hostname;
+// Routes in match precedence order (first match wins — that order carries
+// meaning and is never re-sorted); EndpointSets, Certificates and Gateways
+// by name.
+type Snapshot struct {
+	Scope        Scope         `json:"scope"`
+	Listeners    []Listener    `json:"listeners,omitempty"`
+	EndpointSets []EndpointSet `json:"endpointSets,omitempty"`
+	Certificates []Certificate `json:"certificates,omitempty"`
+	// Gateways lists the Gateways this snapshot serves, with the generation
+	// it was compiled from, so the data plane's acks can gate Programmed.
+	Gateways []GatewayRef `json:"gateways,omitempty"`
+}
+
+// GatewayRef is one Gateway served by a snapshot.
+type GatewayRef struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	// Ports are the ports the proxy binds for this Gateway (internal ports
+	// in the shared pool).
+	Ports []int32 `json:"ports,omitempty"`
+}
+
+// Protocol of a listener.
+type Protocol string
+
+const (
+	ProtocolHTTP  Protocol = "HTTP"
+	ProtocolHTTPS Protocol = "HTTPS"
+)
+
+// Listener is one port the proxy binds.
+type Listener struct {
+	// Name is a stable, human-readable key, e.g. "gateway/ns/name/80" or
+	// "ingress/80"; it labels metrics.
+	Name string `json:"name"`
+	// Port the proxy binds.
+	Port int32 `json:"port"`
+	// ExternalPort is the port clients use (the Gateway listener port); it
+	// matters for redirects. Zero means the same as Port.
+	ExternalPort int32    `json:"externalPort,omitempty"`
+	Protocol     Protocol `json:"protocol"`
+	// TLS is required for HTTPS listeners.
+	TLS          *ListenerTLS  `json:"tls,omitempty"`
+	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+}
+
+// ListenerTLS selects a certificate by SNI.
+type ListenerTLS struct {
+	// Certificates in selection order: the proxy picks the entry whose
+	// hostname equals the SNI, else the most specific wildcard, else the
+	// first entry with an empty hostname (the default).
+	Certificates []SNICertificate `json:"certificates"`
+}
+
+// SNICertificate binds a hostname ("" for any, "*.example.com" for a
+// wildcard) to a Certificate by name.
+type SNICertificate struct {
+	Hostname    string `json:"hostname,omitempty"`
+	Certificate string `json:"certificate"`
+}
+
+// Certificate is a PEM certificate chain and key.
+type Certificate struct {
+	// Name is "<namespace>/<secret>".
+	Name    string `json:"name"`
+	CertPEM string `json:"certPEM"`
+	KeyPEM  string `json:"keyPEM"`
+}
+
+// VirtualHost is the routes for one hostname on one listener.
+type VirtualHost struct {
+	// Hostname is an exact name, a wildcard "*.example.com" (matches one or
+	// more labels in front of the suffix, as Gateway API defines) or "*"
+	// (any host). The proxy picks the exact host, else the longest
+	// wildcard suffix, else "*". An empty route list still claims its
+	// hostname: requests for it answer 404 (listener isolation).
+	Hostname string  `json:"hostname"`
+	Routes   []Route `json:"routes,omitempty"`
+}
+
+// Route is one match and what to do with it.
+type Route struct {
+	// ID appears in access logs and metrics, e.g.
+	// "httproute/<ns>/<name>:<rule>" or "ingress/<ns>/<name>:<rule>.<path>".
+	ID    string `json:"id"`
+	Match Match  `json:"match"`
+
+	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+	Redirect        *Redirect       `json:"redirect,omitempty"`
+	Rewrite         *URLRewrite     `json:"rewrite,omitempty"`
+	Mirrors         []Mirror        `json:"mirrors,omitempty"`
+	CORS            *CORS           `json:"cors,omitempty"`
+	// DirectResponse answers without a backend (e.g. 500 when every
+	// backend of the rule is invalid).
+	DirectResponse *DirectResponse `json:"directResponse,omitempty"`
+	// Backends are weighted; a request picks one by weight. Ignored when
+	// Redirect or DirectResponse is set.
+	Backends []Backend `json:"backends,omitempty"`
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// MaxRequestBodyBytes > 0 answers 413 for larger bodies.
+	MaxRequestBodyBytes int64 `json:"maxRequestBodyBytes,omitempty"`
+	// AccessLogOff suppresses access log lines for this route.
+	AccessLogOff bool `json:"accessLogOff,omitempty"`
+}
+
+// PathMatchType as Gateway API defines it.
+type PathMatchType string
+
+const (
+	PathExact             PathMatchType = "Exact"
+	PathPrefix            PathMatchType = "PathPrefix"
+	PathRegularExpression PathMatchType = "RegularExpression"
+)
+
+// StringMatchType for headers and query parameters.
+type StringMatchType string
+
+const (
+	MatchExact             StringMatchType = "Exact"
+	MatchRegularExpression StringMatchType = "RegularExpression"
+)
+
+// Match is the conjunction of its parts. An empty Path matches everything
+// (as PathPrefix "/").
+type Match struct {
+	Path        *PathMatch    `json:"path,omitempty"`
+	Method      string        `json:"method,omitempty"`
+	Headers     []StringMatch `json:"headers,omitempty"`
+	QueryParams []StringMatch `json:"queryParams,omitempty"`
+}
+
+// PathMatch. RegularExpression values are RE2 and anchored to the whole
+// path by the proxy. PathPrefix matches whole path segments ("/foo"
+// matches "/foo" and "/foo/bar", not "/foobar").
+type PathMatch struct {
+	Type  PathMatchType `json:"type"`
+	Value string        `json:"value"`
+}
+
+// StringMatch on a header (name case-insensitive) or query parameter (name
+// case-sensitive). RegularExpression values are RE2, unanchored.
+type StringMatch struct {
+	Type  StringMatchType `json:"type"`
+	Name  string          `json:"name"`
+	Value string          `json:"value"`
+}
+
+// Header is a name and value.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// HeaderModifier as HTTPHeaderFilter defines it: Set replaces, Add
+// appends, Remove deletes.
+type HeaderModifier struct {
+	Set    []Header `json:"set,omitempty"`
+	Add    []Header `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// PathModifierType as HTTPPathModifier defines it, plus ReplaceRegex for
+// Ingress rewrite-target with use-regex ("$1" refers to capture groups of
+// the route's RegularExpression path match).
+type PathModifierType string
+
+const (
+	ReplaceFullPath    PathModifierType = "ReplaceFullPath"
+	ReplacePrefixMatch PathModifierType = "ReplacePrefixMatch"
+	ReplaceRegex       PathModifierType = "ReplaceRegex"
+)
+
+// PathModifier rewrites the path.
+type PathModifier struct {
+	Type  PathModifierType `json:"type"`
+	Value string           `json:"value"`
+}
+
+// Redirect as HTTPRequestRedirectFilter defines it; the proxy derives an
+// unset port exactly as the Gateway API spec says (well-known port of a
+// changed scheme, else the listener's ExternalPort; omitted when it is the
+// scheme's well-known port).
+type Redirect struct {
+	Scheme     string        `json:"scheme,omitempty"`
+	Hostname   string        `json:"hostname,omitempty"`
+	Port       int32         `json:"port,omitempty"`
+	Path       *PathModifier `json:"path,omitempty"`
+	StatusCode int           `json:"statusCode"`
+}
+
+// URLRewrite as HTTPURLRewriteFilter defines it.
+type URLRewrite struct {
+	Hostname string        `json:"hostname,omitempty"`
+	Path     *PathModifier `json:"path,omitempty"`
+}
+
+// Mirror sends a copy of the request to an endpoint set, fire and forget.
+// Percent in [0,100]; zero with Denominator zero means 100%.
+type Mirror struct {
+	EndpointSet string `json:"endpointSet"`
+	// Numerator/Denominator is the fraction of requests mirrored; both zero
+	// means all.
+	Numerator   int32 `json:"numerator,omitempty"`
+	Denominator int32 `json:"denominator,omitempty"`
+}
+
+// CORS as HTTPCORSFilter defines it.
+type CORS struct {
+	AllowOrigins     []string `json:"allowOrigins,omitempty"`
+	AllowCredentials bool     `json:"allowCredentials,omitempty"`
+	AllowMethods     []string `json:"allowMethods,omitempty"`
+	AllowHeaders     []string `json:"allowHeaders,omitempty"`
+	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
+	MaxAge           int32    `json:"maxAge,omitempty"`
+}
+
+// DirectResponse answers with a fixed status and short body.
+type DirectResponse struct {
+	StatusCode int    `json:"statusCode"`
+	Body       string `json:"body,omitempty"`
+}
+
+// Timeouts of a route. Zero means none.
+type Timeouts struct {
+	// Request bounds the whole exchange (HTTPRoute timeouts.request).
+	Request Duration `json:"request,omitempty"`
+	// Backend bounds one upstream attempt (timeouts.backendRequest).
+	Backend Duration `json:"backend,omitempty"`
+	// UpstreamRead bounds the wait for the first response byte (Ingress
+	// read-timeout).
+	UpstreamRead Duration `json:"upstreamRead,omitempty"`
+	// UpstreamSend bounds writing the request upstream (send-timeout).
+	UpstreamSend Duration `json:"upstreamSend,omitempty"`
+}
+
+// Backend is one weighted backendRef.
+type Backend struct {
+	// EndpointSet names an entry of Snapshot.EndpointSets. Empty when
+	// Invalid is set.
+	EndpointSet string `json:"endpointSet,omitempty"`
+	Weight      int32  `json:"weight"`
+	// Invalid backends take their share of traffic and answer 500, as the
+	// Gateway API spec requires.
+	Invalid         bool            `json:"invalid,omitempty"`
+	RequestHeaders  *HeaderModifier `json:"requestHeaders,omitempty"`
+	ResponseHeaders *HeaderModifier `json:"responseHeaders,omitempty"`
+}
+
+// AppProtocol of an upstream.
+type AppProtocol string
+
+const (
+	AppProtocolHTTP AppProtocol = ""
+	// AppProtocolH2C speaks HTTP/2 over cleartext (kubernetes.io/h2c).
+	AppProtocolH2C AppProtocol = "kubernetes.io/h2c"
+	// AppProtocolWS is kubernetes.io/ws (WebSocket over HTTP/1.1).
+	AppProtocolWS AppProtocol = "kubernetes.io/ws"
+)
+
+// LoadBalancer algorithm of an endpoint set.
+type LoadBalancer string
+
+const (
+	RoundRobin   LoadBalancer = ""
+	LeastRequest LoadBalancer = "LeastRequest"
+)
+
+// EndpointSet is the ready endpoints of one Service port.
+type EndpointSet struct {
+	// Name is "<namespace>/<service>:<port>" (the Service port number).
+	Name         string       `json:"name"`
+	AppProtocol  AppProtocol  `json:"appProtocol,omitempty"`
+	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
+	// Endpoints sorted by address then port. Empty means 503.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint is one address and target port.
+type Endpoint struct {
+	Address string `json:"address"`
+	Port    int32  `json:"port"`
+}
+
+// Duration marshals as a Go duration string ("1.5s").
+type Duration time.Duration
+
+// D is the time.Duration value.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes "1.5s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads "1.5s" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("duration must be a string like \"1.5s\": %w", err)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// IsZero lets omitempty-style checks treat zero as unset.
+func (d Duration) IsZero() bool { return d == 0 }

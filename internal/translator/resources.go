@@ -1,0 +1,136 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package translator turns one gathered set of Kubernetes objects into
+// per-scope routing snapshots and the desired status of every object. It is
+// pure: no client, clock, network or randomness; the same Resources always
+// give the same Result, byte for byte.
+package translator
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// ControllerName is the GatewayClass and IngressClass controller we own.
+const ControllerName = "coxswain-labs.dev/gateway-controller"
+
+// Resources is everything one rebuild reads, gathered by internal/provider
+// from the informer caches. Slices may arrive in any order; Translate sorts
+// what it needs. Objects are read-only.
+type Resources struct {
+	GatewayClasses  []*gwv1.GatewayClass
+	Gateways        []*gwv1.Gateway
+	HTTPRoutes      []*gwv1.HTTPRoute
+	GRPCRoutes      []*gwv1.GRPCRoute
+	ReferenceGrants []*gwv1beta1.ReferenceGrant
+	Namespaces      []*corev1.Namespace
+	Services        []*corev1.Service
+	EndpointSlices  []*discoveryv1.EndpointSlice
+	Secrets         []*corev1.Secret
+
+	Ingresses              []*networkingv1.Ingress
+	IngressClasses         []*networkingv1.IngressClass
+	IngressClassParameters []*ingressv1alpha1.CoxswainIngressClassParameters
+	GatewayParameters      []*gatewayv1alpha1.CoxswainGatewayParameters
+
+	// DedicatedDeployments and DedicatedServices are the rendered objects of
+	// dedicated Gateways (label app.kubernetes.io/component=dedicated-proxy),
+	// read for status.addresses and make-before-break.
+	DedicatedDeployments []*appsv1.Deployment
+	DedicatedServices    []*corev1.Service
+
+	// SharedProxyService is the shared pool's public Service (for Ingress
+	// status.loadBalancer); nil when absent.
+	SharedProxyService *corev1.Service
+	// SharedVIPServices are the per-Gateway VIP Services of shared Gateways
+	// in the install namespace; they persist InternalPorts.
+	SharedVIPServices []*corev1.Service
+	// InternalPorts are the assignments already persisted in the VIP
+	// Services (see internal/portalloc).
+	InternalPorts []portalloc.Assignment
+}
+
+// Result is the output of one translation.
+type Result struct {
+	// Snapshots, sorted by scope string; the SharedPool snapshot is always
+	// present (possibly empty).
+	Snapshots []*snapshot.Snapshot
+
+	GatewayClasses []GatewayClassStatus
+	Gateways       []GatewayStatus
+	HTTPRoutes     []RouteStatus
+	GRPCRoutes     []RouteStatus
+	Ingresses      []IngressStatus
+	// InternalPorts is the full assignment for shared Gateways.
+	InternalPorts []portalloc.Assignment
+	// Events to record (InvalidAnnotation, RouteConflict, ...).
+	Events []Event
+}
+
+// GatewayClassStatus is the desired status of a GatewayClass we own.
+type GatewayClassStatus struct {
+	types.NamespacedName
+	Generation int64
+	Status     gwv1.GatewayClassStatus
+}
+
+// GatewayStatus is the desired status of a Gateway of one of our classes.
+// Programmed reflects the snapshot being published; the status writer gates
+// it on the data plane once discovery reports binds and acks.
+type GatewayStatus struct {
+	types.NamespacedName
+	Generation int64
+	Status     gwv1.GatewayStatus
+	// Scope is the snapshot scope that serves this Gateway.
+	Scope snapshot.Scope
+}
+
+// RouteStatus holds only the parents this controller owns
+// (controllerName == ControllerName); the writer merges them into the
+// object's status.parents without touching other controllers' entries.
+type RouteStatus struct {
+	types.NamespacedName
+	Generation int64
+	Parents    []gwv1.RouteParentStatus
+}
+
+// IngressStatus is the desired status.loadBalancer of an Ingress we serve.
+type IngressStatus struct {
+	types.NamespacedName
+	LoadBalancer networkingv1.IngressLoadBalancerStatus
+}
+
+// Event is a Kubernetes Event the translation wants recorded.
+type Event struct {
+	// Kind, Namespace and Name of the regarding object.
+	Kind      string
+	Namespace string
+	Name      string
+	Type      string // Normal or Warning
+	Reason    string
+	Message   string
+}
