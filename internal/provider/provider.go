@@ -1,0 +1,352 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package provider watches every input of a routing rebuild, debounces
+// their events, gathers one translator.Resources value from the informer
+// caches, translates it, and hands the Result to the sinks (discovery
+// dispatch, the status writer, the shared VIP applier). Data flows one way:
+// nothing here writes to Kubernetes.
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/translator"
+)
+
+// Label contract of the objects Coxswain renders (see internal/provision).
+const (
+	ManagedByLabel      = "app.kubernetes.io/managed-by"
+	ManagedByValue      = "coxswain"
+	ComponentLabel      = "app.kubernetes.io/component"
+	ComponentDedicated  = "dedicated-proxy"
+	ComponentSharedVIP  = "shared-vip"
+	GatewayNameLabel    = "gateway.networking.k8s.io/gateway-name"
+	GatewayNamespaceLbl = "gateway.coxswain-labs.dev/gateway-namespace"
+	// SharedProxyServiceName is the shared pool's public Service in the
+	// install namespace.
+	SharedProxyServiceName = "coxswain-shared-proxy"
+)
+
+// Debounce bounds: a rebuild waits for Quiet without events, but never more
+// than MaxDelay after the first event of a burst.
+const (
+	DefaultQuiet    = 20 * time.Millisecond
+	DefaultMaxDelay = 500 * time.Millisecond
+)
+
+// Sink receives every Result, in order, from one goroutine. A sink must not
+// block for long: stateful sinks keep the latest Result and work in their
+// own loop.
+type Sink interface {
+	Accept(ctx context.Context, res *translator.Result)
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, res *translator.Result)
+
+// Accept calls f.
+func (f SinkFunc) Accept(ctx context.Context, res *translator.Result) { f(ctx, res) }
+
+// Options configure a Provider.
+type Options struct {
+	// Cache is where objects are read from and informers are found.
+	Cache cache.Cache
+	// InstallNamespace holds the shared proxy Service and VIP Services.
+	InstallNamespace string
+	Quiet            time.Duration
+	MaxDelay         time.Duration
+	// Translate defaults to translator.Translate.
+	Translate func(*translator.Resources) *translator.Result
+	Sinks     []Sink
+	Log       logr.Logger
+}
+
+// Provider is a manager.Runnable. Every replica runs it, so a standby has
+// warm results; only the sinks decide what a non-leader may do.
+type Provider struct {
+	opts    Options
+	trigger chan struct{}
+
+	mu   sync.Mutex
+	last *translator.Result
+}
+
+// New returns a Provider; call SetupWithManager or Start it yourself.
+func New(opts Options) *Provider {
+	if opts.Quiet <= 0 {
+		opts.Quiet = DefaultQuiet
+	}
+	if opts.MaxDelay < opts.Quiet {
+		opts.MaxDelay = DefaultMaxDelay
+	}
+	if opts.Translate == nil {
+		opts.Translate = translator.Translate
+	}
+	return &Provider{opts: opts, trigger: make(chan struct{}, 1)}
+}
+
+// NeedLeaderElection is false: every replica gathers and translates.
+func (p *Provider) NeedLeaderElection() bool { return false }
+
+// watched lists one empty object of every kind a rebuild reads.
+func watched() []client.Object {
+	return []client.Object{
+		&gwv1.GatewayClass{}, &gwv1.Gateway{}, &gwv1.HTTPRoute{}, &gwv1.GRPCRoute{},
+		&gwv1beta1.ReferenceGrant{}, &corev1.Namespace{}, &corev1.Service{},
+		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &networkingv1.Ingress{},
+		&networkingv1.IngressClass{}, &ingressv1alpha1.CoxswainIngressClassParameters{},
+		&gatewayv1alpha1.CoxswainGatewayParameters{}, &appsv1.Deployment{},
+	}
+}
+
+var (
+	rebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "coxswain_controller_rebuilds_total",
+		Help: "Routing rebuilds (gather + translate), by result.",
+	}, []string{"result"})
+	rebuildSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "coxswain_controller_rebuild_duration_seconds",
+		Help:    "Time to gather and translate one rebuild.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+)
+
+func init() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds) }
+
+// Start registers event handlers on every informer, then rebuilds once and
+// again after every debounced burst of events, until ctx ends.
+func (p *Provider) Start(ctx context.Context) error {
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { p.Trigger() },
+		UpdateFunc: func(any, any) { p.Trigger() },
+		DeleteFunc: func(any) { p.Trigger() },
+	}
+	for _, obj := range watched() {
+		inf, err := p.opts.Cache.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("event handler for %T: %w", obj, err)
+		}
+	}
+	if !p.opts.Cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	p.Trigger()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.trigger:
+		}
+		if !p.debounce(ctx) {
+			return nil
+		}
+		p.rebuild(ctx)
+	}
+}
+
+// Trigger asks for a rebuild; bursts coalesce.
+func (p *Provider) Trigger() {
+	select {
+	case p.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// debounce waits until Quiet passes without a trigger, or MaxDelay since
+// the first one. It reports false when ctx ended.
+func (p *Provider) debounce(ctx context.Context) bool {
+	deadline := time.NewTimer(p.opts.MaxDelay)
+	defer deadline.Stop()
+	quiet := time.NewTimer(p.opts.Quiet)
+	defer quiet.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return true
+		case <-quiet.C:
+			return true
+		case <-p.trigger:
+			if !quiet.Stop() {
+				<-quiet.C
+			}
+			quiet.Reset(p.opts.Quiet)
+		}
+	}
+}
+
+func (p *Provider) rebuild(ctx context.Context) {
+	start := time.Now()
+	res, err := p.Gather(ctx)
+	if err != nil {
+		rebuilds.WithLabelValues("gather_error").Inc()
+		p.opts.Log.Error(err, "gathering rebuild inputs; keeping the last result")
+		// Retry later; the last published result stays in force.
+		time.AfterFunc(time.Second, p.Trigger)
+		return
+	}
+	out := p.opts.Translate(res)
+	rebuildSeconds.Observe(time.Since(start).Seconds())
+	rebuilds.WithLabelValues("ok").Inc()
+	p.mu.Lock()
+	p.last = out
+	p.mu.Unlock()
+	for _, s := range p.opts.Sinks {
+		s.Accept(ctx, out)
+	}
+}
+
+// Last returns the most recent Result (nil before the first rebuild).
+func (p *Provider) Last() *translator.Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// Gather reads one consistent-enough view of every input from the cache.
+func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
+	c := p.opts.Cache
+	r := &translator.Resources{}
+	var err error
+	if r.GatewayClasses, err = list[gwv1.GatewayClass, gwv1.GatewayClassList](ctx, c, &gwv1.GatewayClassList{}, func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.Gateways, err = list(ctx, c, &gwv1.GatewayList{}, func(l *gwv1.GatewayList) []gwv1.Gateway { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.HTTPRoutes, err = list(ctx, c, &gwv1.HTTPRouteList{}, func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.GRPCRoutes, err = list(ctx, c, &gwv1.GRPCRouteList{}, func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.ReferenceGrants, err = list(ctx, c, &gwv1beta1.ReferenceGrantList{}, func(l *gwv1beta1.ReferenceGrantList) []gwv1beta1.ReferenceGrant { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.Namespaces, err = list(ctx, c, &corev1.NamespaceList{}, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }); err != nil {
+		return nil, err
+	}
+	services, err := list(ctx, c, &corev1.ServiceList{}, func(l *corev1.ServiceList) []corev1.Service { return l.Items })
+	if err != nil {
+		return nil, err
+	}
+	if r.EndpointSlices, err = list(ctx, c, &discoveryv1.EndpointSliceList{}, func(l *discoveryv1.EndpointSliceList) []discoveryv1.EndpointSlice { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.Secrets, err = list(ctx, c, &corev1.SecretList{}, func(l *corev1.SecretList) []corev1.Secret { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.Ingresses, err = list(ctx, c, &networkingv1.IngressList{}, func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.IngressClasses, err = list(ctx, c, &networkingv1.IngressClassList{}, func(l *networkingv1.IngressClassList) []networkingv1.IngressClass { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.IngressClassParameters, err = list(ctx, c, &ingressv1alpha1.CoxswainIngressClassParametersList{}, func(l *ingressv1alpha1.CoxswainIngressClassParametersList) []ingressv1alpha1.CoxswainIngressClassParameters {
+		return l.Items
+	}); err != nil {
+		return nil, err
+	}
+	if r.GatewayParameters, err = list(ctx, c, &gatewayv1alpha1.CoxswainGatewayParametersList{}, func(l *gatewayv1alpha1.CoxswainGatewayParametersList) []gatewayv1alpha1.CoxswainGatewayParameters {
+		return l.Items
+	}); err != nil {
+		return nil, err
+	}
+	deployments, err := list(ctx, c, &appsv1.DeploymentList{}, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
+		client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, ComponentLabel: ComponentDedicated})})
+	if err != nil {
+		return nil, err
+	}
+	r.DedicatedDeployments = deployments
+	r.Services = services
+	for _, s := range services {
+		l := s.Labels
+		switch {
+		case l[ManagedByLabel] == ManagedByValue && l[ComponentLabel] == ComponentDedicated:
+			r.DedicatedServices = append(r.DedicatedServices, s)
+		case s.Namespace == p.opts.InstallNamespace && l[ManagedByLabel] == ManagedByValue && l[ComponentLabel] == ComponentSharedVIP:
+			r.SharedVIPServices = append(r.SharedVIPServices, s)
+		case s.Namespace == p.opts.InstallNamespace && s.Name == SharedProxyServiceName:
+			r.SharedProxyService = s
+		}
+	}
+	r.InternalPorts = AssignmentsFromVIPServices(r.SharedVIPServices)
+	return r, nil
+}
+
+// AssignmentsFromVIPServices reads the internal port assignments persisted
+// in shared VIP Services: port = Gateway listener port, targetPort =
+// internal port.
+func AssignmentsFromVIPServices(svcs []*corev1.Service) []portalloc.Assignment {
+	var out []portalloc.Assignment
+	for _, s := range svcs {
+		name, ns := s.Labels[GatewayNameLabel], s.Labels[GatewayNamespaceLbl]
+		if name == "" || ns == "" {
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			if p.TargetPort.IntVal == 0 {
+				continue
+			}
+			out = append(out, portalloc.Assignment{
+				Key:      portalloc.Key{Namespace: ns, Name: name, Port: p.Port},
+				Internal: p.TargetPort.IntVal,
+			})
+		}
+	}
+	return out
+}
+
+// list lists from the cache and returns pointers into the items.
+func list[T any, L any, PL interface {
+	*L
+	client.ObjectList
+}](ctx context.Context, c client.Reader, l PL, items func(PL) []T, opts ...client.ListOption) ([]*T, error) {
+	if err := c.List(ctx, l, opts...); err != nil {
+		return nil, fmt.Errorf("list %T: %w", l, err)
+	}
+	src := items(l)
+	out := make([]*T, len(src))
+	for i := range src {
+		out[i] = &src[i]
+	}
+	return out, nil
+}

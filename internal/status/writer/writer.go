@@ -1,0 +1,425 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package writer is the one status writer: it takes the translator's desired
+// status, gates Programmed on the data plane, and patches only what changed.
+// It writes only while this replica holds the Lease, and re-checks the Lease
+// immediately before every patch.
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/status"
+	"github.com/coxswain-go/coxswain/internal/translator"
+)
+
+// LeaderCheck answers, with a live read, whether this replica still holds
+// the Lease.
+type LeaderCheck func(ctx context.Context) (bool, error)
+
+// DataPlane reports whether the proxies of a Gateway's scope have bound its
+// ports and acked a snapshot holding the given generation.
+type DataPlane interface {
+	GatewayProgrammed(namespace, name string, generation int64) (programmed bool, proxies int)
+}
+
+// EventRecorder records Kubernetes Events (the manager's recorder fits).
+type EventRecorder interface {
+	Event(object runtime.Object, eventtype, reason, message string)
+}
+
+// ErrNotLeader stops a write round when the Lease was lost.
+var ErrNotLeader = errors.New("not the leader: status not written")
+
+// Writer is a manager.Runnable that needs leader election.
+type Writer struct {
+	Client   client.Client
+	Leader   LeaderCheck
+	Recorder EventRecorder
+	// DataPlane gates Programmed; nil means Programmed follows the
+	// published snapshot.
+	DataPlane DataPlane
+	Now       func() time.Time
+	Log       logr.Logger
+
+	latest atomic.Pointer[translator.Result]
+	notify chan struct{}
+	once   sync.Once
+
+	mu         sync.Mutex
+	lastEvents map[string]bool
+}
+
+var (
+	patches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "coxswain_controller_status_patches_total",
+		Help: "Status patches by kind and result.",
+	}, []string{"kind", "result"})
+)
+
+func init() { ctrlmetrics.Registry.MustRegister(patches) }
+
+func (w *Writer) init() {
+	w.once.Do(func() {
+		w.notify = make(chan struct{}, 1)
+		if w.Now == nil {
+			w.Now = time.Now
+		}
+		w.lastEvents = map[string]bool{}
+	})
+}
+
+// NeedLeaderElection is true: standbys never write.
+func (w *Writer) NeedLeaderElection() bool { return true }
+
+// Accept stores the latest Result (provider.Sink).
+func (w *Writer) Accept(_ context.Context, res *translator.Result) {
+	w.init()
+	w.latest.Store(res)
+	w.Notify()
+}
+
+// Notify asks for a write round (e.g. when the data plane acks).
+func (w *Writer) Notify() {
+	w.init()
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Start writes after every notification until ctx ends. Failed rounds are
+// retried with a bounded backoff.
+func (w *Writer) Start(ctx context.Context) error {
+	w.init()
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.notify:
+		}
+		res := w.latest.Load()
+		if res == nil {
+			continue
+		}
+		if err := w.Write(ctx, res); err != nil {
+			w.Log.Info("status round incomplete, retrying", "error", err.Error(), "in", backoff)
+			time.AfterFunc(backoff, w.Notify)
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	}
+}
+
+// Write brings every object's status to the desired state. It returns the
+// first error after trying every object (ErrNotLeader stops at once).
+func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
+	w.init()
+	var errs []error
+	record := func(err error) bool {
+		if errors.Is(err, ErrNotLeader) {
+			errs = append(errs, err)
+			return false
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return true
+	}
+	for i := range res.GatewayClasses {
+		if !record(w.gatewayClass(ctx, &res.GatewayClasses[i])) {
+			return errors.Join(errs...)
+		}
+	}
+	for i := range res.Gateways {
+		if !record(w.gateway(ctx, &res.Gateways[i])) {
+			return errors.Join(errs...)
+		}
+	}
+	for i := range res.HTTPRoutes {
+		if !record(w.httpRoute(ctx, &res.HTTPRoutes[i])) {
+			return errors.Join(errs...)
+		}
+	}
+	for i := range res.GRPCRoutes {
+		if !record(w.grpcRoute(ctx, &res.GRPCRoutes[i])) {
+			return errors.Join(errs...)
+		}
+	}
+	for i := range res.Ingresses {
+		if !record(w.ingress(ctx, &res.Ingresses[i])) {
+			return errors.Join(errs...)
+		}
+	}
+	if err := w.events(ctx, res.Events); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// patch re-checks leadership, then patches obj's status from orig with an
+// optimistic lock, so a concurrent writer's entries are never overwritten
+// blindly: a conflict retries next round from fresh state.
+func (w *Writer) patch(ctx context.Context, kind string, obj, orig client.Object) error {
+	if w.Leader != nil {
+		ok, err := w.Leader(ctx)
+		if err != nil {
+			return fmt.Errorf("checking the Lease: %w", err)
+		}
+		if !ok {
+			patches.WithLabelValues(kind, "not_leader").Inc()
+			return ErrNotLeader
+		}
+	}
+	err := w.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil:
+		patches.WithLabelValues(kind, "ok").Inc()
+		return nil
+	case apierrors.IsNotFound(err):
+		patches.WithLabelValues(kind, "gone").Inc()
+		return nil
+	default:
+		patches.WithLabelValues(kind, "error").Inc()
+		return fmt.Errorf("patch %s %s status: %w", kind, client.ObjectKeyFromObject(obj), err)
+	}
+}
+
+func (w *Writer) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	if err := w.Client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+func (w *Writer) now() metav1.Time { return metav1.NewTime(w.Now().Truncate(time.Second)) }
+
+func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassStatus) error {
+	obj := &gwv1.GatewayClass{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, d.Status.Conditions, obj.Generation, w.now())
+	obj.Status.SupportedFeatures = d.Status.SupportedFeatures
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "GatewayClass", obj, orig)
+}
+
+// gate turns a translator Programmed=True into Pending until the data plane
+// has bound and acked the Gateway's generation.
+func (w *Writer) gate(d *translator.GatewayStatus, generation int64, conds []metav1.Condition) []metav1.Condition {
+	if w.DataPlane == nil {
+		return conds
+	}
+	c := meta.FindStatusCondition(conds, string(gwv1.GatewayConditionProgrammed))
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return conds
+	}
+	ok, proxies := w.DataPlane.GatewayProgrammed(d.Namespace, d.Name, generation)
+	if ok {
+		return conds
+	}
+	out := make([]metav1.Condition, len(conds))
+	copy(out, conds)
+	for i := range out {
+		if out[i].Type == string(gwv1.GatewayConditionProgrammed) {
+			out[i].Status = metav1.ConditionFalse
+			out[i].Reason = string(gwv1.GatewayReasonPending)
+			out[i].Message = fmt.Sprintf("Waiting for the data plane: %d connected proxies; every proxy of scope %s must bind the listeners and ack this generation", proxies, d.Scope.String())
+		}
+	}
+	return out
+}
+
+func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error {
+	obj := &gwv1.Gateway{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	now := w.now()
+	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, w.gate(d, obj.Generation, d.Status.Conditions), obj.Generation, now)
+	obj.Status.Addresses = d.Status.Addresses
+	listeners := make([]gwv1.ListenerStatus, 0, len(d.Status.Listeners))
+	for _, dl := range d.Status.Listeners {
+		var existing []metav1.Condition
+		for _, ol := range orig.Status.Listeners {
+			if ol.Name == dl.Name {
+				existing = ol.Conditions
+			}
+		}
+		l := dl
+		l.Conditions, _ = status.MergeConditions(existing, w.gate(d, obj.Generation, dl.Conditions), obj.Generation, now)
+		listeners = append(listeners, l)
+	}
+	obj.Status.Listeners = listeners
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "Gateway", obj, orig)
+}
+
+// mergeParents replaces this controller's entries of status.parents with the
+// desired ones and leaves every other controller's entries untouched.
+func (w *Writer) mergeParents(existing, desired []gwv1.RouteParentStatus, generation int64) []gwv1.RouteParentStatus {
+	now := w.now()
+	var out []gwv1.RouteParentStatus
+	for _, e := range existing {
+		if string(e.ControllerName) != translator.ControllerName {
+			out = append(out, e)
+		}
+	}
+	for _, d := range desired {
+		var prev []metav1.Condition
+		for _, e := range existing {
+			if string(e.ControllerName) == translator.ControllerName && apiequality.Semantic.DeepEqual(e.ParentRef, d.ParentRef) {
+				prev = e.Conditions
+			}
+		}
+		p := d
+		p.ControllerName = gwv1.GatewayController(translator.ControllerName)
+		p.Conditions, _ = status.MergeConditions(prev, d.Conditions, generation, now)
+		out = append(out, p)
+	}
+	return out
+}
+
+func (w *Writer) httpRoute(ctx context.Context, d *translator.RouteStatus) error {
+	obj := &gwv1.HTTPRoute{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	obj.Status.Parents = w.mergeParents(obj.Status.Parents, d.Parents, obj.Generation)
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "HTTPRoute", obj, orig)
+}
+
+func (w *Writer) grpcRoute(ctx context.Context, d *translator.RouteStatus) error {
+	obj := &gwv1.GRPCRoute{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	obj.Status.Parents = w.mergeParents(obj.Status.Parents, d.Parents, obj.Generation)
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "GRPCRoute", obj, orig)
+}
+
+func (w *Writer) ingress(ctx context.Context, d *translator.IngressStatus) error {
+	obj := &networkingv1.Ingress{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	obj.Status.LoadBalancer = d.LoadBalancer
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "Ingress", obj, orig)
+}
+
+// events records each translation event once while it keeps being
+// produced; an event that stops and comes back is recorded again.
+func (w *Writer) events(ctx context.Context, evs []translator.Event) error {
+	if w.Recorder == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := make(map[string]bool, len(evs))
+	keys := make([]string, 0, len(evs))
+	byKey := map[string]translator.Event{}
+	for _, e := range evs {
+		k := e.Kind + "/" + e.Namespace + "/" + e.Name + "/" + e.Type + "/" + e.Reason + "/" + e.Message
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		keys = append(keys, k)
+		byKey[k] = e
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if w.lastEvents[k] {
+			continue
+		}
+		e := byKey[k]
+		obj := objectFor(e.Kind)
+		if obj == nil {
+			continue
+		}
+		if ok, err := w.get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, obj); err != nil {
+			return err
+		} else if !ok {
+			continue
+		}
+		w.Recorder.Event(obj, e.Type, e.Reason, e.Message)
+	}
+	w.lastEvents = seen
+	return nil
+}
+
+func objectFor(kind string) client.Object {
+	switch kind {
+	case "GatewayClass":
+		return &gwv1.GatewayClass{}
+	case "Gateway":
+		return &gwv1.Gateway{}
+	case "HTTPRoute":
+		return &gwv1.HTTPRoute{}
+	case "GRPCRoute":
+		return &gwv1.GRPCRoute{}
+	case "Ingress":
+		return &networkingv1.Ingress{}
+	case "Service":
+		return &corev1.Service{}
+	}
+	return nil
+}
