@@ -17,6 +17,11 @@ limitations under the License.
 package cmd
 
 import (
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -24,7 +29,7 @@ import (
 )
 
 func newProxyCommand() *cobra.Command {
-	var shared, dedicated bool
+	var shared, dedicated, accessLog bool
 	cfg := proxy.Config{}
 	c := &cobra.Command{
 		Use:   "proxy (--shared | --dedicated --gateway-name NAME --gateway-namespace NS)",
@@ -40,8 +45,14 @@ func newProxyCommand() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			ctrl.Log.WithName("proxy").Info("starting proxy", "mode", cfg.Mode,
-				"gateway", cfg.GatewayNamespace+"/"+cfg.GatewayName, "health", cfg.HealthAddr, "metrics", cfg.MetricsAddr)
+			log := ctrl.Log.WithName("proxy")
+			log.Info("starting proxy", "mode", cfg.Mode,
+				"gateway", cfg.GatewayNamespace+"/"+cfg.GatewayName, "health", cfg.HealthAddr, "metrics", cfg.MetricsAddr,
+				"snapshotFile", cfg.SnapshotFile)
+			cfg.DataPlane.Logger = slog.New(logr.ToSlogHandler(log))
+			if accessLog {
+				cfg.DataPlane.AccessLog = os.Stdout
+			}
 			return proxy.Run(cmd.Context(), cfg, proxy.NewReadiness("no routing snapshot applied yet"))
 		},
 	}
@@ -52,6 +63,12 @@ func newProxyCommand() *cobra.Command {
 	f.StringVar(&cfg.GatewayNamespace, "gateway-namespace", "", "Namespace of the Gateway a dedicated proxy serves.")
 	f.StringVar(&cfg.HealthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", ":8083", "Address of the /metrics endpoint.")
+	f.StringVar(&cfg.SnapshotFile, "snapshot-file", "", "Serve the routing snapshot in this JSON or YAML file and reload it when it changes (benchmarks, tests, last-known-good).")
+	f.DurationVar(&cfg.SnapshotPollInterval, "snapshot-poll-interval", time.Second, "How often --snapshot-file is checked for changes.")
+	f.StringVar(&cfg.DataPlane.BindHost, "bind-host", "", "Address the traffic listeners bind (empty: every address).")
+	f.BoolVar(&accessLog, "access-log", true, "Write one JSON access log line per request to stdout (routes can turn it off).")
+	f.DurationVar(&cfg.DataPlane.DrainTimeout, "drain-timeout", 10*time.Second, "How long a removed listener may drain its connections.")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "How long in-flight requests may finish on SIGTERM.")
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c
 }

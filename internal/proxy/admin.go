@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,19 @@ type Config struct {
 	GatewayNamespace string
 	HealthAddr       string
 	MetricsAddr      string
+
+	// DataPlane configures the listeners that carry user traffic.
+	DataPlane Options
+	// SnapshotFile, when set, is a static snapshot (JSON or YAML) applied
+	// at start and re-applied whenever its content changes.
+	SnapshotFile string
+	// SnapshotPollInterval is how often SnapshotFile is checked (default 1s).
+	SnapshotPollInterval time.Duration
+	// Source, when set, feeds snapshots to the data plane (the discovery
+	// client); it runs until ctx ends.
+	Source func(ctx context.Context, dp *DataPlane) error
+	// ShutdownTimeout bounds the graceful drain on exit (default 25s).
+	ShutdownTimeout time.Duration
 }
 
 // Validate reports a clear error for a configuration the proxy cannot run with.
@@ -182,7 +196,9 @@ func (a *Admin) Serve(ctx context.Context, healthLn, metricsLn net.Listener) err
 	return serveErr
 }
 
-// Run listens on the configured addresses and serves until ctx ends.
+// Run listens on the configured addresses, serves the admin endpoints and
+// the data plane, feeds it from SnapshotFile and Source, and on ctx end
+// drains gracefully (stop accepting, finish in-flight, bounded).
 func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -196,5 +212,59 @@ func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 		_ = healthLn.Close()
 		return fmt.Errorf("metrics listener: %w", err)
 	}
-	return NewAdmin(cfg, readiness).Serve(ctx, healthLn, metricsLn)
+	admin := NewAdmin(cfg, readiness)
+	opts := cfg.DataPlane
+	opts.Registry = admin.Registry()
+	opts.Readiness = readiness
+	dp := NewDataPlane(opts)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 3)
+	var workers sync.WaitGroup
+	if cfg.SnapshotFile != "" {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			if err := WatchSnapshotFile(ctx, cfg.SnapshotFile, cfg.SnapshotPollInterval, dp.Apply, dp.log); err != nil {
+				dp.log.Error("snapshot file never applied", "path", cfg.SnapshotFile, "error", err)
+			}
+		}()
+	}
+	if cfg.Source != nil {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			if err := cfg.Source(ctx, dp); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("snapshot source: %w", err)
+			}
+		}()
+	}
+	adminDone := make(chan error, 1)
+	go func() { adminDone <- admin.Serve(ctx, healthLn, metricsLn) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	case runErr = <-adminDone:
+		adminDone = nil
+	}
+	cancel()
+	timeout := cfg.ShutdownTimeout
+	if timeout <= 0 {
+		timeout = 25 * time.Second
+	}
+	shutdownCtx, stop := context.WithTimeout(context.Background(), timeout)
+	defer stop()
+	if err := dp.Shutdown(shutdownCtx); err != nil {
+		dp.log.Error("data plane drain incomplete", "error", err)
+	}
+	workers.Wait()
+	if adminDone != nil {
+		if err := <-adminDone; runErr == nil {
+			runErr = err
+		}
+	}
+	return runErr
 }

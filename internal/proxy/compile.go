@@ -1,0 +1,487 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// state is everything one applied snapshot compiles to. It is immutable
+// once published; requests load it with one atomic load.
+type state struct {
+	version string
+	router  *Router
+	sets    map[string]*endpointSet
+	certs   map[string]*parsedCert
+	stats   map[string]*routeStats
+	// listeners is the set of ports to bind, with whether each is TLS.
+	listeners map[int32]bool
+}
+
+// route is one compiled snapshot route.
+type route struct {
+	id       string
+	listener string
+	port     int32
+	extPort  int32
+	tls      bool
+
+	method  string
+	headers []headerMatch
+	query   []queryMatch
+	path    *snapshot.PathMatch
+	prefix  string
+	pathRE  *regexp.Regexp
+
+	reqHdr, respHdr *headerMod
+	redirect        *snapshot.Redirect
+	rewrite         *snapshot.URLRewrite
+	mirrors         []mirror
+	cors            *corsPolicy
+	direct          *snapshot.DirectResponse
+	backends        []backend
+	cumWeights      []int64
+	totalWeight     int64
+	timeouts        snapshot.Timeouts
+	maxBody         int64
+	accessLogOff    bool
+	stats           *routeStats
+}
+
+type backend struct {
+	set             *endpointSet
+	invalid         bool
+	reqHdr, respHdr *headerMod
+}
+
+type mirror struct {
+	set        *endpointSet
+	num, denom int32
+}
+
+type header struct{ name, value string }
+
+// headerMod is a HeaderModifier with canonical names.
+type headerMod struct {
+	set    []header
+	add    []header
+	remove []string
+}
+
+func (m *headerMod) apply(h http.Header) {
+	if m == nil {
+		return
+	}
+	for _, kv := range m.set {
+		h[kv.name] = []string{kv.value}
+	}
+	for _, kv := range m.add {
+		h[kv.name] = append(h[kv.name], kv.value)
+	}
+	for _, n := range m.remove {
+		delete(h, n)
+	}
+}
+
+func compileHeaderMod(hm *snapshot.HeaderModifier) *headerMod {
+	if hm == nil || (len(hm.Set) == 0 && len(hm.Add) == 0 && len(hm.Remove) == 0) {
+		return nil
+	}
+	m := &headerMod{}
+	for _, h := range hm.Set {
+		m.set = append(m.set, header{http.CanonicalHeaderKey(h.Name), h.Value})
+	}
+	for _, h := range hm.Add {
+		m.add = append(m.add, header{http.CanonicalHeaderKey(h.Name), h.Value})
+	}
+	for _, n := range hm.Remove {
+		m.remove = append(m.remove, http.CanonicalHeaderKey(n))
+	}
+	return m
+}
+
+type parsedCert struct {
+	certPEM, keyPEM string
+	cert            *tls.Certificate
+}
+
+// certSet selects a certificate by SNI: exact, then the longest wildcard
+// suffix, then the default.
+type certSet struct {
+	exact map[string]*tls.Certificate
+	wild  map[string]*tls.Certificate
+	def   *tls.Certificate
+}
+
+func (c *certSet) get(serverName string) *tls.Certificate {
+	h := strings.ToLower(strings.TrimSuffix(serverName, "."))
+	if h != "" {
+		if crt, ok := c.exact[h]; ok {
+			return crt
+		}
+		for i := 1; i < len(h); i++ {
+			if h[i] == '.' {
+				if crt, ok := c.wild[h[i+1:]]; ok {
+					return crt
+				}
+			}
+		}
+	}
+	return c.def
+}
+
+// corsPolicy is a compiled CORS filter.
+type corsPolicy struct {
+	anyOrigin     bool
+	origins       map[string]bool
+	patterns      [][2]string // prefix, suffix around one "*"
+	credentials   bool
+	methods       string
+	anyMethod     bool
+	headers       string
+	anyHeader     bool
+	expose        string
+	maxAge        string
+}
+
+func compileCORS(c *snapshot.CORS) *corsPolicy {
+	if c == nil {
+		return nil
+	}
+	p := &corsPolicy{origins: map[string]bool{}, credentials: c.AllowCredentials}
+	for _, o := range c.AllowOrigins {
+		switch {
+		case o == "*":
+			p.anyOrigin = true
+		case strings.Contains(o, "*"):
+			pre, suf, _ := strings.Cut(o, "*")
+			p.patterns = append(p.patterns, [2]string{strings.ToLower(pre), strings.ToLower(suf)})
+		default:
+			p.origins[strings.ToLower(o)] = true
+		}
+	}
+	for _, m := range c.AllowMethods {
+		if m == "*" {
+			p.anyMethod = true
+		}
+	}
+	for _, h := range c.AllowHeaders {
+		if h == "*" {
+			p.anyHeader = true
+		}
+	}
+	p.methods = strings.Join(c.AllowMethods, ", ")
+	p.headers = strings.Join(c.AllowHeaders, ", ")
+	p.expose = strings.Join(c.ExposeHeaders, ", ")
+	if c.MaxAge > 0 {
+		p.maxAge = strconv.Itoa(int(c.MaxAge))
+	}
+	return p
+}
+
+func (p *corsPolicy) allows(origin string) bool {
+	if p.anyOrigin {
+		return true
+	}
+	o := strings.ToLower(origin)
+	if p.origins[o] {
+		return true
+	}
+	for _, pat := range p.patterns {
+		if len(o) > len(pat[0])+len(pat[1]) && strings.HasPrefix(o, pat[0]) && strings.HasSuffix(o, pat[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// compile validates a snapshot and builds its state. prev (may be nil)
+// lends parsed certificates, endpoint load-balancer state and metric
+// handles so they survive swaps.
+func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
+	if err := snapshot.Validate(s); err != nil {
+		return nil, err
+	}
+	version, err := snapshot.Version(s)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{
+		version:   version,
+		router:    &Router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
+		sets:      make(map[string]*endpointSet, len(s.EndpointSets)),
+		certs:     make(map[string]*parsedCert, len(s.Certificates)),
+		stats:     map[string]*routeStats{},
+		listeners: make(map[int32]bool, len(s.Listeners)),
+	}
+	for i := range s.EndpointSets {
+		var old *endpointSet
+		if prev != nil {
+			old = prev.sets[s.EndpointSets[i].Name]
+		}
+		st.sets[s.EndpointSets[i].Name] = newEndpointSet(&s.EndpointSets[i], old)
+	}
+	for _, c := range s.Certificates {
+		if prev != nil {
+			if pc := prev.certs[c.Name]; pc != nil && pc.certPEM == c.CertPEM && pc.keyPEM == c.KeyPEM {
+				st.certs[c.Name] = pc
+				continue
+			}
+		}
+		crt, err := tls.X509KeyPair([]byte(c.CertPEM), []byte(c.KeyPEM))
+		if err != nil {
+			return nil, fmt.Errorf("certificate %q: %w", c.Name, err)
+		}
+		st.certs[c.Name] = &parsedCert{certPEM: c.CertPEM, keyPEM: c.KeyPEM, cert: &crt}
+	}
+	for li := range s.Listeners {
+		l := &s.Listeners[li]
+		ext := l.ExternalPort
+		if ext == 0 {
+			ext = l.Port
+		}
+		lr := &listenerRouter{
+			name:         l.Name,
+			port:         l.Port,
+			externalPort: ext,
+			tls:          l.Protocol == snapshot.ProtocolHTTPS,
+			exact:        map[string]*vhost{},
+			wild:         map[string]*vhost{},
+		}
+		lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: st.routeStats(prev, m, l.Name, "")}
+		if lr.tls {
+			cs := &certSet{exact: map[string]*tls.Certificate{}, wild: map[string]*tls.Certificate{}}
+			for _, sc := range l.TLS.Certificates {
+				crt := st.certs[sc.Certificate].cert
+				switch {
+				case sc.Hostname == "":
+					if cs.def == nil {
+						cs.def = crt
+					}
+				case strings.HasPrefix(sc.Hostname, "*."):
+					if _, dup := cs.wild[sc.Hostname[2:]]; !dup {
+						cs.wild[sc.Hostname[2:]] = crt
+					}
+				default:
+					if _, dup := cs.exact[sc.Hostname]; !dup {
+						cs.exact[sc.Hostname] = crt
+					}
+				}
+			}
+			lr.certs = cs
+		}
+		for vi := range l.VirtualHosts {
+			vh, err := st.compileVHost(&l.VirtualHosts[vi], lr, prev, m)
+			if err != nil {
+				return nil, fmt.Errorf("listener %s host %q: %w", l.Name, l.VirtualHosts[vi].Hostname, err)
+			}
+			switch h := vh.hostname; {
+			case h == "*":
+				lr.any = vh
+			case strings.HasPrefix(h, "*."):
+				lr.wild[h[2:]] = vh
+			default:
+				lr.exact[h] = vh
+			}
+		}
+		st.router.ports[l.Port] = lr
+		st.listeners[l.Port] = lr.tls
+	}
+	return st, nil
+}
+
+func (st *state) routeStats(prev *state, m *metrics, listener, id string) *routeStats {
+	key := listener + "\x00" + id
+	if rs := st.stats[key]; rs != nil {
+		return rs
+	}
+	var rs *routeStats
+	if prev != nil {
+		rs = prev.stats[key]
+	}
+	if rs == nil {
+		rs = m.newRouteStats(listener, id)
+	}
+	st.stats[key] = rs
+	return rs
+}
+
+func (st *state) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter, prev *state, m *metrics) (*vhost, error) {
+	vh := &vhost{
+		hostname: in.Hostname,
+		routes:   make([]*route, 0, len(in.Routes)),
+		exact:    map[string][]int32{},
+		prefix:   map[string][]int32{},
+	}
+	for i := range in.Routes {
+		r, err := st.compileRoute(&in.Routes[i], lr, prev, m)
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", in.Routes[i].ID, err)
+		}
+		idx := int32(len(vh.routes))
+		vh.routes = append(vh.routes, r)
+		switch {
+		case r.path == nil:
+			vh.prefix[""] = append(vh.prefix[""], idx)
+		case r.path.Type == snapshot.PathExact:
+			vh.exact[r.path.Value] = append(vh.exact[r.path.Value], idx)
+		case r.path.Type == snapshot.PathPrefix:
+			vh.prefix[r.prefix] = append(vh.prefix[r.prefix], idx)
+			if len(r.prefix) > vh.maxPrefix {
+				vh.maxPrefix = len(r.prefix)
+			}
+		default:
+			vh.regex = append(vh.regex, idx)
+		}
+	}
+	return vh, nil
+}
+
+func (st *state) compileRoute(in *snapshot.Route, lr *listenerRouter, prev *state, m *metrics) (*route, error) {
+	r := &route{
+		id:           in.ID,
+		listener:     lr.name,
+		port:         lr.port,
+		extPort:      lr.externalPort,
+		tls:          lr.tls,
+		method:       in.Match.Method,
+		path:         in.Match.Path,
+		reqHdr:       compileHeaderMod(in.RequestHeaders),
+		respHdr:      compileHeaderMod(in.ResponseHeaders),
+		redirect:     in.Redirect,
+		rewrite:      in.Rewrite,
+		cors:         compileCORS(in.CORS),
+		direct:       in.DirectResponse,
+		maxBody:      in.MaxRequestBodyBytes,
+		accessLogOff: in.AccessLogOff,
+		stats:        st.routeStats(prev, m, lr.name, in.ID),
+	}
+	if in.Timeouts != nil {
+		r.timeouts = *in.Timeouts
+	}
+	if p := in.Match.Path; p != nil {
+		switch p.Type {
+		case snapshot.PathPrefix:
+			r.prefix = normalizePrefix(p.Value)
+		case snapshot.PathRegularExpression:
+			re, err := regexp.Compile("^(?:" + p.Value + ")$")
+			if err != nil {
+				return nil, err
+			}
+			r.pathRE = re
+		}
+	}
+	for _, h := range in.Match.Headers {
+		hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value}
+		if h.Type == snapshot.MatchRegularExpression {
+			re, err := regexp.Compile(h.Value)
+			if err != nil {
+				return nil, err
+			}
+			hm.re = re
+		}
+		r.headers = append(r.headers, hm)
+	}
+	for _, q := range in.Match.QueryParams {
+		qm := queryMatch{name: q.Name, exact: q.Value}
+		if q.Type == snapshot.MatchRegularExpression {
+			re, err := regexp.Compile(q.Value)
+			if err != nil {
+				return nil, err
+			}
+			qm.re = re
+		}
+		r.query = append(r.query, qm)
+	}
+	for _, mi := range in.Mirrors {
+		r.mirrors = append(r.mirrors, mirror{set: st.sets[mi.EndpointSet], num: mi.Numerator, denom: mi.Denominator})
+	}
+	for _, b := range in.Backends {
+		cb := backend{invalid: b.Invalid, reqHdr: compileHeaderMod(b.RequestHeaders), respHdr: compileHeaderMod(b.ResponseHeaders)}
+		if !b.Invalid {
+			cb.set = st.sets[b.EndpointSet]
+			if cb.set == nil {
+				return nil, fmt.Errorf("unknown endpoint set %q", b.EndpointSet)
+			}
+		}
+		r.totalWeight += int64(b.Weight)
+		r.backends = append(r.backends, cb)
+		r.cumWeights = append(r.cumWeights, r.totalWeight)
+	}
+	return r, nil
+}
+
+// endpointSet is the compiled endpoints of one Service port with its load
+// balancer.
+type endpointSet struct {
+	name         string
+	h2c          bool
+	leastRequest bool
+	eps          []*endpoint
+	rr           *atomic.Uint64
+}
+
+type endpoint struct {
+	addr     string
+	inflight atomic.Int64
+}
+
+func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
+	es := &endpointSet{
+		name:         in.Name,
+		h2c:          in.AppProtocol == snapshot.AppProtocolH2C,
+		leastRequest: in.LoadBalancer == snapshot.LeastRequest,
+		rr:           new(atomic.Uint64),
+	}
+	var keep map[string]*endpoint
+	if old != nil {
+		es.rr = old.rr
+		keep = make(map[string]*endpoint, len(old.eps))
+		for _, e := range old.eps {
+			keep[e.addr] = e
+		}
+	}
+	for _, e := range in.Endpoints {
+		addr := net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
+		if ke := keep[addr]; ke != nil {
+			es.eps = append(es.eps, ke)
+			continue
+		}
+		es.eps = append(es.eps, &endpoint{addr: addr})
+	}
+	return es
+}
+
+// ports returns the sorted listener ports of a state.
+func (st *state) ports() []int32 {
+	out := make([]int32, 0, len(st.listeners))
+	for p := range st.listeners {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,384 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// Options configure a DataPlane. The zero value is usable.
+type Options struct {
+	// BindHost is the address listeners bind ("" is every address; tests
+	// use "127.0.0.1").
+	BindHost string
+	// AccessLog receives one JSON line per request; nil disables it.
+	AccessLog io.Writer
+	// Registry receives the data plane's metrics; nil keeps them private.
+	Registry prometheus.Registerer
+	// Readiness, when set, turns ready after the first successful Apply.
+	Readiness *Readiness
+	// Logger for operational messages; nil discards them.
+	Logger *slog.Logger
+	// DrainTimeout bounds the graceful drain of a removed listener
+	// (default 10s).
+	DrainTimeout time.Duration
+	// MaxIdleConnsPerHost of the upstream pools (default 1024).
+	MaxIdleConnsPerHost int
+	// DialTimeout bounds connecting to an upstream (default 5s).
+	DialTimeout time.Duration
+	// MirrorConcurrency bounds in-flight mirrored requests (default 128);
+	// more are dropped.
+	MirrorConcurrency int
+	// MirrorBodyCap is the largest request body copied to mirrors (default
+	// 64 KiB); requests with larger bodies are not mirrored.
+	MirrorBodyCap int
+	// MirrorTimeout bounds one mirrored request (default 10s).
+	MirrorTimeout time.Duration
+}
+
+// DataPlane applies snapshots atomically and binds and unbinds listeners.
+type DataPlane struct {
+	opts      Options
+	log       *slog.Logger
+	m         *metrics
+	alog      *accessLogger
+	state     atomic.Pointer[state]
+	h1, h2c   *http.Transport
+	mirrorSem chan struct{}
+
+	mu     sync.Mutex // serialises Apply and Shutdown
+	bound  map[int32]*boundListener
+	closed bool
+	ports  atomic.Pointer[[]int32]
+
+	cbMu      sync.Mutex
+	callbacks []func([]int32)
+	drains    sync.WaitGroup
+}
+
+type boundListener struct {
+	port int32
+	tls  bool
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+}
+
+// NewDataPlane builds a data plane with no listeners; Apply binds them.
+func NewDataPlane(opts Options) *DataPlane {
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	if opts.MaxIdleConnsPerHost <= 0 {
+		opts.MaxIdleConnsPerHost = 1024
+	}
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 5 * time.Second
+	}
+	if opts.MirrorConcurrency <= 0 {
+		opts.MirrorConcurrency = 128
+	}
+	if opts.MirrorBodyCap <= 0 {
+		opts.MirrorBodyCap = 64 << 10
+	}
+	if opts.MirrorTimeout <= 0 {
+		opts.MirrorTimeout = 10 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &DataPlane{
+		opts:      opts,
+		log:       log,
+		m:         newMetrics(opts.Registry),
+		bound:     map[int32]*boundListener{},
+		mirrorSem: make(chan struct{}, opts.MirrorConcurrency),
+	}
+	if opts.AccessLog != nil {
+		d.alog = &accessLogger{w: opts.AccessLog}
+	}
+	empty := []int32{}
+	d.ports.Store(&empty)
+	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
+	newTransport := func(h2c bool) *http.Transport {
+		var p http.Protocols
+		if h2c {
+			p.SetUnencryptedHTTP2(true)
+		} else {
+			p.SetHTTP1(true)
+		}
+		return &http.Transport{
+			DialContext:           dialer.DialContext,
+			Protocols:             &p,
+			MaxIdleConns:          0,
+			MaxIdleConnsPerHost:   opts.MaxIdleConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+			DisableCompression:    true,
+			ExpectContinueTimeout: time.Second,
+			WriteBufferSize:       16 << 10,
+			ReadBufferSize:        16 << 10,
+		}
+	}
+	d.h1, d.h2c = newTransport(false), newTransport(true)
+	return d
+}
+
+// Apply validates and compiles a snapshot, binds new listeners, publishes
+// the new routing table with one atomic store and drains listeners that
+// are gone. On any error the previous state stays in force.
+func (d *DataPlane) Apply(s *snapshot.Snapshot) error {
+	changed, ports, err := d.apply(s)
+	if err != nil {
+		d.m.applies.WithLabelValues("error").Inc()
+		return err
+	}
+	d.m.applies.WithLabelValues("success").Inc()
+	if changed {
+		d.cbMu.Lock()
+		cbs := slices.Clone(d.callbacks)
+		d.cbMu.Unlock()
+		for _, cb := range cbs {
+			cb(slices.Clone(ports))
+		}
+	}
+	return nil
+}
+
+func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false, nil, errors.New("data plane is shut down")
+	}
+	prev := d.state.Load()
+	st, err := compile(s, prev, d.m)
+	if err != nil {
+		return false, nil, err
+	}
+	// Bind what is new before publishing, so a bind failure leaves the old
+	// state untouched.
+	var opened []*boundListener
+	for _, port := range st.ports() {
+		isTLS := st.listeners[port]
+		if bl := d.bound[port]; bl != nil && bl.tls == isTLS {
+			continue
+		}
+		if bl := d.bound[port]; bl != nil {
+			// The protocol changed on this port: the old listener must go
+			// before the new one can bind.
+			d.unbind(bl)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(d.opts.BindHost, strconv.Itoa(int(port))))
+		if err != nil {
+			for _, o := range opened {
+				_ = o.ln.Close()
+			}
+			return false, nil, fmt.Errorf("bind listener port %d: %w", port, err)
+		}
+		opened = append(opened, &boundListener{port: port, tls: isTLS, ln: ln, done: make(chan struct{})})
+	}
+	d.state.Store(st)
+	changed := len(opened) > 0
+	for _, bl := range opened {
+		d.bound[bl.port] = bl
+		d.serveListener(bl)
+	}
+	for port, bl := range d.bound {
+		if _, ok := st.listeners[port]; !ok {
+			d.unbind(bl)
+			changed = true
+		}
+	}
+	ports := make([]int32, 0, len(d.bound))
+	for p := range d.bound {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	d.ports.Store(&ports)
+	if prev == nil || prev.version != st.version {
+		d.m.setVersion(st.version)
+	}
+	if d.opts.Readiness != nil {
+		d.opts.Readiness.Ready()
+	}
+	d.log.Info("applied routing snapshot", "version", st.version, "ports", ports)
+	return changed, ports, nil
+}
+
+func (d *DataPlane) serveListener(bl *boundListener) {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	if bl.tls {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	srv := &http.Server{
+		Handler:           &portHandler{d: d, port: bl.port, tls: bl.tls},
+		Protocols:         &p,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+		ConnState:         d.connState,
+	}
+	if bl.tls {
+		port := bl.port
+		srv.TLSConfig = &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"},
+			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return d.certificate(port, hello.ServerName)
+			},
+		}
+	}
+	bl.srv = srv
+	go func() {
+		defer close(bl.done)
+		var err error
+		if bl.tls {
+			err = srv.ServeTLS(bl.ln, "", "")
+		} else {
+			err = srv.Serve(bl.ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("listener stopped", "port", bl.port, "error", err)
+		}
+	}()
+}
+
+// certificate selects the certificate of an HTTPS listener for an SNI name
+// from the current snapshot: new handshakes see new certificates, while
+// established connections keep the one they negotiated.
+func (d *DataPlane) certificate(port int32, serverName string) (*tls.Certificate, error) {
+	st := d.state.Load()
+	if st == nil {
+		return nil, errors.New("no routing snapshot applied")
+	}
+	lr := st.router.ports[port]
+	if lr == nil || lr.certs == nil {
+		return nil, fmt.Errorf("port %d has no TLS certificates", port)
+	}
+	if c := lr.certs.get(serverName); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("no certificate for server name %q", serverName)
+}
+
+func (d *DataPlane) connState(_ net.Conn, cs http.ConnState) {
+	switch cs {
+	case http.StateNew:
+		d.m.activeConns.Inc()
+	case http.StateClosed, http.StateHijacked:
+		d.m.activeConns.Dec()
+	}
+}
+
+// unbind stops accepting on a listener at once and drains its connections
+// in the background, bounded by DrainTimeout. Caller holds d.mu.
+func (d *DataPlane) unbind(bl *boundListener) {
+	delete(d.bound, bl.port)
+	_ = bl.ln.Close()
+	d.drains.Add(1)
+	go func() {
+		defer d.drains.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
+		defer cancel()
+		if bl.srv != nil {
+			if err := bl.srv.Shutdown(ctx); err != nil {
+				_ = bl.srv.Close()
+			}
+		}
+	}()
+}
+
+// BoundPorts lists the ports currently listening, sorted.
+func (d *DataPlane) BoundPorts() []int32 { return slices.Clone(*d.ports.Load()) }
+
+// OnBoundPortsChange registers f, called with the sorted bound ports after
+// an Apply that bound or unbound a listener.
+func (d *DataPlane) OnBoundPortsChange(f func([]int32)) {
+	d.cbMu.Lock()
+	defer d.cbMu.Unlock()
+	d.callbacks = append(d.callbacks, f)
+}
+
+// Version is the snapshot.Version of the applied snapshot ("" before the
+// first Apply).
+func (d *DataPlane) Version() string {
+	if st := d.state.Load(); st != nil {
+		return st.version
+	}
+	return ""
+}
+
+// Shutdown stops accepting on every listener, lets in-flight requests
+// finish until ctx ends, then closes what is left. Later Applies fail.
+func (d *DataPlane) Shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	if d.opts.Readiness != nil {
+		d.opts.Readiness.NotReady("shutting down")
+	}
+	bound := make([]*boundListener, 0, len(d.bound))
+	for _, bl := range d.bound {
+		bound = append(bound, bl)
+	}
+	d.bound = map[int32]*boundListener{}
+	empty := []int32{}
+	d.ports.Store(&empty)
+	d.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(bound))
+	for i, bl := range bound {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := bl.srv.Shutdown(ctx); err != nil {
+				_ = bl.srv.Close()
+				errs[i] = fmt.Errorf("port %d: %w", bl.port, err)
+			}
+		}()
+	}
+	wg.Wait()
+	drained := make(chan struct{})
+	go func() { d.drains.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+	}
+	d.h1.CloseIdleConnections()
+	d.h2c.CloseIdleConnections()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,140 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the data plane's Prometheus collectors.
+type metrics struct {
+	requests       *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	upstreamErrors *prometheus.CounterVec
+	snapshotInfo   *prometheus.GaugeVec
+	applies        *prometheus.CounterVec
+	activeConns    prometheus.Gauge
+	mirrorsDropped prometheus.Counter
+	// mu serialises snapshot info updates.
+	mu sync.Mutex
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_requests_total",
+			Help: "Requests served, by listener, route ID, method and status code.",
+		}, []string{"listener", "route", "method", "status_code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "coxswain_proxy_request_duration_seconds",
+			Help:    "Time from receiving a request to finishing its response, by listener.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"listener"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_upstream_errors_total",
+			Help: "Upstream failures by route ID and kind (connect, timeout, protocol, no_endpoints, invalid_backend).",
+		}, []string{"route", "kind"}),
+		snapshotInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "coxswain_proxy_snapshot_info",
+			Help: "1 for the version of the routing snapshot currently applied.",
+		}, []string{"version"}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_snapshot_applies_total",
+			Help: "Snapshot applies by result (success or error).",
+		}, []string{"result"}),
+		activeConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "coxswain_proxy_active_connections",
+			Help: "Client connections currently open on the proxy's listeners.",
+		}),
+		mirrorsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "coxswain_proxy_mirror_dropped_total",
+			Help: "Mirrored requests not sent because the mirror queue was full or the body was above the tee cap.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.snapshotInfo, m.applies, m.activeConns, m.mirrorsDropped)
+	}
+	return m
+}
+
+func (m *metrics) setVersion(v string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.snapshotInfo.Reset()
+	m.snapshotInfo.WithLabelValues(v).Set(1)
+}
+
+// routeStats caches the counters of one (listener, route) so the request
+// path does not hash label values: a copy-on-write map keyed by method and
+// status, read with one atomic load.
+type routeStats struct {
+	m        *metrics
+	listener string
+	route    string
+	counters atomic.Pointer[map[uint32]prometheus.Counter]
+	duration prometheus.Observer
+	mu       sync.Mutex
+}
+
+func (m *metrics) newRouteStats(listener, route string) *routeStats {
+	rs := &routeStats{m: m, listener: listener, route: route, duration: m.duration.WithLabelValues(listener)}
+	empty := map[uint32]prometheus.Counter{}
+	rs.counters.Store(&empty)
+	return rs
+}
+
+var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+func methodIndex(m string) uint32 {
+	for i, x := range methods {
+		if x == m {
+			return uint32(i)
+		}
+	}
+	return uint32(len(methods))
+}
+
+func (rs *routeStats) inc(method string, status int) {
+	mi := methodIndex(method)
+	key := mi<<16 | uint32(status&0xffff)
+	if c, ok := (*rs.counters.Load())[key]; ok {
+		c.Inc()
+		return
+	}
+	rs.mu.Lock()
+	cur := *rs.counters.Load()
+	c, ok := cur[key]
+	if !ok {
+		ml := "OTHER"
+		if int(mi) < len(methods) {
+			ml = methods[mi]
+		}
+		c = rs.m.requests.WithLabelValues(rs.listener, rs.route, ml, strconv.Itoa(status))
+		next := make(map[uint32]prometheus.Counter, len(cur)+1)
+		for k, v := range cur {
+			next[k] = v
+		}
+		next[key] = c
+		rs.counters.Store(&next)
+	}
+	rs.mu.Unlock()
+	c.Inc()
+}

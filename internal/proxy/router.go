@@ -1,0 +1,315 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// Router is the compiled, immutable routing table of one snapshot: per
+// listener port, virtual hosts, and per host the routes in snapshot order.
+// It is never mutated after compile, so requests read it without locks.
+type Router struct {
+	ports map[int32]*listenerRouter
+}
+
+// listenerRouter selects the virtual host of one listener.
+type listenerRouter struct {
+	name         string
+	port         int32
+	externalPort int32
+	tls          bool
+	exact        map[string]*vhost
+	// wild is keyed by the suffix of "*.<suffix>"; a host matches the
+	// longest suffix that follows at least one label.
+	wild map[string]*vhost
+	any  *vhost
+	// certs selects the certificate of an HTTPS listener by SNI.
+	certs *certSet
+	// notFound carries the metrics of requests that match no route.
+	notFound *route
+}
+
+// vhost holds the routes of one hostname, indexed by path match kind. Every
+// index lists route positions in ascending order, so the first full match
+// of each index is its best, and the smallest of those wins: the snapshot's
+// order is the precedence.
+type vhost struct {
+	hostname string
+	routes   []*route
+	exact    map[string][]int32
+	prefix   map[string][]int32
+	// maxPrefix is the length of the longest prefix, so deep paths stop
+	// probing early.
+	maxPrefix int
+	regex     []int32
+}
+
+type headerMatch struct {
+	name  string // canonical header key
+	exact string
+	re    *regexp.Regexp
+}
+
+type queryMatch struct {
+	name  string
+	exact string
+	re    *regexp.Regexp
+}
+
+// Lookup finds the route for a request on a listener port. It returns nil
+// when no virtual host or no route matches (404). It allocates nothing.
+func (rt *Router) Lookup(port int32, r *http.Request) *route {
+	lr := rt.ports[port]
+	if lr == nil {
+		return nil
+	}
+	vh := lr.host(r.Host)
+	if vh == nil {
+		return nil
+	}
+	return vh.match(r.URL.Path, r)
+}
+
+// host selects the virtual host: exact name, else the longest wildcard
+// suffix, else "*". Upper-case hosts are lowered into a stack buffer and
+// looked up with in-place conversions, so it never allocates.
+func (lr *listenerRouter) host(hostport string) *vhost {
+	h := trimHost(hostport)
+	var buf [256]byte
+	if hasUpper(h) && len(h) <= len(buf) {
+		n := copy(buf[:], h)
+		for i := 0; i < n; i++ {
+			if c := buf[i]; 'A' <= c && c <= 'Z' {
+				buf[i] = c + 'a' - 'A'
+			}
+		}
+		if v, ok := lr.exact[string(buf[:n])]; ok {
+			return v
+		}
+		if len(lr.wild) > 0 {
+			for i := 1; i < n; i++ {
+				if buf[i] == '.' {
+					if v, ok := lr.wild[string(buf[i+1:n])]; ok {
+						return v
+					}
+				}
+			}
+		}
+		return lr.any
+	}
+	if v, ok := lr.exact[h]; ok {
+		return v
+	}
+	if len(lr.wild) > 0 {
+		for i := 1; i < len(h); i++ {
+			if h[i] == '.' {
+				if v, ok := lr.wild[h[i+1:]]; ok {
+					return v
+				}
+			}
+		}
+	}
+	return lr.any
+}
+
+// trimHost strips a port and a trailing dot.
+func trimHost(hostport string) string {
+	h := hostport
+	if len(h) > 0 && h[0] == '[' {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			return h[:i+1]
+		}
+		return h
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 {
+		h = h[:i]
+	}
+	if n := len(h); n > 0 && h[n-1] == '.' {
+		h = h[:n-1]
+	}
+	return h
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// match returns the first route, in snapshot order, whose path, method,
+// headers and query all match.
+func (v *vhost) match(path string, r *http.Request) *route {
+	if path == "" {
+		path = "/"
+	}
+	best := int32(len(v.routes))
+	if len(v.exact) > 0 {
+		if l, ok := v.exact[path]; ok {
+			best = v.first(l, best, r)
+		}
+	}
+	if len(v.prefix) > 0 {
+		if l, ok := v.prefix[""]; ok {
+			best = v.first(l, best, r)
+		}
+		n := len(path)
+		if n > v.maxPrefix+1 {
+			n = v.maxPrefix + 1
+		}
+		for i := 1; i < n; i++ {
+			if path[i] == '/' {
+				if l, ok := v.prefix[path[:i]]; ok {
+					best = v.first(l, best, r)
+				}
+			}
+		}
+		if len(path) <= v.maxPrefix && path[len(path)-1] != '/' {
+			if l, ok := v.prefix[path]; ok {
+				best = v.first(l, best, r)
+			}
+		}
+	}
+	for _, i := range v.regex {
+		if i >= best {
+			break
+		}
+		rt := v.routes[i]
+		if rt.pathRE.MatchString(path) && rt.matchRest(r) {
+			best = i
+			break
+		}
+	}
+	if int(best) < len(v.routes) {
+		return v.routes[best]
+	}
+	return nil
+}
+
+// first returns the first index in l below best whose route matches the
+// non-path conditions, else best.
+func (v *vhost) first(l []int32, best int32, r *http.Request) int32 {
+	for _, i := range l {
+		if i >= best {
+			return best
+		}
+		if v.routes[i].matchRest(r) {
+			return i
+		}
+	}
+	return best
+}
+
+// matchRest checks method, headers and query parameters.
+func (rt *route) matchRest(r *http.Request) bool {
+	if rt.method != "" && r.Method != rt.method {
+		return false
+	}
+	for i := range rt.headers {
+		if !rt.headers[i].match(r.Header) {
+			return false
+		}
+	}
+	for i := range rt.query {
+		if !rt.query[i].match(r.URL.RawQuery) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *headerMatch) match(h http.Header) bool {
+	vals := h[m.name]
+	for _, v := range vals {
+		if m.re != nil {
+			if m.re.MatchString(v) {
+				return true
+			}
+		} else if v == m.exact {
+			return true
+		}
+	}
+	return false
+}
+
+// match looks at the first value of the parameter, as Gateway API
+// recommends; it scans the raw query so it does not allocate unless the
+// parameter is escaped.
+func (m *queryMatch) match(raw string) bool {
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, "%+") {
+			uk, err := url.QueryUnescape(k)
+			if err != nil {
+				continue
+			}
+			k = uk
+		}
+		if k != m.name {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			uv, err := url.QueryUnescape(v)
+			if err != nil {
+				return false
+			}
+			v = uv
+		}
+		if m.re != nil {
+			return m.re.MatchString(v)
+		}
+		return v == m.exact
+	}
+	return false
+}
+
+// pathMatches reports whether a single path match accepts path; the
+// fuzz test and the compiled indexes must agree with it.
+func pathMatches(pm *snapshot.PathMatch, re *regexp.Regexp, path string) bool {
+	if pm == nil {
+		return true
+	}
+	switch pm.Type {
+	case snapshot.PathExact:
+		return path == pm.Value
+	case snapshot.PathPrefix:
+		p := normalizePrefix(pm.Value)
+		if p == "" {
+			return true
+		}
+		return path == p || (strings.HasPrefix(path, p) && path[len(p)] == '/')
+	case snapshot.PathRegularExpression:
+		return re != nil && re.MatchString(path)
+	}
+	return false
+}
+
+// normalizePrefix drops trailing slashes: "/foo/" and "/foo" both match
+// "/foo" and "/foo/bar"; "/" becomes "" (everything).
+func normalizePrefix(p string) string {
+	return strings.TrimRight(p, "/")
+}
