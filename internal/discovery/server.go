@@ -168,7 +168,7 @@ func (s *Server) GRPCServer() *grpc.Server {
 
 // Serve serves on lis until ctx ends.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	return serveGRPC(ctx, s.GRPCServer(), lis)
+	return ServeGRPC(ctx, s.GRPCServer(), lis)
 }
 
 // Start listens on Addr and serves until ctx ends (a controller-runtime
@@ -185,7 +185,9 @@ func (s *Server) Start(ctx context.Context) error {
 // NeedLeaderElection is false: standbys serve too, answering "not the leader".
 func (s *Server) NeedLeaderElection() bool { return false }
 
-func serveGRPC(ctx context.Context, g *grpc.Server, lis net.Listener) error {
+// ServeGRPC serves g on lis until ctx ends, then stops gracefully (at most
+// 5s before closing the remaining streams).
+func ServeGRPC(ctx context.Context, g *grpc.Server, lis net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(lis) }()
 	select {

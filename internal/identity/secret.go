@@ -1,0 +1,148 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package identity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Mode says where the CA comes from.
+type Mode string
+
+const (
+	// ModeAuto: the first replica to find the Secret absent generates a CA
+	// and creates it; every replica loads whatever the Secret holds.
+	ModeAuto Mode = "auto"
+	// ModeExternal: the Secret is supplied (cert-manager or by hand); while
+	// it is absent, discovery is not served.
+	ModeExternal Mode = "external"
+)
+
+// Secret keys of the CA Secret.
+const (
+	SecretCertKey   = corev1.TLSCertKey       // tls.crt
+	SecretKeyKey    = corev1.TLSPrivateKeyKey // tls.key
+	SecretBundleKey = "ca.crt"                // optional extra roots
+)
+
+// SecretSource keeps a CA loaded from its Secret and reloads it when the
+// Secret changes (hot reload for an externally supplied CA).
+type SecretSource struct {
+	// Client reads the Secret (an uncached client is fine: one Get per
+	// Interval) and, in ModeAuto, creates it.
+	Client    client.Client
+	Namespace string
+	Name      string
+	Mode      Mode
+	CA        *CA
+	// Interval between reloads (default 10s).
+	Interval time.Duration
+	Log      logr.Logger
+}
+
+// Load reads the Secret into the CA, creating it first in ModeAuto when it
+// is absent (if another replica creates it first, that one wins).
+func (s *SecretSource) Load(ctx context.Context) error {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	sec := &corev1.Secret{}
+	err := s.Client.Get(ctx, key, sec)
+	if apierrors.IsNotFound(err) {
+		if s.Mode != ModeAuto {
+			return fmt.Errorf("CA Secret %s is absent (mode %s): discovery is not served until it exists", key, s.Mode)
+		}
+		if err := s.create(ctx); err != nil {
+			return err
+		}
+		err = s.Client.Get(ctx, key, sec)
+	}
+	if err != nil {
+		return fmt.Errorf("reading CA Secret %s: %w", key, err)
+	}
+	changed, err := s.CA.SetAuthority(sec.Data[SecretCertKey], sec.Data[SecretKeyKey], sec.Data[SecretBundleKey])
+	if err != nil {
+		return fmt.Errorf("CA Secret %s: %w", key, err)
+	}
+	if changed {
+		s.Log.Info("loaded the discovery CA", "secret", key.String(), "generation", s.CA.Generation())
+	}
+	return nil
+}
+
+func (s *SecretSource) create(ctx context.Context) error {
+	certPEM, keyPEM, err := GenerateAuthority(s.CA.TrustDomain(), time.Now())
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.Namespace,
+			Name:      s.Name,
+			Labels:    map[string]string{"app.kubernetes.io/name": "coxswain", "app.kubernetes.io/component": "discovery-ca"},
+		},
+		Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{SecretCertKey: certPEM, SecretKeyKey: keyPEM},
+	}
+	err = s.Client.Create(ctx, sec)
+	switch {
+	case err == nil:
+		s.Log.Info("created the discovery CA", "secret", s.Namespace+"/"+s.Name)
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return nil // another replica was first; load theirs
+	default:
+		return fmt.Errorf("creating CA Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+}
+
+// Start loads the CA, then reloads it every Interval until ctx ends. Load
+// errors are logged and retried; the CA keeps its last good authority.
+func (s *SecretSource) Start(ctx context.Context) error {
+	interval := s.Interval
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var lastErr string
+	for {
+		if err := s.Load(ctx); err != nil && ctx.Err() == nil {
+			if err.Error() != lastErr {
+				s.Log.Error(err, "loading the discovery CA")
+			}
+			lastErr = err.Error()
+		} else {
+			lastErr = ""
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica issues SVIDs.
+func (s *SecretSource) NeedLeaderElection() bool { return false }
