@@ -156,16 +156,16 @@ func (c *certSet) get(serverName string) *tls.Certificate {
 
 // corsPolicy is a compiled CORS filter.
 type corsPolicy struct {
-	anyOrigin     bool
-	origins       map[string]bool
-	patterns      [][2]string // prefix, suffix around one "*"
-	credentials   bool
-	methods       string
-	anyMethod     bool
-	headers       string
-	anyHeader     bool
-	expose        string
-	maxAge        string
+	anyOrigin   bool
+	origins     map[string]bool
+	patterns    [][2]string // prefix, suffix around one "*"
+	credentials bool
+	methods     string
+	anyMethod   bool
+	headers     string
+	anyHeader   bool
+	expose      string
+	maxAge      string
 }
 
 func compileCORS(c *snapshot.CORS) *corsPolicy {
