@@ -1,0 +1,577 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package membership is the Project list/watch every shard service uses to
+// learn which projects its shard serves. It lists, then watches, the Projects
+// labelled with the shard; it re-checks spec.shardID; it applies the trust
+// rule to signed fields; and it never shrinks membership on a transport
+// failure: the last known set stays until a successful relist, diffed
+// against it, says otherwise.
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/infra/trust"
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// Options are the flags every shard service takes.
+type Options struct {
+	// ShardID is the shard UUID; it must equal spec.shardID.
+	ShardID string
+	// InfraAddr is the host[:port] (or https:// URL) of the infra-apiserver.
+	InfraAddr string
+	// InfraInsecure disables TLS verification of the infra-apiserver
+	// (development only).
+	InfraInsecure bool
+}
+
+// BindFlags adds --shard_id, --infra_addr and --infra_insecure.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ShardID, "shard_id", "", "Shard UUID; it must equal spec.shardID of the Projects this service serves.")
+	fs.StringVar(&o.InfraAddr, "infra_addr", "", "Address (host:port or https:// URL) of the infra-apiserver that holds the shard's Projects. Empty: the kubeconfig's server.")
+	fs.BoolVar(&o.InfraInsecure, "infra_insecure", false, "Disable TLS verification of the infra-apiserver. Development only.")
+}
+
+// Validate checks the options.
+func (o Options) Validate() error {
+	if !uuidRE.MatchString(o.ShardID) {
+		return fmt.Errorf("--shard_id must be a lowercase UUID, got %q", o.ShardID)
+	}
+	return nil
+}
+
+// RESTConfig derives the infra-apiserver client config from base (which
+// carries the credentials): --infra_addr replaces the server and
+// --infra_insecure turns TLS verification off, with a warning.
+func (o Options) RESTConfig(base *rest.Config, log logr.Logger) (*rest.Config, error) {
+	if base == nil {
+		base = &rest.Config{}
+	}
+	cfg := rest.CopyConfig(base)
+	if o.InfraAddr != "" {
+		host := o.InfraAddr
+		if !strings.Contains(host, "://") {
+			host = "https://" + host
+		}
+		u, err := url.Parse(host)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("--infra_addr %q is not host:port or a URL", o.InfraAddr)
+		}
+		cfg.Host = host
+	}
+	if cfg.Host == "" {
+		return nil, errors.New("no infra-apiserver address: set --infra_addr or a kubeconfig")
+	}
+	if o.InfraInsecure {
+		log.Info("WARNING: --infra_insecure is set: the infra-apiserver's TLS certificate is not verified. Use only in development.")
+		cfg.Insecure = true
+		cfg.CAData, cfg.CAFile = nil, ""
+	}
+	return cfg, nil
+}
+
+// Member is what a shard service knows of one Project. The signed fields
+// (APIServerEndpoint, Certificates, RelayRoots) are the last accepted ones.
+type Member struct {
+	Name              string                        `json:"name"`
+	ShardID           string                        `json:"shardID"`
+	APIServerEndpoint string                        `json:"apiServerEndpoint"`
+	Certificates      string                        `json:"certificates,omitempty"`
+	RelayRoots        string                        `json:"relayRoots,omitempty"`
+	TrustSignature    *infrav1alpha1.TrustSignature `json:"trustSignature,omitempty"`
+	// Ready is the health observation; it never changes membership and
+	// never produces an event.
+	Ready metav1.ConditionStatus `json:"-"`
+}
+
+func (m Member) fields() trust.Fields {
+	return trust.Fields{Name: m.Name, APIServerEndpoint: m.APIServerEndpoint, Certificates: m.Certificates, RelayRoots: m.RelayRoots}
+}
+
+// EventType names a membership change.
+type EventType string
+
+const (
+	// Added: the Project joined the membership.
+	Added EventType = "Added"
+	// Removed: the Project was deleted (or no longer belongs to the shard).
+	Removed EventType = "Removed"
+	// EndpointChanged: consumers reconnect to the new endpoint.
+	EndpointChanged EventType = "EndpointChanged"
+	// TrustChanged: agentCA.certificates or relayRoots changed; consumers
+	// update trust without reconnecting.
+	TrustChanged EventType = "TrustChanged"
+	// TrustRefused: a change of signed fields was refused; the last accepted
+	// values are kept.
+	TrustRefused EventType = "TrustRefused"
+)
+
+// Event is one membership change. Member is the state after the change (the
+// last state for Removed); Previous is the state before it, when there was one.
+type Event struct {
+	Type     EventType
+	Name     string
+	Member   Member
+	Previous *Member
+	// Err is the refusal reason of TrustRefused.
+	Err error
+}
+
+// Metrics are the membership client's Prometheus metrics.
+type Metrics struct {
+	Ignored      *prometheus.CounterVec
+	TrustRefused *prometheus.CounterVec
+	ListErrors   prometheus.Counter
+	WatchErrors  prometheus.Counter
+	Members      prometheus.Gauge
+	Ready        prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_infra_membership_ignored_projects_total",
+			Help: "Projects ignored by the membership client, by reason (shard_mismatch)."}, []string{"reason"}),
+		TrustRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_infra_membership_trust_refused_total",
+			Help: "Changes of signed Project fields refused, by reason."}, []string{"reason"}),
+		ListErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_infra_membership_list_errors_total",
+			Help: "Failed Project lists."}),
+		WatchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_infra_membership_watch_errors_total",
+			Help: "Project watches that failed or ended with an error."}),
+		Members: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_infra_membership_projects",
+			Help: "Projects in the membership."}),
+		Ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_infra_membership_ready",
+			Help: "1 once the first Project list succeeded."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Ignored, m.TrustRefused, m.ListErrors, m.WatchErrors, m.Members, m.Ready)
+	}
+	return m
+}
+
+// Config configures a Client.
+type Config struct {
+	ShardID    string
+	RESTConfig *rest.Config
+	// Keys verify trust signatures. Nil disables the trust rule (signed
+	// fields are taken as they come); shard services that hand out trust
+	// (the relay) must set it.
+	Keys trust.KeySet
+	// Seed is the membership to start from (for example the relay's
+	// snapshot file). It is served before the first list but does not make
+	// the client ready; the first list is diffed against it.
+	Seed []Member
+	// OnEvent receives every change, in order, from one goroutine.
+	OnEvent func(Event)
+	Log     logr.Logger
+	Metrics *Metrics
+	// MinBackoff and MaxBackoff bound the wait between failed attempts.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Client maintains the membership of one shard.
+type Client struct {
+	cfg     Config
+	kube    client.WithWatch
+	mu      sync.RWMutex
+	members map[string]Member
+	ready   bool
+	// refused remembers the generation of the last refused change per
+	// Project, so that status-only updates of a refused object are not
+	// reported again.
+	refused map[string]int64
+}
+
+// New creates a Client; Run starts it.
+func New(cfg Config) (*Client, error) {
+	if !uuidRE.MatchString(cfg.ShardID) {
+		return nil, fmt.Errorf("shard ID must be a lowercase UUID, got %q", cfg.ShardID)
+	}
+	if cfg.RESTConfig == nil {
+		return nil, errors.New("membership client needs a REST config")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 200 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = 10 * time.Second
+	}
+	scheme := runtime.NewScheme()
+	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	kube, err := client.NewWithWatch(cfg.RESTConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("infra-apiserver client: %w", err)
+	}
+	c := &Client{cfg: cfg, kube: kube, members: map[string]Member{}, refused: map[string]int64{}}
+	for _, m := range cfg.Seed {
+		if m.ShardID != cfg.ShardID {
+			cfg.Log.Info("ignoring seeded project of another shard", "project", m.Name, "shardID", m.ShardID)
+			continue
+		}
+		if cfg.Keys != nil {
+			if err := cfg.Keys.Verify(m.fields(), m.TrustSignature); err != nil {
+				cfg.Log.Info("ignoring seeded project whose trust signature does not verify", "project", m.Name, "error", err.Error())
+				continue
+			}
+		}
+		c.members[m.Name] = m
+	}
+	cfg.Metrics.Members.Set(float64(len(c.members)))
+	return c, nil
+}
+
+// Ready reports whether the first list succeeded.
+func (c *Client) Ready() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
+// ReadyzCheck is a readiness check (controller-runtime healthz.Checker
+// shape): an error until the first list succeeded.
+func (c *Client) ReadyzCheck(*http.Request) error {
+	if !c.Ready() {
+		return errors.New("project membership: first list has not succeeded yet")
+	}
+	return nil
+}
+
+// Members returns the membership, sorted by name.
+func (c *Client) Members() []Member {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Member, 0, len(c.members))
+	for _, m := range c.members {
+		out = append(out, copyMember(m))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Get returns one member.
+func (c *Client) Get(name string) (Member, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m, ok := c.members[name]
+	return copyMember(m), ok
+}
+
+func copyMember(m Member) Member {
+	if m.TrustSignature != nil {
+		m.TrustSignature = m.TrustSignature.DeepCopy()
+	}
+	return m
+}
+
+// Run lists, then watches, until ctx ends. It returns nil on cancellation.
+func (c *Client) Run(ctx context.Context) error {
+	backoff := c.cfg.MinBackoff
+	wait := func() bool {
+		t := time.NewTimer(backoff)
+		defer t.Stop()
+		backoff = min(2*backoff, c.cfg.MaxBackoff)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	needList := true
+	rv := ""
+	for ctx.Err() == nil {
+		if needList {
+			var err error
+			rv, err = c.relist(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				c.cfg.Metrics.ListErrors.Inc()
+				c.cfg.Log.Info("listing projects failed; keeping the last known membership", "error", err.Error())
+				if !wait() {
+					return nil
+				}
+				continue
+			}
+			needList = false
+			backoff = c.cfg.MinBackoff
+		}
+		w, err := c.kube.Watch(ctx, &infrav1alpha1.ProjectList{}, c.selector(), &client.ListOptions{Raw: &metav1.ListOptions{
+			ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: ptr(int64(300 + time.Now().UnixNano()%300)),
+		}})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.cfg.Metrics.WatchErrors.Inc()
+			c.cfg.Log.Info("watching projects failed; will relist, keeping the last known membership", "error", err.Error())
+			needList = true
+			if !wait() {
+				return nil
+			}
+			continue
+		}
+		var ok bool
+		rv, ok = c.consume(ctx, w, rv)
+		w.Stop()
+		if !ok {
+			c.cfg.Metrics.WatchErrors.Inc()
+			needList = true
+			if !wait() {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (c *Client) selector() client.MatchingLabels {
+	return client.MatchingLabels{infrav1alpha1.ShardIDLabel: c.cfg.ShardID}
+}
+
+// relist lists the shard's Projects and diffs the result against the
+// membership. Nothing changes when the list fails.
+func (c *Client) relist(ctx context.Context) (string, error) {
+	var list infrav1alpha1.ProjectList
+	if err := c.kube.List(ctx, &list, c.selector()); err != nil {
+		return "", err
+	}
+	seen := map[string]bool{}
+	for i := range list.Items {
+		if c.observe(&list.Items[i]) {
+			seen[list.Items[i].Name] = true
+		}
+	}
+	c.mu.Lock()
+	var gone []Member
+	for name, m := range c.members {
+		if !seen[name] {
+			gone = append(gone, m)
+			delete(c.members, name)
+			delete(c.refused, name)
+		}
+	}
+	first := !c.ready
+	c.ready = true
+	c.cfg.Metrics.Members.Set(float64(len(c.members)))
+	c.mu.Unlock()
+	c.cfg.Metrics.Ready.Set(1)
+	sort.Slice(gone, func(i, j int) bool { return gone[i].Name < gone[j].Name })
+	for _, m := range gone {
+		c.emit(Event{Type: Removed, Name: m.Name, Member: m})
+	}
+	if first {
+		c.cfg.Log.Info("first project list succeeded", "shard", c.cfg.ShardID, "projects", len(list.Items))
+	}
+	return list.ResourceVersion, nil
+}
+
+// consume applies watch events until the watch ends. ok is false when it
+// ended with an error (a relist follows); true when it simply closed.
+func (c *Client) consume(ctx context.Context, w watch.Interface, rv string) (string, bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return rv, true
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return rv, true
+			}
+			switch ev.Type {
+			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				c.cfg.Log.Info("project watch error; relisting, keeping the last known membership", "error", err.Error())
+				return rv, false
+			case watch.Bookmark:
+				if acc, err := meta.Accessor(ev.Object); err == nil {
+					rv = acc.GetResourceVersion()
+				}
+			case watch.Added, watch.Modified:
+				p, ok := ev.Object.(*infrav1alpha1.Project)
+				if !ok {
+					continue
+				}
+				rv = p.ResourceVersion
+				if !c.observe(p) {
+					c.remove(p.Name)
+				}
+			case watch.Deleted:
+				p, ok := ev.Object.(*infrav1alpha1.Project)
+				if !ok {
+					continue
+				}
+				rv = p.ResourceVersion
+				c.remove(p.Name)
+			}
+		}
+	}
+}
+
+func (c *Client) remove(name string) {
+	c.mu.Lock()
+	m, ok := c.members[name]
+	delete(c.members, name)
+	delete(c.refused, name)
+	c.cfg.Metrics.Members.Set(float64(len(c.members)))
+	c.mu.Unlock()
+	if ok {
+		c.emit(Event{Type: Removed, Name: name, Member: m})
+	}
+}
+
+// observe applies one observed Project. It returns false when the Project
+// does not belong to the membership (another shard, or never validly signed).
+func (c *Client) observe(p *infrav1alpha1.Project) bool {
+	if p.Spec.ShardID != c.cfg.ShardID {
+		c.cfg.Metrics.Ignored.WithLabelValues("shard_mismatch").Inc()
+		c.cfg.Log.Info("ignoring project assigned to another shard: check --shard_id and the infra-apiserver wiring",
+			"project", p.Name, "spec.shardID", p.Spec.ShardID, "shard", c.cfg.ShardID)
+		return false
+	}
+	obs := Member{Name: p.Name, ShardID: p.Spec.ShardID, APIServerEndpoint: p.Spec.APIServerEndpoint, RelayRoots: p.Spec.RelayRoots}
+	if p.Spec.AgentCA != nil {
+		obs.Certificates = p.Spec.AgentCA.Certificates
+	}
+	if p.Spec.TrustSignature != nil {
+		obs.TrustSignature = p.Spec.TrustSignature.DeepCopy()
+	}
+	if cond := meta.FindStatusCondition(p.Status.Conditions, infrav1alpha1.ConditionReady); cond != nil {
+		obs.Ready = cond.Status
+	}
+
+	c.mu.Lock()
+	prev, had := c.members[p.Name]
+	next := obs
+	var refusal error
+	if c.cfg.Keys != nil {
+		var prevAcc *trust.Accepted
+		if had {
+			prevAcc = &trust.Accepted{Fields: prev.fields()}
+			if prev.TrustSignature != nil {
+				prevAcc.Signature = *prev.TrustSignature
+			}
+		}
+		decision, acc, err := trust.Decide(c.cfg.Keys, prevAcc, obs.fields(), obs.TrustSignature)
+		switch decision {
+		case trust.Refuse:
+			refusal = err
+			if had {
+				// Keep the accepted signed values; apply the rest.
+				next = prev
+				next.Ready = obs.Ready
+			}
+		default:
+			next.TrustSignature = acc.Signature.DeepCopy()
+		}
+	}
+	repeat := false
+	if refusal != nil {
+		g, seen := c.refused[p.Name]
+		repeat = seen && g == p.Generation
+		c.refused[p.Name] = p.Generation
+	} else {
+		delete(c.refused, p.Name)
+	}
+	if refusal != nil && !had {
+		c.mu.Unlock()
+		if !repeat {
+			c.reportRefusal(p, nil, refusal)
+		}
+		return false
+	}
+	c.members[p.Name] = next
+	c.cfg.Metrics.Members.Set(float64(len(c.members)))
+	c.mu.Unlock()
+
+	if refusal != nil {
+		if !repeat {
+			c.reportRefusal(p, &prev, refusal)
+		}
+		return true
+	}
+	if !had {
+		c.emit(Event{Type: Added, Name: p.Name, Member: copyMember(next)})
+		return true
+	}
+	if next.APIServerEndpoint != prev.APIServerEndpoint {
+		c.emit(Event{Type: EndpointChanged, Name: p.Name, Member: copyMember(next), Previous: &prev})
+	}
+	if next.Certificates != prev.Certificates || next.RelayRoots != prev.RelayRoots {
+		c.emit(Event{Type: TrustChanged, Name: p.Name, Member: copyMember(next), Previous: &prev})
+	}
+	return true
+}
+
+func (c *Client) reportRefusal(p *infrav1alpha1.Project, kept *Member, err error) {
+	reason := "invalid"
+	switch {
+	case errors.Is(err, trust.ErrUnsigned):
+		reason = "unsigned"
+	case errors.Is(err, trust.ErrUnknownKey):
+		reason = "unknown_key"
+	case errors.Is(err, trust.ErrStale):
+		reason = "stale"
+	case errors.Is(err, trust.ErrBadSignature):
+		reason = "bad_signature"
+	}
+	c.cfg.Metrics.TrustRefused.WithLabelValues(reason).Inc()
+	c.cfg.Log.Info("refusing a change of signed project fields; keeping the last accepted values",
+		"project", p.Name, "resourceVersion", p.ResourceVersion, "reason", reason, "error", err.Error())
+	ev := Event{Type: TrustRefused, Name: p.Name, Err: err}
+	if kept != nil {
+		ev.Member = copyMember(*kept)
+	}
+	c.emit(ev)
+}
+
+func (c *Client) emit(ev Event) {
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(ev)
+	}
+}
