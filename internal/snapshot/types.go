@@ -145,6 +145,11 @@ type VirtualHost struct {
 	// hostname: requests for it answer 404 (listener isolation).
 	Hostname string  `json:"hostname"`
 	Routes   []Route `json:"routes,omitempty"`
+	// SingleLabelWildcard narrows a "*.suffix" Hostname to exactly one
+	// label in front of the suffix (Ingress semantics: "*.example.com"
+	// matches "a.example.com" but not "a.b.example.com"). Ignored for
+	// other hostnames.
+	SingleLabelWildcard bool `json:"singleLabelWildcard,omitempty"`
 }
 
 // Route is one match and what to do with it.

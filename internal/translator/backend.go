@@ -1,0 +1,164 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"fmt"
+	"net"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/status"
+)
+
+type resolved struct {
+	set         string
+	reason, msg string
+}
+
+// resolveBackend resolves a route backendRef to an endpoint set name, or a
+// ResolvedRefs reason.
+func (t *translator) resolveBackend(fromNS, fromKind string, ref gwv1.BackendObjectReference, grpc bool) resolved {
+	g, k := "", kindService
+	if ref.Group != nil {
+		g = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		k = string(*ref.Kind)
+	}
+	ns := fromNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	desc := fmt.Sprintf("backendRef %s/%s", ns, ref.Name)
+	if g != "" || k != kindService {
+		return resolved{reason: status.ReasonInvalidKind, msg: fmt.Sprintf("%s: kind %s/%s is not supported; use a core Service", desc, g, k)}
+	}
+	if ns != fromNS && !t.granted(gatewayGroup, fromKind, fromNS, "", kindService, ns, string(ref.Name)) {
+		return resolved{reason: status.ReasonRefNotPermitted, msg: desc + ": no ReferenceGrant in namespace " + ns + " allows it"}
+	}
+	svc := t.ix.services[nn{Namespace: ns, Name: string(ref.Name)}]
+	if svc == nil {
+		return resolved{reason: status.ReasonBackendNotFound, msg: desc + ": Service not found"}
+	}
+	if ref.Port == nil {
+		return resolved{reason: status.ReasonBackendNotFound, msg: desc + ": port is required"}
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == int32(*ref.Port) {
+			sp = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil {
+		return resolved{reason: status.ReasonBackendNotFound, msg: fmt.Sprintf("%s: Service has no port %d", desc, *ref.Port)}
+	}
+	proto, ok := appProtocol(sp.AppProtocol, grpc)
+	if !ok {
+		return resolved{reason: string(gwv1.RouteReasonUnsupportedProtocol), msg: fmt.Sprintf("%s: appProtocol %q is not supported", desc, *sp.AppProtocol)}
+	}
+	return resolved{set: t.endpointSet(svc, sp, proto)}
+}
+
+func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
+	v := ""
+	if p != nil {
+		v = *p
+	}
+	switch v {
+	case "", "http", "HTTP":
+		if grpc {
+			return snapshot.AppProtocolH2C, true
+		}
+		return snapshot.AppProtocolHTTP, true
+	case string(snapshot.AppProtocolH2C), "h2c", "grpc":
+		return snapshot.AppProtocolH2C, true
+	case string(snapshot.AppProtocolWS):
+		if grpc {
+			return "", false
+		}
+		return snapshot.AppProtocolWS, true
+	}
+	return "", false
+}
+
+// endpointSet builds (once) the ready endpoints of one Service port. A set
+// requested as h2c by a GRPCRoute is upgraded to h2c for every user: gRPC
+// servers speak only HTTP/2.
+func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) string {
+	name := fmt.Sprintf("%s/%s:%d", svc.Namespace, svc.Name, sp.Port)
+	if es, ok := t.endpointSets[name]; ok {
+		if proto == snapshot.AppProtocolH2C {
+			es.AppProtocol = proto
+		}
+		return name
+	}
+	es := &snapshot.EndpointSet{Name: name, AppProtocol: proto}
+	type ep struct {
+		a string
+		p int32
+	}
+	seen := map[ep]bool{}
+	for _, sl := range t.ix.slices[nn{Namespace: svc.Namespace, Name: svc.Name}] {
+		if sl.AddressType == discoveryv1.AddressTypeFQDN {
+			continue
+		}
+		port := int32(-1)
+		for _, p := range sl.Ports {
+			pn := ""
+			if p.Name != nil {
+				pn = *p.Name
+			}
+			if pn == sp.Name && p.Port != nil {
+				port = *p.Port
+				break
+			}
+		}
+		if port < 1 || port > 65535 {
+			continue
+		}
+		for _, e := range sl.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, a := range e.Addresses {
+				if net.ParseIP(a) == nil {
+					continue
+				}
+				k := ep{a, port}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				es.Endpoints = append(es.Endpoints, snapshot.Endpoint{Address: a, Port: port})
+			}
+		}
+	}
+	sort.Slice(es.Endpoints, func(i, j int) bool {
+		if es.Endpoints[i].Address != es.Endpoints[j].Address {
+			return es.Endpoints[i].Address < es.Endpoints[j].Address
+		}
+		return es.Endpoints[i].Port < es.Endpoints[j].Port
+	})
+	t.endpointSets[name] = es
+	return name
+}

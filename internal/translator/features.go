@@ -1,0 +1,76 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"sort"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// SupportedFeatures is exactly what GatewayClass status.supportedFeatures
+// advertises, sorted by name. The proxy's tests check their coverage
+// against this list.
+var SupportedFeatures = sortedFeatures(
+	features.SupportGateway,
+	features.SupportHTTPRoute,
+	features.SupportReferenceGrant,
+	features.SupportGRPCRoute,
+	features.SupportGatewayPort8080,
+	features.SupportGatewayHTTPListenerIsolation,
+	features.SupportHTTPRouteHostRewrite,
+	features.SupportHTTPRouteMethodMatching,
+	features.SupportHTTPRoutePathRedirect,
+	features.SupportHTTPRoutePathRewrite,
+	features.SupportHTTPRoutePortRedirect,
+	features.SupportHTTPRouteQueryParamMatching,
+	features.SupportHTTPRouteRequestMirror,
+	features.SupportHTTPRouteRequestMultipleMirrors,
+	features.SupportHTTPRouteRequestPercentageMirror,
+	features.SupportHTTPRouteRequestTimeout,
+	features.SupportHTTPRouteBackendTimeout,
+	features.SupportHTTPRouteResponseHeaderModification,
+	features.SupportHTTPRouteSchemeRedirect,
+	features.SupportHTTPRoute303RedirectStatusCode,
+	features.SupportHTTPRoute307RedirectStatusCode,
+	features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteBackendRequestHeaderModification,
+	features.SupportHTTPRouteBackendProtocolH2C,
+	features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteParentRefPort,
+	features.SupportHTTPRouteNamedRouteRule,
+	// CORS is in the v1.6 standard channel (features.HTTPRouteCORS.Channel).
+	features.SupportHTTPRouteCORS,
+)
+
+func sortedFeatures(names ...features.FeatureName) []gwv1.FeatureName {
+	out := make([]gwv1.FeatureName, 0, len(names))
+	for _, n := range names {
+		out = append(out, gwv1.FeatureName(n))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func supportedFeatureList() []gwv1.SupportedFeature {
+	out := make([]gwv1.SupportedFeature, len(SupportedFeatures))
+	for i, n := range SupportedFeatures {
+		out[i] = gwv1.SupportedFeature{Name: n}
+	}
+	return out
+}

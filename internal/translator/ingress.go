@@ -1,0 +1,583 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+
+	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/status"
+)
+
+// Ingress annotations and their handling.
+const (
+	AnnotationIngressClass  = "kubernetes.io/ingress.class"
+	AnnotationDefaultClass  = "ingressclass.kubernetes.io/is-default-class"
+	annRewriteTarget        = "rewrite-target"
+	annUseRegex             = "use-regex"
+	annSSLRedirect          = "ssl-redirect"
+	annSSLRedirectCode      = "ssl-redirect-code"
+	annRequestHeaderSet     = "request-header-set"
+	annRequestHeaderAdd     = "request-header-add"
+	annRequestHeaderRemove  = "request-header-remove"
+	annResponseHeaderSet    = "response-header-set"
+	annResponseHeaderAdd    = "response-header-add"
+	annResponseHeaderRemove = "response-header-remove"
+	annReadTimeout          = "read-timeout"
+	annSendTimeout          = "send-timeout"
+	annMaxBodySize          = "max-body-size"
+	annRedirectScheme       = "redirect-scheme"
+	annRedirectHostname     = "redirect-hostname"
+	annRedirectPort         = "redirect-port"
+	annRedirectPath         = "redirect-path"
+	annRedirectStatusCode   = "redirect-status-code"
+	ingressHTTPPort         = 80
+	ingressHTTPSPort        = 443
+	defaultSSLRedirectCode  = 308
+	defaultRedirectCode     = 302
+)
+
+type ingressOpts struct {
+	rewrite      string
+	useRegex     bool
+	sslRedirect  bool
+	sslCode      int
+	req, resp    *snapshot.HeaderModifier
+	read, send   snapshot.Duration
+	maxBody      int64
+	redirect     *snapshot.Redirect
+	accessLogOff bool
+}
+
+// ingressRoute is one Ingress path compiled for both listeners.
+type ingressRoute struct {
+	http, https *snapshot.Route
+	host        string
+	single      bool
+	key         precKey
+}
+
+func (t *translator) processIngresses() {
+	classes := map[string]*networkingv1.IngressClass{}
+	var defaults []string
+	for _, ic := range t.res.IngressClasses {
+		if ic == nil || ic.Spec.Controller != ControllerName {
+			continue
+		}
+		if _, dup := classes[ic.Name]; dup {
+			continue
+		}
+		classes[ic.Name] = ic
+		if ic.Annotations[AnnotationDefaultClass] == "true" {
+			defaults = append(defaults, ic.Name)
+		}
+	}
+	if len(classes) == 0 {
+		return
+	}
+	sort.Strings(defaults)
+	ings := make([]*networkingv1.Ingress, 0, len(t.res.Ingresses))
+	for _, ing := range t.res.Ingresses {
+		if ing != nil {
+			ings = append(ings, ing)
+		}
+	}
+	sort.SliceStable(ings, func(i, j int) bool { return olderFirst(&ings[i].ObjectMeta, &ings[j].ObjectMeta) })
+
+	sb := t.scope(snapshot.SharedPool())
+	lbHTTP := sb.listener(ingressHTTPPort, "ingress/80", snapshot.ProtocolHTTP, 0)
+	lbHTTP.regexLast = true
+	lbHTTPS := &listenerBuilder{l: snapshot.Listener{Name: "ingress/443", Port: ingressHTTPSPort, Protocol: snapshot.ProtocolHTTPS}, vhosts: map[string]*vhostBuilder{}, regexLast: true}
+	sniSeen := map[snapshot.SNICertificate]bool{}
+	taken := map[string]nn{}
+	var routes []ingressRoute
+	var defaultRoute *ingressRoute
+	var defaultOwner nn
+	lbStatus := t.ingressLoadBalancer()
+	seen := map[nn]bool{}
+
+	for _, ing := range ings {
+		k := key(&ing.ObjectMeta)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		class := ""
+		switch {
+		case ing.Spec.IngressClassName != nil:
+			class = *ing.Spec.IngressClassName
+		case ing.Annotations[AnnotationIngressClass] != "":
+			class = ing.Annotations[AnnotationIngressClass]
+		case len(defaults) > 0:
+			class = defaults[0]
+		}
+		ic := classes[class]
+		if ic == nil {
+			continue
+		}
+		seen[k] = true
+		opts := t.ingressOptions(ing, t.ingressParams(ic))
+		t.out.Ingresses = append(t.out.Ingresses, IngressStatus{NamespacedName: k, LoadBalancer: lbStatus})
+
+		for _, tl := range ing.Spec.TLS {
+			if tl.SecretName == "" {
+				continue
+			}
+			cert, msg := t.certificate(ing.Namespace, tl.SecretName)
+			if msg != "" {
+				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidTLSSecret,
+					fmt.Sprintf("tls secret %s/%s: %s; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, msg, tl.Hosts))
+				continue
+			}
+			hosts := tl.Hosts
+			if len(hosts) == 0 {
+				hosts = []string{""}
+			}
+			for _, h := range hosts {
+				h = strings.ToLower(h)
+				if h != "" && !validHostname(h) {
+					continue
+				}
+				sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
+				if !sniSeen[sc] {
+					sniSeen[sc] = true
+					lbHTTPS.sni = append(lbHTTPS.sni, sc)
+					sb.certs[cert] = true
+				}
+			}
+		}
+
+		if db := ing.Spec.DefaultBackend; db != nil {
+			r := t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil)
+			if defaultRoute == nil {
+				key := precKey{lastResort: true}
+				defaultRoute = &ingressRoute{http: r.http, https: r.https, key: key}
+				defaultOwner = k
+			} else {
+				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
+					fmt.Sprintf("defaultBackend is ignored: Ingress %s/%s is older and already sets one", defaultOwner.Namespace, defaultOwner.Name))
+			}
+		}
+
+		for ri := range ing.Spec.Rules {
+			rule := &ing.Spec.Rules[ri]
+			host := strings.ToLower(rule.Host)
+			if host == "" {
+				host = "*"
+			} else if !validHostname(host) {
+				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidPath, fmt.Sprintf("rule %d: host %q is invalid; rule ignored", ri, rule.Host))
+				continue
+			}
+			if rule.HTTP == nil {
+				continue
+			}
+			for pi := range rule.HTTP.Paths {
+				p := &rule.HTTP.Paths[pi]
+				m, ok := t.ingressPath(ing, opts, ri, pi, p)
+				if !ok {
+					continue
+				}
+				ck := host + "\x00" + string(m.Type) + "\x00" + m.Value
+				if owner, ok := taken[ck]; ok {
+					if owner != k {
+						t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
+							fmt.Sprintf("host %q path %s %q is already served by the older Ingress %s/%s", host, m.Type, m.Value, owner.Namespace, owner.Name))
+					}
+					continue
+				}
+				taken[ck] = k
+				r := t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m)
+				r.host = host
+				r.single = strings.HasPrefix(host, "*.")
+				r.key = matchKey(&r.http.Match, true)
+				r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
+				r.key.rule, r.key.match = ri, pi
+				routes = append(routes, r)
+			}
+		}
+	}
+
+	for i := range routes {
+		r := &routes[i]
+		for _, pair := range []struct {
+			lb *listenerBuilder
+			rt *snapshot.Route
+		}{{lbHTTP, r.http}, {lbHTTPS, r.https}} {
+			vh := pair.lb.vhost(r.host)
+			vh.single = r.single
+			vh.entries = append(vh.entries, entry{route: pair.rt, key: r.key})
+			sb.use(pair.rt)
+		}
+	}
+	if defaultRoute != nil {
+		for _, pair := range []struct {
+			lb *listenerBuilder
+			rt *snapshot.Route
+		}{{lbHTTP, defaultRoute.http}, {lbHTTPS, defaultRoute.https}} {
+			pair.lb.vhost("*")
+			for _, vh := range pair.lb.vhosts {
+				vh.entries = append(vh.entries, entry{route: pair.rt, key: defaultRoute.key})
+			}
+			sb.use(pair.rt)
+		}
+	}
+	if len(lbHTTPS.sni) > 0 {
+		sb.listeners[ingressHTTPSPort] = lbHTTPS
+	}
+}
+
+func (t *translator) ingressParams(ic *networkingv1.IngressClass) *ingressv1alpha1.CoxswainIngressClassParameters {
+	p := ic.Spec.Parameters
+	if p == nil || p.APIGroup == nil || *p.APIGroup != ingressParamsGroup || p.Kind != ingressParamsKind {
+		return nil
+	}
+	if p.Scope == nil || *p.Scope != networkingv1.IngressClassParametersReferenceScopeNamespace || p.Namespace == nil {
+		return nil
+	}
+	return t.ix.icParams[nn{Namespace: *p.Namespace, Name: p.Name}]
+}
+
+func (t *translator) ingressLoadBalancer() networkingv1.IngressLoadBalancerStatus {
+	var out networkingv1.IngressLoadBalancerStatus
+	svc := t.res.SharedProxyService
+	if svc == nil {
+		return out
+	}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" || ing.Hostname != "" {
+			out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{IP: ing.IP, Hostname: ing.Hostname})
+		}
+	}
+	if len(out.Ingress) == 0 && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{IP: svc.Spec.ClusterIP})
+	}
+	return out
+}
+
+// ingressPath converts one Ingress path to a snapshot path match.
+func (t *translator) ingressPath(ing *networkingv1.Ingress, opts *ingressOpts, ri, pi int, p *networkingv1.HTTPIngressPath) (*snapshot.PathMatch, bool) {
+	typ := networkingv1.PathTypeImplementationSpecific
+	if p.PathType != nil {
+		typ = *p.PathType
+	}
+	val := p.Path
+	if val == "" {
+		val = "/"
+	}
+	bad := func(msg string) (*snapshot.PathMatch, bool) {
+		t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidPath, fmt.Sprintf("rule %d path %d %q: %s; path ignored", ri, pi, p.Path, msg))
+		return nil, false
+	}
+	if typ == networkingv1.PathTypeImplementationSpecific && opts.useRegex {
+		if _, err := regexp.Compile(val); err != nil {
+			return bad("invalid regular expression: " + err.Error())
+		}
+		return &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: val}, true
+	}
+	if !strings.HasPrefix(val, "/") {
+		return bad("path must start with /")
+	}
+	switch typ {
+	case networkingv1.PathTypeExact:
+		return &snapshot.PathMatch{Type: snapshot.PathExact, Value: val}, true
+	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
+		if len(val) > 1 {
+			val = strings.TrimRight(val, "/")
+			if val == "" {
+				val = "/"
+			}
+		}
+		return &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: val}, true
+	}
+	return bad(fmt.Sprintf("pathType %q is not supported", typ))
+}
+
+// ingressRoute builds the HTTP and HTTPS variants of one Ingress path.
+func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, b *networkingv1.IngressBackend, id string, m *snapshot.PathMatch) ingressRoute {
+	r := snapshot.Route{ID: id, RequestHeaders: opts.req, ResponseHeaders: opts.resp, MaxRequestBodyBytes: opts.maxBody, AccessLogOff: opts.accessLogOff}
+	r.Match.Path = m
+	if opts.read != 0 || opts.send != 0 {
+		r.Timeouts = &snapshot.Timeouts{UpstreamRead: opts.read, UpstreamSend: opts.send}
+	}
+	if opts.rewrite != "" && m != nil {
+		pm := &snapshot.PathModifier{Value: opts.rewrite}
+		switch m.Type {
+		case snapshot.PathRegularExpression:
+			pm.Type = snapshot.ReplaceRegex
+		case snapshot.PathExact:
+			pm.Type = snapshot.ReplaceFullPath
+		default:
+			pm.Type = snapshot.ReplacePrefixMatch
+		}
+		r.Rewrite = &snapshot.URLRewrite{Path: pm}
+	}
+	if set, ok := t.ingressBackend(ing, b); ok {
+		r.Backends = []snapshot.Backend{{EndpointSet: set, Weight: 1}}
+	} else {
+		r.DirectResponse = &snapshot.DirectResponse{StatusCode: 503}
+	}
+	if opts.redirect != nil {
+		r.Redirect = opts.redirect
+	}
+	https := r
+	http := r
+	if opts.sslRedirect && opts.redirect == nil {
+		http.Redirect = &snapshot.Redirect{Scheme: "https", StatusCode: opts.sslCode}
+	}
+	return ingressRoute{http: &http, https: &https}
+}
+
+// ingressBackend resolves a Service backend in the Ingress's namespace.
+// A missing Service or port answers 503, like a Service without endpoints.
+func (t *translator) ingressBackend(ing *networkingv1.Ingress, b *networkingv1.IngressBackend) (string, bool) {
+	if b.Resource != nil || b.Service == nil {
+		t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidBackend, "only Service backends are supported; answering 503")
+		return "", false
+	}
+	svc := t.ix.services[nn{Namespace: ing.Namespace, Name: b.Service.Name}]
+	if svc == nil {
+		return "", false
+	}
+	for i := range svc.Spec.Ports {
+		sp := &svc.Spec.Ports[i]
+		if (b.Service.Port.Name != "" && sp.Name == b.Service.Port.Name) || (b.Service.Port.Name == "" && sp.Port == b.Service.Port.Number) {
+			proto, ok := appProtocol(sp.AppProtocol, false)
+			if !ok {
+				proto = snapshot.AppProtocolHTTP
+			}
+			return t.endpointSet(svc, sp, proto), true
+		}
+	}
+	return "", false
+}
+
+// ingressOptions reads ingress.coxswain-labs.dev/* annotations, filling
+// keys the Ingress does not set from the class defaults. Invalid values
+// produce an InvalidAnnotation Warning Event and fall back to the default.
+func (t *translator) ingressOptions(ing *networkingv1.Ingress, params *ingressv1alpha1.CoxswainIngressClassParameters) *ingressOpts {
+	opts := &ingressOpts{sslCode: defaultSSLRedirectCode}
+	var defaults map[string]string
+	if params != nil {
+		defaults = params.Spec.DefaultAnnotations
+		if params.Spec.AccessLog != nil && !*params.Spec.AccessLog {
+			opts.accessLogOff = true
+		}
+	}
+	get := func(k string) (string, bool) {
+		full := ingressv1alpha1.AnnotationPrefix + k
+		if v, ok := ing.Annotations[full]; ok {
+			return v, true
+		}
+		if v, ok := defaults[full]; ok {
+			return v, true
+		}
+		v, ok := defaults[k]
+		return v, ok
+	}
+	invalid := func(k, v, why string) {
+		t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidAnnotation,
+			fmt.Sprintf("annotation %s%s=%q is invalid: %s; using the default", ingressv1alpha1.AnnotationPrefix, k, v, why))
+	}
+	boolAnn := func(k string) bool {
+		v, ok := get(k)
+		if !ok {
+			return false
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			invalid(k, v, "want true or false")
+			return false
+		}
+		return b
+	}
+	redirectCode := func(k string, def int, allowed ...int) int {
+		v, ok := get(k)
+		if !ok {
+			return def
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err == nil {
+			for _, a := range allowed {
+				if n == a {
+					return n
+				}
+			}
+		}
+		invalid(k, v, fmt.Sprintf("want one of %v", allowed))
+		return def
+	}
+	opts.useRegex = boolAnn(annUseRegex)
+	opts.sslRedirect = boolAnn(annSSLRedirect)
+	opts.sslCode = redirectCode(annSSLRedirectCode, defaultSSLRedirectCode, 301, 302, 307, 308)
+	if v, ok := get(annRewriteTarget); ok {
+		v = strings.TrimSpace(v)
+		if v == "" || strings.ContainsAny(v, " \t\r\n\x00") || (!opts.useRegex && !strings.HasPrefix(v, "/")) {
+			invalid(annRewriteTarget, v, "want a path starting with /")
+		} else {
+			opts.rewrite = v
+		}
+	}
+	opts.req = headerAnnotations(get, invalid, annRequestHeaderSet, annRequestHeaderAdd, annRequestHeaderRemove)
+	opts.resp = headerAnnotations(get, invalid, annResponseHeaderSet, annResponseHeaderAdd, annResponseHeaderRemove)
+	for _, d := range []struct {
+		k   string
+		dst *snapshot.Duration
+	}{{annReadTimeout, &opts.read}, {annSendTimeout, &opts.send}} {
+		if v, ok := get(d.k); ok {
+			dur, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || dur <= 0 {
+				invalid(d.k, v, "want a positive Go duration such as 30s")
+				continue
+			}
+			*d.dst = snapshot.Duration(dur)
+		}
+	}
+	if v, ok := get(annMaxBodySize); ok {
+		n, err := parseSize(v)
+		if err != nil {
+			invalid(annMaxBodySize, v, err.Error())
+		} else {
+			opts.maxBody = n
+		}
+	}
+	// redirect-*: any key present builds a redirect.
+	var rd snapshot.Redirect
+	any := false
+	if v, ok := get(annRedirectScheme); ok {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if v == "http" || v == "https" {
+			rd.Scheme, any = v, true
+		} else {
+			invalid(annRedirectScheme, v, "want http or https")
+		}
+	}
+	if v, ok := get(annRedirectHostname); ok {
+		h := strings.ToLower(strings.TrimSpace(v))
+		if validHostname(h) && !strings.HasPrefix(h, "*") {
+			rd.Hostname, any = h, true
+		} else {
+			invalid(annRedirectHostname, v, "want a DNS name")
+		}
+	}
+	if v, ok := get(annRedirectPort); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err == nil && n >= 1 && n <= 65535 {
+			rd.Port, any = int32(n), true
+		} else {
+			invalid(annRedirectPort, v, "want a port 1-65535")
+		}
+	}
+	if v, ok := get(annRedirectPath); ok {
+		v = strings.TrimSpace(v)
+		if strings.HasPrefix(v, "/") && !strings.ContainsAny(v, " \t\r\n\x00") {
+			rd.Path, any = &snapshot.PathModifier{Type: snapshot.ReplaceFullPath, Value: v}, true
+		} else {
+			invalid(annRedirectPath, v, "want a path starting with /")
+		}
+	}
+	// redirect-status-code alone redirects nowhere and is ignored.
+	rd.StatusCode = redirectCode(annRedirectStatusCode, defaultRedirectCode, 301, 302, 303, 307, 308)
+	if any {
+		opts.redirect = &rd
+	}
+	return opts
+}
+
+func headerAnnotations(get func(string) (string, bool), invalid func(k, v, why string), setK, addK, removeK string) *snapshot.HeaderModifier {
+	hm := &snapshot.HeaderModifier{}
+	for _, x := range []struct {
+		k   string
+		dst *[]snapshot.Header
+	}{{setK, &hm.Set}, {addK, &hm.Add}} {
+		v, ok := get(x.k)
+		if !ok {
+			continue
+		}
+		var hs []snapshot.Header
+		bad := ""
+		for _, line := range strings.Split(v, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" {
+				continue
+			}
+			name, val, found := strings.Cut(line, ":")
+			name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+			if !found || !validHeader(name, val) {
+				bad = fmt.Sprintf("line %q is not \"Name: Value\"", line)
+				break
+			}
+			hs = append(hs, snapshot.Header{Name: name, Value: val})
+		}
+		if bad != "" {
+			invalid(x.k, v, bad)
+			continue
+		}
+		*x.dst = hs
+	}
+	if v, ok := get(removeK); ok {
+		var names []string
+		bad := false
+		for _, n := range strings.Split(v, ",") {
+			n = strings.TrimSpace(n)
+			if n == "" {
+				continue
+			}
+			if !validToken(n) {
+				bad = true
+				break
+			}
+			names = append(names, n)
+		}
+		if bad {
+			invalid(removeK, v, "want a comma-separated list of header names")
+		} else {
+			hm.Remove = names
+		}
+	}
+	if len(hm.Set)+len(hm.Add)+len(hm.Remove) == 0 {
+		return nil
+	}
+	return hm
+}
+
+var sizeRE = regexp.MustCompile(`^([0-9]+)([kKmMgG]?)$`)
+
+// parseSize reads a byte count with an optional binary k/m/g suffix.
+func parseSize(v string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return 0, fmt.Errorf("want a size such as 512k, 10m or 1g")
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size is too large")
+	}
+	shift := map[string]uint{"": 0, "k": 10, "m": 20, "g": 30}[strings.ToLower(m[2])]
+	if n > (1<<62)>>shift {
+		return 0, fmt.Errorf("size is too large")
+	}
+	return n << shift, nil
+}

@@ -1,0 +1,279 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// Label contract of the shared VIP Services (read-only here).
+const (
+	LabelGatewayName      = "gateway.networking.k8s.io/gateway-name"
+	LabelGatewayNamespace = "gateway.coxswain-labs.dev/gateway-namespace"
+)
+
+// Names used in references.
+const (
+	gatewayGroup       = "gateway.networking.k8s.io"
+	paramsGroup        = "gateway.coxswain-labs.dev"
+	paramsKind         = "CoxswainGatewayParameters"
+	ingressParamsGroup = "ingress.coxswain-labs.dev"
+	ingressParamsKind  = "CoxswainIngressClassParameters"
+	kindGateway        = "Gateway"
+	kindHTTPRoute      = "HTTPRoute"
+	kindGRPCRoute      = "GRPCRoute"
+	kindService        = "Service"
+	kindSecret         = "Secret"
+	kindIngress        = "Ingress"
+)
+
+type nn = types.NamespacedName
+
+// index is the lookup tables of one translation, built once.
+type index struct {
+	nsLabels  map[string]map[string]string
+	services  map[nn]*corev1.Service
+	slices    map[nn][]*discoveryv1.EndpointSlice
+	secrets   map[nn]*corev1.Secret
+	grants    map[string][]*gwv1beta1.ReferenceGrant
+	gwParams  map[nn]*gatewayv1alpha1.CoxswainGatewayParameters
+	icParams  map[nn]*ingressv1alpha1.CoxswainIngressClassParameters
+	dedDeploy map[nn]*appsv1.Deployment
+	dedSvc    map[nn]*corev1.Service
+	vip       map[nn]*corev1.Service
+}
+
+func buildIndex(res *Resources) *index {
+	ix := &index{
+		nsLabels:  map[string]map[string]string{},
+		services:  make(map[nn]*corev1.Service, len(res.Services)),
+		slices:    make(map[nn][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
+		secrets:   map[nn]*corev1.Secret{},
+		grants:    map[string][]*gwv1beta1.ReferenceGrant{},
+		gwParams:  map[nn]*gatewayv1alpha1.CoxswainGatewayParameters{},
+		icParams:  map[nn]*ingressv1alpha1.CoxswainIngressClassParameters{},
+		dedDeploy: map[nn]*appsv1.Deployment{},
+		dedSvc:    map[nn]*corev1.Service{},
+		vip:       map[nn]*corev1.Service{},
+	}
+	for _, n := range res.Namespaces {
+		if n != nil {
+			ix.nsLabels[n.Name] = n.Labels
+		}
+	}
+	for _, s := range res.Services {
+		if s != nil {
+			ix.services[key(&s.ObjectMeta)] = s
+		}
+	}
+	for _, s := range res.EndpointSlices {
+		if s == nil {
+			continue
+		}
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		if svc == "" {
+			continue
+		}
+		k := nn{Namespace: s.Namespace, Name: svc}
+		ix.slices[k] = append(ix.slices[k], s)
+	}
+	for _, list := range ix.slices {
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	}
+	for _, s := range res.Secrets {
+		if s != nil {
+			ix.secrets[key(&s.ObjectMeta)] = s
+		}
+	}
+	for _, g := range res.ReferenceGrants {
+		if g != nil {
+			ix.grants[g.Namespace] = append(ix.grants[g.Namespace], g)
+		}
+	}
+	for _, p := range res.GatewayParameters {
+		if p != nil {
+			ix.gwParams[key(&p.ObjectMeta)] = p
+		}
+	}
+	for _, p := range res.IngressClassParameters {
+		if p != nil {
+			ix.icParams[key(&p.ObjectMeta)] = p
+		}
+	}
+	for _, d := range res.DedicatedDeployments {
+		if d != nil {
+			ix.dedDeploy[key(&d.ObjectMeta)] = d
+		}
+	}
+	for _, s := range res.DedicatedServices {
+		if s != nil {
+			ix.dedSvc[key(&s.ObjectMeta)] = s
+		}
+	}
+	for _, s := range res.SharedVIPServices {
+		if s == nil {
+			continue
+		}
+		name, ns := s.Labels[LabelGatewayName], s.Labels[LabelGatewayNamespace]
+		if name == "" || ns == "" {
+			continue
+		}
+		k := nn{Namespace: ns, Name: name}
+		if prev, ok := ix.vip[k]; !ok || s.Name < prev.Name {
+			ix.vip[k] = s
+		}
+	}
+	return ix
+}
+
+func key(m *metav1.ObjectMeta) nn { return nn{Namespace: m.Namespace, Name: m.Name} }
+
+// olderFirst orders objects by creationTimestamp, then namespace/name.
+func olderFirst(a, b *metav1.ObjectMeta) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+func byName(a, b *metav1.ObjectMeta) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+// translator carries the state of one Translate call.
+type translator struct {
+	res *Resources
+	ix  *index
+	out *Result
+
+	classes  map[string]*classInfo
+	gateways map[nn]*gatewayInfo
+	gwOrder  []*gatewayInfo
+
+	// endpointSets is every endpoint set any route resolved, by name.
+	endpointSets map[string]*snapshot.EndpointSet
+	// certs is every valid certificate, by "<ns>/<name>".
+	certs    map[string]*snapshot.Certificate
+	badCerts map[string]string
+
+	scopes map[snapshot.Scope]*scopeBuilder
+}
+
+// Translate computes the snapshots and desired status for one gathered set
+// of objects. It never panics on malformed input and never reads anything
+// but res.
+func Translate(res *Resources) *Result {
+	if res == nil {
+		res = &Resources{}
+	}
+	t := &translator{
+		res:          res,
+		ix:           buildIndex(res),
+		out:          &Result{},
+		endpointSets: map[string]*snapshot.EndpointSet{},
+		certs:        map[string]*snapshot.Certificate{},
+		badCerts:     map[string]string{},
+		scopes:       map[snapshot.Scope]*scopeBuilder{},
+	}
+	t.scope(snapshot.SharedPool())
+	t.processGatewayClasses()
+	t.processGateways()
+	t.processRoutes()
+	t.buildGatewayScopes()
+	t.processIngresses()
+	t.finish()
+	return t.out
+}
+
+func (t *translator) event(kind, ns, name, typ, reason, msg string) {
+	t.out.Events = append(t.out.Events, Event{Kind: kind, Namespace: ns, Name: name, Type: typ, Reason: reason, Message: msg})
+}
+
+func (t *translator) warn(kind, ns, name, reason, msg string) {
+	t.event(kind, ns, name, corev1.EventTypeWarning, reason, msg)
+}
+
+func (t *translator) finish() {
+	keys := make([]snapshot.Scope, 0, len(t.scopes))
+	for s := range t.scopes {
+		keys = append(keys, s)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		t.out.Snapshots = append(t.out.Snapshots, t.scopes[k].build(t))
+	}
+	sort.SliceStable(t.out.GatewayClasses, func(i, j int) bool { return t.out.GatewayClasses[i].Name < t.out.GatewayClasses[j].Name })
+	sort.SliceStable(t.out.Gateways, func(i, j int) bool { return nnLess(t.out.Gateways[i].NamespacedName, t.out.Gateways[j].NamespacedName) })
+	sort.SliceStable(t.out.HTTPRoutes, func(i, j int) bool {
+		return nnLess(t.out.HTTPRoutes[i].NamespacedName, t.out.HTTPRoutes[j].NamespacedName)
+	})
+	sort.SliceStable(t.out.GRPCRoutes, func(i, j int) bool {
+		return nnLess(t.out.GRPCRoutes[i].NamespacedName, t.out.GRPCRoutes[j].NamespacedName)
+	})
+	sort.SliceStable(t.out.Ingresses, func(i, j int) bool {
+		return nnLess(t.out.Ingresses[i].NamespacedName, t.out.Ingresses[j].NamespacedName)
+	})
+	sort.SliceStable(t.out.Events, func(i, j int) bool {
+		a, b := t.out.Events[i], t.out.Events[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		if a.Reason != b.Reason {
+			return a.Reason < b.Reason
+		}
+		return a.Message < b.Message
+	})
+	// Identical events (e.g. the same conflict seen on two listeners) once.
+	ev := t.out.Events[:0]
+	for i, e := range t.out.Events {
+		if i > 0 && e == t.out.Events[i-1] {
+			continue
+		}
+		ev = append(ev, e)
+	}
+	t.out.Events = ev
+}
+
+func nnLess(a, b nn) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
