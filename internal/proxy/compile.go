@@ -332,10 +332,11 @@ func (st *state) routeStats(prev *state, m *metrics, listener, id string) *route
 
 func (st *state) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter, prev *state, m *metrics) (*vhost, error) {
 	vh := &vhost{
-		hostname: in.Hostname,
-		routes:   make([]*route, 0, len(in.Routes)),
-		exact:    map[string][]int32{},
-		prefix:   map[string][]int32{},
+		hostname:    in.Hostname,
+		singleLabel: in.SingleLabelWildcard && strings.HasPrefix(in.Hostname, "*."),
+		routes:      make([]*route, 0, len(in.Routes)),
+		exact:       map[string][]int32{},
+		prefix:      map[string][]int32{},
 	}
 	for i := range in.Routes {
 		r, err := st.compileRoute(&in.Routes[i], lr, prev, m)

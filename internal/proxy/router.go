@@ -55,9 +55,11 @@ type listenerRouter struct {
 // order is the precedence.
 type vhost struct {
 	hostname string
-	routes   []*route
-	exact    map[string][]int32
-	prefix   map[string][]int32
+	// singleLabel narrows a wildcard to exactly one label (Ingress).
+	singleLabel bool
+	routes      []*route
+	exact       map[string][]int32
+	prefix      map[string][]int32
 	// maxPrefix is the length of the longest prefix, so deep paths stop
 	// probing early.
 	maxPrefix int
@@ -107,11 +109,13 @@ func (lr *listenerRouter) host(hostport string) *vhost {
 			return v
 		}
 		if len(lr.wild) > 0 {
+			first := true
 			for i := 1; i < n; i++ {
 				if buf[i] == '.' {
-					if v, ok := lr.wild[string(buf[i+1:n])]; ok {
+					if v, ok := lr.wild[string(buf[i+1:n])]; ok && (first || !v.singleLabel) {
 						return v
 					}
+					first = false
 				}
 			}
 		}
@@ -121,11 +125,13 @@ func (lr *listenerRouter) host(hostport string) *vhost {
 		return v
 	}
 	if len(lr.wild) > 0 {
+		first := true
 		for i := 1; i < len(h); i++ {
 			if h[i] == '.' {
-				if v, ok := lr.wild[h[i+1:]]; ok {
+				if v, ok := lr.wild[h[i+1:]]; ok && (first || !v.singleLabel) {
 					return v
 				}
+				first = false
 			}
 		}
 	}

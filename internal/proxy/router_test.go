@@ -271,22 +271,27 @@ func TestHostSelection(t *testing.T) {
 		return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, DirectResponse: &snapshot.DirectResponse{StatusCode: 200}}}}
 	}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{{Name: "l", Port: 80, Protocol: snapshot.ProtocolHTTP,
-		VirtualHosts: []snapshot.VirtualHost{vh("*"), vh("*.b.example.com"), vh("*.example.com"), vh("a.example.com"), {Hostname: "empty.example.com"}}}}}
+		VirtualHosts: []snapshot.VirtualHost{vh("*"), vh("*.b.example.com"), vh("*.example.com"), vh("a.example.com"), {Hostname: "empty.example.com"},
+			{Hostname: "*.single.example.org", SingleLabelWildcard: true, Routes: []snapshot.Route{{ID: "single", DirectResponse: &snapshot.DirectResponse{StatusCode: 200}}}}}}}}
 	st := mustCompile(t, s)
 	for host, want := range map[string]string{
-		"a.example.com":         "a.example.com",
-		"A.Example.COM:8080":    "a.example.com",
-		"a.example.com.":        "a.example.com",
-		"x.example.com":         "*.example.com",
-		"x.y.example.com":       "*.example.com", // one or more labels
-		"b.example.com":         "*.example.com",
-		"x.b.example.com":       "*.b.example.com",
-		"X.Y.B.EXAMPLE.COM":     "*.b.example.com",
-		"example.com":           "*",
-		"other.org":             "*",
-		"[::1]:80":              "*",
-		"empty.example.com":     "", // claims its name: 404
-		"":                      "*",
+		"a.example.com":          "a.example.com",
+		"A.Example.COM:8080":     "a.example.com",
+		"a.example.com.":         "a.example.com",
+		"x.example.com":          "*.example.com",
+		"x.y.example.com":        "*.example.com", // one or more labels
+		"b.example.com":          "*.example.com",
+		"x.b.example.com":        "*.b.example.com",
+		"X.Y.B.EXAMPLE.COM":      "*.b.example.com",
+		"example.com":            "*",
+		"other.org":              "*",
+		"[::1]:80":               "*",
+		"empty.example.com":      "", // claims its name: 404
+		"":                       "*",
+		"a.single.example.org":   "single",
+		"A.SINGLE.example.org":   "single",
+		"a.b.single.example.org": "*", // one label only
+		"single.example.org":     "*",
 	} {
 		r := newRequest(t, "GET", "http://placeholder/", nil)
 		r.Host = host
