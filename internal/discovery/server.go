@@ -76,9 +76,10 @@ type ServerOptions struct {
 type Server struct {
 	discoveryv1.UnimplementedDiscoveryServer
 
-	opts    ServerOptions
-	log     logr.Logger
-	metrics *serverMetrics
+	opts        ServerOptions
+	log         logr.Logger
+	metrics     *serverMetrics
+	wireVersion uint32
 
 	mu      sync.Mutex
 	scopes  map[snapshot.Scope]*published
@@ -128,12 +129,13 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		opts.LeaderCheckInterval = time.Second
 	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Log,
-		scopes:  map[snapshot.Scope]*published{},
-		conns:   map[*conn]struct{}{},
-		nodes:   map[string]*conn{},
-		changes: make(chan struct{}, 1),
+		opts:        opts,
+		log:         opts.Log,
+		wireVersion: WireVersion,
+		scopes:      map[snapshot.Scope]*published{},
+		conns:       map[*conn]struct{}{},
+		nodes:       map[string]*conn{},
+		changes:     make(chan struct{}, 1),
 	}
 	s.metrics = newServerMetrics(s)
 	if opts.Registerer != nil {
@@ -406,8 +408,8 @@ func (s *Server) Stream(stream grpc.BidiStreamingServer[discoveryv1.ClientMessag
 	if sub == nil {
 		return s.reject(codes.InvalidArgument, "the first message must be a Subscribe")
 	}
-	if sub.GetWireVersion() != WireVersion {
-		return s.reject(codes.FailedPrecondition, "%s: client speaks wire version %d, server speaks %d", WireMismatchMessage, sub.GetWireVersion(), WireVersion)
+	if sub.GetWireVersion() != s.wireVersion {
+		return s.reject(codes.FailedPrecondition, "%s: client speaks wire version %d, server speaks %d", WireMismatchMessage, sub.GetWireVersion(), s.wireVersion)
 	}
 	if sub.GetNodeId() == "" {
 		return s.reject(codes.InvalidArgument, "node_id is required")

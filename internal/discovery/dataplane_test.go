@@ -1,0 +1,174 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// dataPlaneLog drives a dedicated Gateway's proxy step by step and records
+// each step and the Programmed verdict the server gives after it.
+type dataPlaneLog struct {
+	t     *testing.T
+	ts    *testServer
+	steps []string
+}
+
+// do runs action, waits until the server has processed it (a data-plane
+// change signal), and records the verdict for generation gen.
+func (l *dataPlaneLog) do(name string, gen int64, action func()) {
+	l.t.Helper()
+	for drained := false; !drained; {
+		select {
+		case <-l.ts.DataPlaneChanges():
+		default:
+			drained = true
+		}
+	}
+	action()
+	select {
+	case <-l.ts.DataPlaneChanges():
+	case <-time.After(waitFor):
+		l.t.Fatalf("no data-plane change after %s", name)
+	}
+	n, ok := l.ts.GatewayDataPlane("apps", "web", gen)
+	l.steps = append(l.steps, fmt.Sprintf("%s: proxies=%d programmed=%v", name, n, ok))
+}
+
+func TestProgrammedOnlyAfterBindAndAck(t *testing.T) {
+	p := newPKI(t)
+	ts := startServer(t, p, true, "")
+	log := &dataPlaneLog{t: t, ts: ts}
+	log.do("publish gen 1", 1, func() {
+		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	svid := p.svidFor(t, "apps", "web-coxswain")
+	st, _ := rawStream(t, ts.addr, p, svid)
+	log.do("subscribe", 1, func() {
+		if err := st.Send(subscribe("web-1", dedicated)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	m1 := recvSnapshot(t, st)
+	log.do("ack gen 1", 1, func() {
+		if err := st.Send(ack(m1)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	log.do("bind 8080", 1, func() {
+		if err := st.Send(nodeStatus(8080)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// A spec change (generation 2) re-arms the gate until the proxy acks it.
+	log.do("publish gen 2", 2, func() {
+		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 2, []int32{8080, 9090}, "10.0.0.1")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	m2 := recvSnapshot(t, st)
+	log.do("ack gen 2", 2, func() {
+		if err := st.Send(ack(m2)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	log.do("bind 8080+9090", 2, func() {
+		if err := st.Send(nodeStatus(8080, 9090)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// A second proxy of the scope must also bind and ack.
+	st2, close2 := rawStream(t, ts.addr, p, svid)
+	log.do("second proxy subscribes", 2, func() {
+		if err := st2.Send(subscribe("web-2", dedicated)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := metric(t, ts.reg, "coxswain_gateway_dataplane_proxies", map[string]string{"namespace": "apps", "name": "web"}); got != 2 {
+		t.Fatalf("coxswain_gateway_dataplane_proxies = %v, want 2", got)
+	}
+	m3 := recvSnapshot(t, st2)
+	log.do("second proxy binds", 2, func() {
+		if err := st2.Send(nodeStatus(8080, 9090)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	log.do("second proxy acks", 2, func() {
+		if err := st2.Send(ack(m3)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	log.do("second proxy disconnects", 2, close2)
+
+	want := []string{
+		"publish gen 1: proxies=0 programmed=false",
+		"subscribe: proxies=1 programmed=false",
+		"ack gen 1: proxies=1 programmed=false",
+		"bind 8080: proxies=1 programmed=true",
+		"publish gen 2: proxies=1 programmed=false",
+		"ack gen 2: proxies=1 programmed=false",
+		"bind 8080+9090: proxies=1 programmed=true",
+		"second proxy subscribes: proxies=2 programmed=false",
+		"second proxy binds: proxies=2 programmed=false",
+		"second proxy acks: proxies=2 programmed=true",
+		"second proxy disconnects: proxies=1 programmed=true",
+	}
+	if got := strings.Join(log.steps, "\n"); got != strings.Join(want, "\n") {
+		t.Fatalf("Programmed sequence:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	// The generation 1 question is answered true too (acked generation ≥ 1).
+	if _, ok := ts.GatewayDataPlane("apps", "web", 1); !ok {
+		t.Fatal("an acked newer generation satisfies an older one")
+	}
+	if n, ok := ts.GatewayDataPlane("apps", "unknown", 1); n != 0 || ok {
+		t.Fatal("a Gateway no snapshot serves is not programmed")
+	}
+}
+
+func TestProgrammedInSharedPool(t *testing.T) {
+	p := newPKI(t)
+	ts := startServer(t, p, true, "")
+	// The shared pool serves Gateway apps/web on internal port 20001.
+	if err := ts.Publish([]*snapshot.Snapshot{snap(shared, "web", 5, []int32{20001}, "10.0.0.1")}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, "coxswain-shared-proxy"))
+	if err := st.Send(subscribe("shared-1", shared)); err != nil {
+		t.Fatal(err)
+	}
+	m := recvSnapshot(t, st)
+	if err := st.Send(nodeStatus(20001)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(ack(m)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the shared-pool Gateway to be programmed", func() bool {
+		n, ok := ts.GatewayDataPlane("apps", "web", 5)
+		return n == 1 && ok
+	})
+	if _, ok := ts.GatewayDataPlane("apps", "web", 6); ok {
+		t.Fatal("generation 6 was never acked")
+	}
+}
