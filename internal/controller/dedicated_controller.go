@@ -1,0 +1,360 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/provision"
+)
+
+// The dedicated reconciler's own rights (the rest of the manager role lives
+// in rbac.go). It writes ConfigMaps (the per-Gateway copy of the discovery
+// trust bundle) and sets blockOwnerDeletion on owner references to Gateways,
+// which needs update on gateways/finalizers.
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;gatewayclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways/finalizers,verbs=update
+// +kubebuilder:rbac:groups=gateway.coxswain-labs.dev,resources=coxswaingatewayparameters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Event reasons of the dedicated reconciler (Warning events on the Gateway).
+const (
+	EventInvalidParameters = "InvalidParameters"
+	EventRenderFailed      = "RenderFailed"
+	EventApplyFailed       = "ApplyFailed"
+	maxEventNote           = 1000
+)
+
+// DedicatedReconciler provisions the dedicated proxies of Gateways that opt
+// in through CoxswainGatewayParameters: it resolves the parameters, renders
+// the objects with internal/provision, server-side applies them with field
+// manager coxswain-controller (force ownership, so drift is undone), and
+// deletes them when the Gateway leaves dedicated mode. Owner references to
+// the Gateway let the garbage collector remove them when the Gateway goes.
+//
+// It never writes Gateway status: the translator derives status.addresses,
+// the DedicatedProxyReady condition and Accepted=False/InvalidParameters
+// from the same inputs (provision.Resolve) and from the objects applied here.
+type DedicatedReconciler struct {
+	// Client reads through the manager's cache and writes to the apiserver.
+	Client client.Client
+	// Recorder records Warning events on the Gateway; from the manager
+	// when nil.
+	Recorder events.EventRecorder
+	// InstallNamespace is the controller's namespace: discovery endpoints
+	// and the source of the trust bundle ConfigMap.
+	InstallNamespace string
+	// DefaultImage is the controller's own image, for parameters without one.
+	DefaultImage string
+}
+
+// dedicatedKinds are the kinds the reconciler renders (for pruning).
+var dedicatedKinds = []struct {
+	gvk  schema.GroupVersionKind
+	list func() client.ObjectList
+}{
+	{appsv1.SchemeGroupVersion.WithKind("Deployment"), func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	{corev1.SchemeGroupVersion.WithKind("Service"), func() client.ObjectList { return &corev1.ServiceList{} }},
+	{corev1.SchemeGroupVersion.WithKind("ServiceAccount"), func() client.ObjectList { return &corev1.ServiceAccountList{} }},
+	{corev1.SchemeGroupVersion.WithKind("ConfigMap"), func() client.ObjectList { return &corev1.ConfigMapList{} }},
+	{autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), func() client.ObjectList { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
+	{policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }},
+}
+
+// SetupWithManager registers the reconciler: it is driven by Gateways, the
+// objects it owns, GatewayClasses, CoxswainGatewayParameters (mapped to the
+// Gateways that use them) and the trust bundle ConfigMap.
+func (r *DedicatedReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.InstallNamespace == "" {
+		return fmt.Errorf("dedicated reconciler: InstallNamespace is required")
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(provision.FieldManager)
+	}
+	trustBundle := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.InstallNamespace && o.GetName() == provision.TrustBundleConfigMapName
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dedicated-proxy").
+		For(&gwv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
+		Watches(&gatewayv1alpha1.CoxswainGatewayParameters{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfParams)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allGateways), builder.WithPredicates(trustBundle)).
+		Complete(r)
+}
+
+// Reconcile brings one Gateway's dedicated objects to the rendered state.
+func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var gw gwv1.Gateway
+	if err := r.Client.Get(ctx, req.NamespacedName, &gw); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logger := log.FromContext(ctx).WithValues("gateway", klog.KObj(&gw))
+	ctx = log.IntoContext(ctx, logger)
+	if !gw.DeletionTimestamp.IsZero() {
+		// Owner references hand the objects to the garbage collector.
+		return ctrl.Result{}, nil
+	}
+
+	var class *gwv1.GatewayClass
+	var c gwv1.GatewayClass
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, &c); {
+	case err == nil:
+		class = &c
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+
+	var params []gatewayv1alpha1.CoxswainGatewayParameters
+	for _, ref := range provision.ParamsRefs(&gw, class) {
+		if !ref.IsParameters() || ref.Namespace == "" || ref.Name == "" {
+			continue
+		}
+		var p gatewayv1alpha1.CoxswainGatewayParameters
+		switch err := r.Client.Get(ctx, ref.NamespacedName, &p); {
+		case err == nil:
+			params = append(params, p)
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+
+	eff, dedicated, err := provision.Resolve(&gw, class, params)
+	if err != nil {
+		// The translator sets Accepted=False/InvalidParameters. Keep what
+		// runs today: a parameters object being recreated must not take the
+		// Gateway's proxies down. A fix of the ref re-triggers us.
+		r.warn(&gw, EventInvalidParameters, err.Error())
+		logger.Info("invalid parameters; leaving dedicated objects as they are", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	if !dedicated {
+		return ctrl.Result{}, r.prune(ctx, &gw, nil)
+	}
+
+	trust, err := r.trustBundle(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rendered, err := provision.RenderDedicated(provision.DedicatedInput{
+		Gateway:          &gw,
+		Effective:        eff,
+		InstallNamespace: r.InstallNamespace,
+		DefaultImage:     r.DefaultImage,
+		TrustBundle:      trust,
+	})
+	if err != nil {
+		r.warn(&gw, EventRenderFailed, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if len(rendered.Sanitized) > 0 {
+		r.warn(&gw, provision.EventPodTemplateSanitized, "ignored in podTemplate: "+strings.Join(rendered.Sanitized, "; "))
+	}
+
+	keep := map[string]bool{}
+	for _, obj := range rendered.Objects() {
+		u, err := provision.ToUnstructured(obj)
+		if err != nil {
+			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(provision.FieldManager), client.ForceOwnership); err != nil {
+			r.warn(&gw, EventApplyFailed, fmt.Sprintf("apply %s %s: %v", u.GetKind(), u.GetName(), err))
+			return ctrl.Result{}, fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+		keep[u.GetKind()+"/"+u.GetName()] = true
+	}
+	return ctrl.Result{}, r.prune(ctx, &gw, keep)
+}
+
+// prune deletes the dedicated objects of gw (found by label, and owned by
+// this very Gateway) that are not in keep: the HPA or PDB the parameters no
+// longer ask for, objects named after a former class, or everything when the
+// Gateway left dedicated mode.
+func (r *DedicatedReconciler) prune(ctx context.Context, gw *gwv1.Gateway, keep map[string]bool) error {
+	sel := client.MatchingLabels{
+		provision.LabelManagedBy:   provision.ValueManagedBy,
+		provision.LabelComponent:   provision.ComponentDedicatedProxy,
+		provision.LabelGatewayName: provision.LabelValue(gw.Name),
+	}
+	for _, k := range dedicatedKinds {
+		list := k.list()
+		if err := r.Client.List(ctx, list, client.InNamespace(gw.Namespace), sel); err != nil {
+			return fmt.Errorf("list %s: %w", k.gvk.Kind, err)
+		}
+		objs, err := objectsOf(list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if !ownedBy(obj, gw) || keep[k.gvk.Kind+"/"+obj.GetName()] {
+				continue
+			}
+			log.FromContext(ctx).Info("deleting dedicated object", "kind", k.gvk.Kind, "name", obj.GetName())
+			if err := r.Client.Delete(ctx, obj, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func objectsOf(list client.ObjectList) ([]client.Object, error) {
+	var out []client.Object
+	switch l := list.(type) {
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceAccountList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ConfigMapList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *autoscalingv2.HorizontalPodAutoscalerList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *policyv1.PodDisruptionBudgetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	default:
+		return nil, fmt.Errorf("unexpected list type %T", list)
+	}
+	return out, nil
+}
+
+func ownedBy(obj client.Object, gw *gwv1.Gateway) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == gw.UID && ref.Kind == "Gateway" {
+			return true
+		}
+	}
+	return false
+}
+
+// trustBundle reads the discovery CA bundle the install namespace publishes;
+// "" while it does not exist yet (its creation re-triggers every Gateway).
+func (r *DedicatedReconciler) trustBundle(ctx context.Context) (string, error) {
+	var cm corev1.ConfigMap
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.InstallNamespace, Name: provision.TrustBundleConfigMapName}, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		log.FromContext(ctx).Info("trust bundle ConfigMap not found yet", "configmap", klog.KRef(r.InstallNamespace, provision.TrustBundleConfigMapName))
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	return cm.Data[provision.TrustBundleKey], nil
+}
+
+func (r *DedicatedReconciler) warn(gw *gwv1.Gateway, reason, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	r.Recorder.Eventf(gw, nil, corev1.EventTypeWarning, reason, "Provision", "%s", note)
+}
+
+func (r *DedicatedReconciler) gatewaysOfClass(ctx context.Context, obj client.Object) []reconcile.Request {
+	var gws gwv1.GatewayList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		log.FromContext(ctx).Error(err, "listing Gateways for a GatewayClass change")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, gw := range gws.Items {
+		if string(gw.Spec.GatewayClassName) == obj.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+		}
+	}
+	return out
+}
+
+func (r *DedicatedReconciler) gatewaysOfParams(ctx context.Context, obj client.Object) []reconcile.Request {
+	var gws gwv1.GatewayList
+	var classes gwv1.GatewayClassList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		log.FromContext(ctx).Error(err, "listing Gateways for a parameters change")
+		return nil
+	}
+	if err := r.Client.List(ctx, &classes); err != nil {
+		log.FromContext(ctx).Error(err, "listing GatewayClasses for a parameters change")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, key := range provision.ParamsUsers(client.ObjectKeyFromObject(obj), gws.Items, classes.Items) {
+		out = append(out, reconcile.Request{NamespacedName: key})
+	}
+	return out
+}
+
+func (r *DedicatedReconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {
+	var gws gwv1.GatewayList
+	if err := r.Client.List(ctx, &gws); err != nil {
+		log.FromContext(ctx).Error(err, "listing Gateways for a trust bundle change")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(gws.Items))
+	for _, gw := range gws.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
+	}
+	return out
+}
