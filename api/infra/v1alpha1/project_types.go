@@ -71,6 +71,9 @@ type ProjectSpec struct {
 // AgentCA holds the CA certificates of a project's agents and the CA key in
 // sealed form. During a rotation the next* fields hold the next CA; they are
 // all set or all empty.
+// The next* byte fields carry no "byte" format in the schema: CEL decodes
+// byte-format values as URL-safe base64 and fails on the standard base64 JSON
+// uses, so a rule reading them would reject most real keys.
 // +kubebuilder:validation:XValidation:rule="(has(self.nextCertificate) && size(self.nextCertificate) > 0) == (has(self.nextSealedKey) && size(self.nextSealedKey) > 0) && (has(self.nextSealedKey) && size(self.nextSealedKey) > 0) == (has(self.nextWrappedDataKey) && size(self.nextWrappedDataKey) > 0)",message="nextCertificate, nextSealedKey and nextWrappedDataKey must be set together or all be empty"
 type AgentCA struct {
 	// certificates are the CA certificates, as PEM. During a rotation they
@@ -101,11 +104,13 @@ type AgentCA struct {
 	// nextSealedKey is the next CA's private key in sealed form.
 	// +optional
 	// +kubebuilder:validation:MaxLength=16384
+	// +kubebuilder:validation:Format=""
 	NextSealedKey []byte `json:"nextSealedKey,omitempty"`
 
 	// nextWrappedDataKey is the data key that sealed nextSealedKey, wrapped.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Format=""
 	NextWrappedDataKey []byte `json:"nextWrappedDataKey,omitempty"`
 }
 
