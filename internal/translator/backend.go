@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,6 +29,11 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
+
+type setKey struct {
+	ns, name string
+	port     int32
+}
 
 type resolved struct {
 	set         string
@@ -48,7 +54,7 @@ func (t *translator) resolveBackend(fromNS, fromKind string, ref gwv1.BackendObj
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	desc := fmt.Sprintf("backendRef %s/%s", ns, ref.Name)
+	desc := "backendRef " + ns + "/" + string(ref.Name)
 	if g != "" || k != kindService {
 		return resolved{reason: status.ReasonInvalidKind, msg: fmt.Sprintf("%s: kind %s/%s is not supported; use a core Service", desc, g, k)}
 	}
@@ -105,7 +111,12 @@ func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
 // requested as h2c by a GRPCRoute is upgraded to h2c for every user: gRPC
 // servers speak only HTTP/2.
 func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) string {
-	name := fmt.Sprintf("%s/%s:%d", svc.Namespace, svc.Name, sp.Port)
+	sk := setKey{svc.Namespace, svc.Name, sp.Port}
+	name, ok := t.setNames[sk]
+	if !ok {
+		name = svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(sp.Port))
+		t.setNames[sk] = name
+	}
 	if es, ok := t.endpointSets[name]; ok {
 		if proto == snapshot.AppProtocolH2C {
 			es.AppProtocol = proto

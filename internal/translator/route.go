@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -254,7 +255,7 @@ func (t *translator) compileHTTPRoute(r *gwv1.HTTPRoute) *compiledRoute {
 	}
 	for ri := range r.Spec.Rules {
 		rule := &r.Spec.Rules[ri]
-		base := snapshot.Route{ID: fmt.Sprintf("httproute/%s/%s:%d", r.Namespace, r.Name, ri)}
+		base := snapshot.Route{ID: "httproute/" + r.Namespace + "/" + r.Name + ":" + strconv.Itoa(ri)}
 		t.applyFilters(cr, &base, rule.Filters, kindHTTPRoute)
 		if tm := rule.Timeouts; tm != nil {
 			var to snapshot.Timeouts

@@ -183,6 +183,7 @@ type translator struct {
 
 	// endpointSets is every endpoint set any route resolved, by name.
 	endpointSets map[string]*snapshot.EndpointSet
+	setNames     map[setKey]string
 	// certs is every valid certificate, by "<ns>/<name>".
 	certs    map[string]*snapshot.Certificate
 	badCerts map[string]string
@@ -202,6 +203,7 @@ func Translate(res *Resources) *Result {
 		ix:           buildIndex(res),
 		out:          &Result{},
 		endpointSets: map[string]*snapshot.EndpointSet{},
+		setNames:     map[setKey]string{},
 		certs:        map[string]*snapshot.Certificate{},
 		badCerts:     map[string]string{},
 		scopes:       map[snapshot.Scope]*scopeBuilder{},

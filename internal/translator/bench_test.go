@@ -1,0 +1,199 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// generate builds a cluster of nRoutes HTTPRoutes spread over nNS
+// namespaces, attached to nGW shared Gateways (HTTP on 80 for every
+// namespace and HTTPS on 443 for *.example.com), with one Service (three
+// ready endpoints) per five routes.
+func generate(nRoutes, nNS, nGW int) *Resources {
+	res := &Resources{}
+	res.GatewayClasses = append(res.GatewayClasses, &gwv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "coxswain", Generation: 1},
+		Spec:       gwv1.GatewayClassSpec{ControllerName: ControllerName},
+	})
+	res.Secrets = append(res.Secrets, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "wildcard"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: testFile("tls.crt"), corev1.TLSPrivateKeyKey: testFile("tls.key")},
+	})
+	all := gwv1.NamespacesFromAll
+	for g := 0; g < nGW; g++ {
+		res.Gateways = append(res.Gateways, &gwv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: fmt.Sprintf("gw-%d", g), Generation: 1},
+			Spec: gwv1.GatewaySpec{
+				GatewayClassName: "coxswain",
+				Listeners: []gwv1.Listener{
+					{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType, AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: &all}}},
+					{Name: "https", Port: 443, Protocol: gwv1.HTTPSProtocolType, Hostname: ptr(gwv1.Hostname("*.example.com")),
+						TLS:           &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "wildcard"}}},
+						AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: &all}}},
+				},
+			},
+		})
+	}
+	for n := 0; n < nNS; n++ {
+		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%d", n)}})
+	}
+	nSvc := nRoutes/5 + 1
+	for s := 0; s < nSvc; s++ {
+		ns := fmt.Sprintf("ns-%d", s%nNS)
+		name := fmt.Sprintf("svc-%d", s)
+		res.Services = append(res.Services, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		})
+		sl := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}},
+		}
+		for e := 0; e < 3; e++ {
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", s/65536%256, s/256%256, s%256+e)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)},
+			})
+		}
+		res.EndpointSlices = append(res.EndpointSlices, sl)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < nRoutes; i++ {
+		res.HTTPRoutes = append(res.HTTPRoutes, genRoute(i, nNS, nSvc, nGW, base))
+	}
+	return res
+}
+
+func genRoute(i, nNS, nSvc, nGW int, base time.Time) *gwv1.HTTPRoute {
+	ns := fmt.Sprintf("ns-%d", i%nNS)
+	// Services live in ns-(s%nNS); pick one in the route's namespace.
+	svc := i % nSvc
+	svc -= svc % nNS
+	svc += i % nNS
+	if svc >= nSvc {
+		svc = i % nNS
+	}
+	exact := gwv1.PathMatchExact
+	prefix := gwv1.PathMatchPathPrefix
+	get := gwv1.HTTPMethodGet
+	return &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("route-%d", i), Generation: 1,
+			CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i%97) * time.Minute))},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
+				{Name: gwv1.ObjectName(fmt.Sprintf("gw-%d", i%nGW)), Namespace: ptr(gwv1.Namespace("infra"))},
+			}},
+			Hostnames: []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("h%d.example.com", i%200))},
+			Rules: []gwv1.HTTPRouteRule{
+				{
+					Matches: []gwv1.HTTPRouteMatch{{
+						Path:    &gwv1.HTTPPathMatch{Type: &exact, Value: ptr(fmt.Sprintf("/r%d/exact", i))},
+						Method:  &get,
+						Headers: []gwv1.HTTPHeaderMatch{{Name: "x-tenant", Value: ns}},
+					}},
+					Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestHeaderModifier,
+						RequestHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "x-route", Value: fmt.Sprint(i)}}}}},
+					BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
+						Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", svc)), Port: ptr(gwv1.PortNumber(80))}}}},
+				},
+				{
+					Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr(fmt.Sprintf("/r%d", i))}}},
+					BackendRefs: []gwv1.HTTPBackendRef{
+						{BackendRef: gwv1.BackendRef{Weight: ptr(int32(90)), BackendObjectReference: gwv1.BackendObjectReference{
+							Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", svc)), Port: ptr(gwv1.PortNumber(80))}}},
+						{BackendRef: gwv1.BackendRef{Weight: ptr(int32(10)), BackendObjectReference: gwv1.BackendObjectReference{
+							Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", (svc+nNS)%nSvc)), Port: ptr(gwv1.PortNumber(80))}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+func benchSizes() []int { return []int{1000, 5000, 10000} }
+
+// BenchmarkTranslate is a full rebuild; retained-MiB is the heap the
+// Result keeps alive.
+func BenchmarkTranslate(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			res := generate(n, 50, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var r *Result
+			for i := 0; i < b.N; i++ {
+				r = Translate(res)
+			}
+			b.StopTimer()
+			runtime.KeepAlive(r)
+			r = nil
+			reportRetained(b, res)
+		})
+	}
+}
+
+// BenchmarkTranslateOneRouteChange alternates between two inputs that
+// differ in one HTTPRoute (a new generation with a new path). The
+// translator has no incremental mode: a change costs one full rebuild,
+// which this measures next to BenchmarkTranslate.
+func BenchmarkTranslateOneRouteChange(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			a := generate(n, 50, 1)
+			c := *a
+			c.HTTPRoutes = append(c.HTTPRoutes[:0:0], a.HTTPRoutes...)
+			changed := a.HTTPRoutes[n/2].DeepCopy()
+			changed.Generation++
+			changed.Spec.Rules[1].Matches[0].Path.Value = ptr("/changed")
+			c.HTTPRoutes[n/2] = changed
+			inputs := []*Resources{a, &c}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_ = Translate(inputs[i%2])
+			}
+		})
+	}
+}
+
+func reportRetained(b *testing.B, res *Resources) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := Translate(res)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(res)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), "alloc-MiB/op")
+}

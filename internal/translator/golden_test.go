@@ -1,0 +1,114 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current translator")
+
+func encodeResult(t testing.TB, r *Result) []byte {
+	t.Helper()
+	b, err := yaml.Marshal(r)
+	if err != nil {
+		t.Fatalf("encode result: %v", err)
+	}
+	return b
+}
+
+func goldenInputs(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "*.in.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	return files
+}
+
+func TestGolden(t *testing.T) {
+	for _, in := range goldenInputs(t) {
+		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := loadResources(data, true)
+			if err != nil {
+				t.Fatalf("load %s: %v", in, err)
+			}
+			r := Translate(res)
+			for _, s := range r.Snapshots {
+				if err := snapshot.Validate(s); err != nil {
+					t.Errorf("snapshot %s is invalid: %v", s.Scope, err)
+				}
+			}
+			got := encodeResult(t, r)
+			out := filepath.Join("testdata", name+".out.yaml")
+			if *update {
+				if err := os.WriteFile(out, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("read golden (run with -update to create): %v", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("result differs from %s (run `go test ./internal/translator -update` and review the diff):\n%s", out, lineDiff(string(want), string(got)))
+			}
+		})
+	}
+}
+
+// lineDiff shows the first differing lines, enough to find the change.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, c string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			c = g[i]
+		}
+		if a != c {
+			b.WriteString("line " + strconv.Itoa(i+1) + ":\n- " + a + "\n+ " + c + "\n")
+			if shown++; shown >= 10 {
+				break
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,228 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/portalloc"
+)
+
+// Test input conventions (testdata/*.in.yaml):
+//   - Services labelled app.kubernetes.io/component=shared-proxy become
+//     Resources.SharedProxyService, =shared-gateway-vip SharedVIPServices,
+//     =dedicated-proxy DedicatedServices; other Services are Services.
+//   - A document `kind: InternalPorts` with `assignments: [...]` fills
+//     Resources.InternalPorts.
+//   - Secret stringData values TEST_CERT and TEST_KEY are replaced by
+//     testdata/tls.crt and testdata/tls.key; stringData is merged into data
+//     as the apiserver does.
+
+const componentLabel = "app.kubernetes.io/component"
+
+type internalPortsDoc struct {
+	Kind        string                 `json:"kind"`
+	Assignments []portalloc.Assignment `json:"assignments"`
+}
+
+var testPEM = map[string][]byte{}
+
+func testFile(name string) []byte {
+	if b, ok := testPEM[name]; ok {
+		return b
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	testPEM[name] = b
+	return b
+}
+
+// loadResources decodes multi-document YAML. strict rejects unknown
+// fields and kinds (golden inputs); the fuzz test decodes leniently.
+func loadResources(data []byte, strict bool) (*Resources, error) {
+	res := &Resources{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		if err := addDoc(res, doc, strict); err != nil {
+			if strict {
+				return nil, fmt.Errorf("document %d: %w", i, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+func addDoc(res *Resources, doc []byte, strict bool) error {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		return err
+	}
+	un := func(v any) error {
+		if strict {
+			return yaml.UnmarshalStrict(doc, v)
+		}
+		return yaml.Unmarshal(doc, v)
+	}
+	switch tm.Kind {
+	case "GatewayClass":
+		o := &gwv1.GatewayClass{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.GatewayClasses = append(res.GatewayClasses, o)
+	case "Gateway":
+		o := &gwv1.Gateway{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.Gateways = append(res.Gateways, o)
+	case "HTTPRoute":
+		o := &gwv1.HTTPRoute{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.HTTPRoutes = append(res.HTTPRoutes, o)
+	case "GRPCRoute":
+		o := &gwv1.GRPCRoute{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.GRPCRoutes = append(res.GRPCRoutes, o)
+	case "ReferenceGrant":
+		o := &gwv1beta1.ReferenceGrant{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.ReferenceGrants = append(res.ReferenceGrants, o)
+	case "Namespace":
+		o := &corev1.Namespace{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.Namespaces = append(res.Namespaces, o)
+	case "Service":
+		o := &corev1.Service{}
+		if err := un(o); err != nil {
+			return err
+		}
+		switch o.Labels[componentLabel] {
+		case "shared-proxy":
+			res.SharedProxyService = o
+		case "shared-gateway-vip":
+			res.SharedVIPServices = append(res.SharedVIPServices, o)
+		case "dedicated-proxy":
+			res.DedicatedServices = append(res.DedicatedServices, o)
+		default:
+			res.Services = append(res.Services, o)
+		}
+	case "EndpointSlice":
+		o := &discoveryv1.EndpointSlice{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.EndpointSlices = append(res.EndpointSlices, o)
+	case "Secret":
+		o := &corev1.Secret{}
+		if err := un(o); err != nil {
+			return err
+		}
+		for k, v := range o.StringData {
+			switch strings.TrimSpace(v) {
+			case "TEST_CERT":
+				v = string(testFile("tls.crt"))
+			case "TEST_KEY":
+				v = string(testFile("tls.key"))
+			}
+			if o.Data == nil {
+				o.Data = map[string][]byte{}
+			}
+			o.Data[k] = []byte(v)
+		}
+		o.StringData = nil
+		res.Secrets = append(res.Secrets, o)
+	case "Ingress":
+		o := &networkingv1.Ingress{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.Ingresses = append(res.Ingresses, o)
+	case "IngressClass":
+		o := &networkingv1.IngressClass{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.IngressClasses = append(res.IngressClasses, o)
+	case "CoxswainIngressClassParameters":
+		o := &ingressv1alpha1.CoxswainIngressClassParameters{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.IngressClassParameters = append(res.IngressClassParameters, o)
+	case "CoxswainGatewayParameters":
+		o := &gatewayv1alpha1.CoxswainGatewayParameters{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.GatewayParameters = append(res.GatewayParameters, o)
+	case "Deployment":
+		o := &appsv1.Deployment{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.DedicatedDeployments = append(res.DedicatedDeployments, o)
+	case "InternalPorts":
+		o := &internalPortsDoc{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.InternalPorts = append(res.InternalPorts, o.Assignments...)
+	default:
+		return fmt.Errorf("unknown kind %q", tm.Kind)
+	}
+	return nil
+}
