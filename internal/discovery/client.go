@@ -434,7 +434,7 @@ func (c *Client) doBootstrap(ctx context.Context) error {
 	})
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.FailedPrecondition && strings.Contains(st.Message(), WireMismatchMessage) {
-			return fmt.Errorf("%w: %s", ErrWireVersion, st.Message())
+			return fmt.Errorf("%w (the server said: %s)", ErrWireVersion, st.Message())
 		}
 		return fmt.Errorf("bootstrap at %s: %w", c.bootstrap, err)
 	}
@@ -458,7 +458,10 @@ func (c *Client) doBootstrap(ctx context.Context) error {
 	leaf := svid.Certificates[0]
 	c.mu.Lock()
 	c.svid, c.bundle = svid, bundle
-	c.renewAt = leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) / 2)
+	// Renew at half of the remaining lifetime (NotBefore is backdated for
+	// clock skew, so it does not count).
+	now := time.Now()
+	c.renewAt = now.Add(leaf.NotAfter.Sub(now) / 2)
 	c.mu.Unlock()
 	c.metrics.svidExpiry.Set(float64(leaf.NotAfter.Unix()))
 	c.log.Info("bootstrapped SVID", "id", svid.ID.String(), "notAfter", leaf.NotAfter, "renewAt", c.renewAt)
@@ -548,7 +551,7 @@ func (c *Client) streamErr(ctx context.Context, _ grpc.BidiStreamingClient[disco
 		return errRenew
 	}
 	if st, ok := status.FromError(err); ok && st.Code() == codes.FailedPrecondition && strings.Contains(st.Message(), WireMismatchMessage) {
-		return fmt.Errorf("%w: %s", ErrWireVersion, st.Message())
+		return fmt.Errorf("%w (the server said: %s)", ErrWireVersion, st.Message())
 	}
 	return err
 }

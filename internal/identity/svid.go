@@ -77,6 +77,7 @@ func (s *ServingSVID) GetX509SVID() (*x509svid.SVID, error) {
 	leaf := certs[0]
 	s.svid = &x509svid.SVID{ID: s.id, Certificates: certs, PrivateKey: s.key}
 	s.gen = gen
-	s.renewAt = leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) / 2)
+	now := s.ca.now()
+	s.renewAt = now.Add(leaf.NotAfter.Sub(now) / 2)
 	return s.svid, nil
 }

@@ -1,0 +1,378 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/identity"
+	"github.com/coxswain-go/coxswain/internal/proxy"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testenv"
+)
+
+// The envtest apiserver (real TokenRequest and TokenReview) starts once, on
+// the first test that needs it.
+var (
+	envOnce   sync.Once
+	env       *envtest.Environment
+	envErr    error
+	k8s       client.Client
+	clientset *kubernetes.Clientset
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if env != nil {
+		_ = env.Stop()
+	}
+	os.Exit(code)
+}
+
+func apiserver(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() {
+		env, envErr = testenv.Environment()
+		if envErr != nil {
+			return
+		}
+		cfg, err := env.Start()
+		if err != nil {
+			envErr = err
+			env = nil
+			return
+		}
+		if k8s, envErr = client.New(cfg, client.Options{}); envErr != nil {
+			return
+		}
+		clientset, envErr = kubernetes.NewForConfig(cfg)
+	})
+	if envErr != nil {
+		t.Fatalf("envtest: %v", envErr)
+	}
+}
+
+// serviceAccountToken creates ns/sa (if absent) and returns a real token for
+// it with the given audience, via the TokenRequest API.
+func serviceAccountToken(t *testing.T, ns, sa, audience string) string {
+	t.Helper()
+	ctx := context.Background()
+	_ = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	_ = k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
+	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for %s/%s: %v", ns, sa, err)
+	}
+	return tr.Status.Token
+}
+
+// startBootstrap serves SVID bootstrap on 127.0.0.1 with the real
+// TokenReviewer.
+func startBootstrap(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *prometheus.Registry) {
+	t.Helper()
+	reg = prometheus.NewRegistry()
+	b, err := identity.NewBootstrapServer(identity.BootstrapOptions{
+		CA:         p.ca,
+		SVID:       p.serving,
+		Reviewer:   &identity.TokenReviewer{Client: k8s, Audience: discovery.TokenAudience},
+		Authorizer: testAuthorizer(),
+		TTL:        ttl,
+		Registerer: reg,
+		Log:        testr.New(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, lis) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return lis.Addr().String(), reg
+}
+
+// testApplier records what the client applies, validating like the proxy
+// does; a listener on failPort fails to bind (the snapshot is rejected).
+// Binding succeeds for every other listener port.
+type testApplier struct {
+	mu       sync.Mutex
+	failPort int32
+	applied  []*snapshot.Snapshot
+	bound    []int32
+	cb       func([]int32)
+}
+
+func (a *testApplier) Apply(s *snapshot.Snapshot) error {
+	if err := snapshot.Validate(s); err != nil {
+		return err
+	}
+	var ports []int32
+	for _, l := range s.Listeners {
+		if l.Port == a.failPort {
+			return fmt.Errorf("listen tcp :%d: bind: address already in use", l.Port)
+		}
+		ports = append(ports, l.Port)
+	}
+	a.mu.Lock()
+	a.applied = append(a.applied, s)
+	changed := !slices.Equal(a.bound, ports)
+	a.bound = ports
+	cb := a.cb
+	a.mu.Unlock()
+	if changed && cb != nil {
+		cb(ports)
+	}
+	return nil
+}
+
+func (a *testApplier) BoundPorts() []int32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.bound)
+}
+
+func (a *testApplier) OnBoundPortsChange(f func([]int32)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cb = f
+}
+
+// current is the version of the snapshot in force ("" before any).
+func (a *testApplier) current(t *testing.T) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.applied) == 0 {
+		return ""
+	}
+	return mustVersion(t, a.applied[len(a.applied)-1])
+}
+
+type proxyFixture struct {
+	client    *discovery.Client
+	applier   *testApplier
+	readiness *proxy.Readiness
+	reg       *prometheus.Registry
+	done      chan error
+	cancel    context.CancelFunc
+}
+
+// startProxyClient runs a discovery client as the given ServiceAccount, with
+// only a token file, a trust bundle file and the endpoints.
+func startProxyClient(t *testing.T, p *pki, bootstrapAddr, sa string, scope snapshot.Scope, endpoints ...string) *proxyFixture {
+	t.Helper()
+	ns := installNS
+	if scope.Kind == snapshot.ScopeGateway {
+		ns = scope.Namespace
+	}
+	dir := t.TempDir()
+	tokenPath, bundlePath := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(tokenPath, []byte(serviceAccountToken(t, ns, sa, discovery.TokenAudience)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bundlePath, p.ca.BundlePEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, e := range endpoints {
+		eps = append(eps, "https://"+e)
+	}
+	f := &proxyFixture{applier: &testApplier{failPort: 6666}, readiness: proxy.NewReadiness("starting"), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	c, err := discovery.NewClient(discovery.ClientOptions{
+		Endpoints:         eps,
+		BootstrapEndpoint: "https://" + bootstrapAddr,
+		TokenPath:         tokenPath,
+		TrustBundlePath:   bundlePath,
+		ServerID:          p.serverID,
+		Scope:             scope,
+		NodeID:            "node-" + sa,
+		Applier:           f.applier,
+		Readiness:         f.readiness,
+		Registerer:        f.reg,
+		Log:               testr.New(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client = c
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	go func() { f.done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-f.done:
+		case <-time.After(waitFor):
+			t.Error("client did not stop")
+		}
+	})
+	return f
+}
+
+func TestClientEndToEnd(t *testing.T) {
+	apiserver(t)
+	p := newPKI(t)
+	bootstrapAddr, bootReg := startBootstrap(t, p, 0)
+	standby := startServer(t, p, false, "")
+	leader := startServer(t, p, true, "")
+	v1 := snap(shared, "gw", 1, []int32{18080}, "10.0.0.1")
+	for _, s := range []*testServer{standby, leader} {
+		if err := s.Publish([]*snapshot.Snapshot{v1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	f := startProxyClient(t, p, bootstrapAddr, discovery.SharedProxyServiceAccount, shared, standby.addr, leader.addr)
+	if f.readiness.Reason() == "" {
+		t.Fatal("/readyz must fail before the first snapshot")
+	}
+	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
+	eventually(t, "ready after the first snapshot", func() bool { return f.readiness.Reason() == "" })
+	if got := metric(t, standby.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}); got < 1 {
+		t.Fatalf("the standby was not dialled first (rejections %v)", got)
+	}
+	if got := metric(t, bootReg, "coxswain_discovery_bootstrap_total", map[string]string{"result": "issued"}); got != 1 {
+		t.Fatalf("bootstraps issued = %v, want 1", got)
+	}
+	// Bound ports were reported and the snapshot acked: programmed.
+	eventually(t, "Gateway programmed", func() bool {
+		n, ok := leader.GatewayDataPlane("apps", "gw", 1)
+		return n == 1 && ok
+	})
+
+	// A snapshot the proxy cannot apply is nacked (the delta, then the full
+	// snapshot the server answers with); the last good one stays.
+	bad := snap(shared, "gw", 2, []int32{18080, 6666}, "10.0.0.1")
+	if err := leader.Publish([]*snapshot.Snapshot{bad}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server to count the Nacks", func() bool {
+		return metric(t, leader.reg, "coxswain_discovery_nacks_total", map[string]string{"scope": "shared"}) == 2
+	})
+	if got := metric(t, f.reg, "coxswain_proxy_discovery_nacks_total", nil); got != 2 {
+		t.Fatalf("client nacks = %v, want 2", got)
+	}
+	if f.applier.current(t) != mustVersion(t, v1) || f.client.Version() != mustVersion(t, v1) {
+		t.Fatal("a rejected snapshot must leave the last good one in force")
+	}
+	if _, ok := leader.GatewayDataPlane("apps", "gw", 2); ok {
+		t.Fatal("a nacked generation must not be programmed")
+	}
+
+	v3 := snap(shared, "gw", 3, []int32{18080, 18081}, "10.0.0.3")
+	if err := leader.Publish([]*snapshot.Snapshot{v3}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "v3 applied", func() bool { return f.applier.current(t) == mustVersion(t, v3) })
+
+	// The controller goes away: the proxy keeps its routing (never cleared)
+	// and stays ready; once a controller is back it takes new snapshots.
+	leaderAddr := leader.addr
+	leader.stop()
+	eventually(t, "the client to notice the disconnect", func() bool { return !f.client.Connected() })
+	if f.applier.current(t) != mustVersion(t, v3) {
+		t.Fatal("the routing snapshot changed while disconnected")
+	}
+	if r := f.readiness.Reason(); r != "" {
+		t.Fatalf("a proxy holding a snapshot must stay ready while disconnected, got %q", r)
+	}
+	back := startServer(t, p, true, leaderAddr)
+	v4 := snap(shared, "gw", 4, []int32{18080}, "10.0.0.4")
+	if err := back.Publish([]*snapshot.Snapshot{v4}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "v4 applied after the controller returned", func() bool { return f.applier.current(t) == mustVersion(t, v4) })
+	eventually(t, "programmed on the new leader", func() bool {
+		_, ok := back.GatewayDataPlane("apps", "gw", 4)
+		return ok
+	})
+}
+
+func TestClientStopsOnWireVersionMismatch(t *testing.T) {
+	apiserver(t)
+	p := newPKI(t)
+	bootstrapAddr, _ := startBootstrap(t, p, 0)
+	srv := startServer(t, p, true, "")
+	discovery.SetWireVersionForTest(srv.Server, discovery.WireVersion+1)
+	f := startProxyClient(t, p, bootstrapAddr, discovery.SharedProxyServiceAccount, shared, srv.addr)
+	select {
+	case err := <-f.done:
+		if !errors.Is(err, discovery.ErrWireVersion) {
+			t.Fatalf("Run returned %v, want ErrWireVersion", err)
+		}
+		f.done <- err // for the cleanup
+	case <-time.After(waitFor):
+		t.Fatal("the client kept retrying after a wire version mismatch")
+	}
+	if got := metric(t, srv.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}); got != 1 {
+		t.Fatalf("the client dialled %v times, want exactly 1", got)
+	}
+}
+
+func TestClientRebootstrapsAtHalfLife(t *testing.T) {
+	apiserver(t)
+	p := newPKI(t)
+	// 4s SVIDs: the client renews about every 2s and reconnects, keeping
+	// its routes.
+	bootstrapAddr, bootReg := startBootstrap(t, p, 4*time.Second)
+	srv := startServer(t, p, true, "")
+	v1 := snap(dedicated, "web", 1, []int32{18090}, "10.0.0.1")
+	if err := srv.Publish([]*snapshot.Snapshot{v1}); err != nil {
+		t.Fatal(err)
+	}
+	f := startProxyClient(t, p, bootstrapAddr, "web-coxswain", dedicated, srv.addr)
+	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
+	eventually(t, "a second bootstrap", func() bool {
+		return metric(t, bootReg, "coxswain_discovery_bootstrap_total", map[string]string{"result": "issued"}) >= 2
+	})
+	eventually(t, "a full snapshot on the renewed stream", func() bool {
+		return metric(t, srv.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"}) >= 2
+	})
+	f.applier.mu.Lock()
+	applies := len(f.applier.applied)
+	f.applier.mu.Unlock()
+	if applies != 1 {
+		t.Fatalf("an identical snapshot after reconnect must not be re-applied (applied %d times)", applies)
+	}
+	if f.applier.current(t) != mustVersion(t, v1) {
+		t.Fatal("routes changed across the SVID renewal")
+	}
+}
