@@ -310,6 +310,18 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &svc)).To(Succeed())
 		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
 
+		By("copying a new trust bundle into the Gateway's namespace")
+		var source corev1.ConfigMap
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: installNS, Name: provision.TrustBundleConfigMapName}, &source)).To(Succeed())
+		rotated := dedBundle + "-----BEGIN CERTIFICATE-----\nMIIBnext\n-----END CERTIFICATE-----\n"
+		source.Data[provision.TrustBundleKey] = rotated
+		Expect(k8sClient.Update(ctx, &source)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var cm corev1.ConfigMap
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue(provision.TrustBundleKey, rotated))
+		}, dedTimeout, dedInterval).Should(Succeed())
+
 		By("switching the Gateway to the shared pool")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gw), gw)).To(Succeed())
 		gw.Spec.Infrastructure = nil

@@ -100,7 +100,11 @@ func (r ParamsRef) String() string {
 	if ns == "" {
 		ns = "<unset>"
 	}
-	return fmt.Sprintf("%s parametersRef %s/%s %s/%s", r.From, r.Group, r.Kind, ns, r.Name)
+	group := r.Group
+	if group == "" {
+		group = "core"
+	}
+	return fmt.Sprintf("%s parametersRef %s/%s %s/%s", r.From, group, r.Kind, ns, r.Name)
 }
 
 // IsParameters reports whether the reference names a CoxswainGatewayParameters.
