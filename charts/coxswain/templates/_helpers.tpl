@@ -1,0 +1,15 @@
+{{/* The chart label Helm charts carry. */}}
+{{- define "coxswain.chart" -}}
+{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The controller image. */}}
+{{- define "coxswain.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default (printf "v%s" .Chart.AppVersion) }}
+{{- end }}
+
+{{/* Arguments the chart owns; config/manager's own arguments with these
+     flags are replaced. */}}
+{{- define "coxswain.ownedFlags" -}}
+--leader-elect --metrics-bind-address --zap-log-level
+{{- end }}

@@ -1,0 +1,90 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bundle generates Coxswain's OLM bundle (bundle/, bundle.Dockerfile)
+// and the generated part of the Helm chart (charts/coxswain) from the
+// kustomize tree in config/. With -check it writes nothing and fails when
+// the checked-in output is stale (`make verify-distribution`).
+//
+//	go run ./hack/bundle -kustomize bin/kustomize -version 0.1.0 -image coxswain:v0.1.0
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/distribution"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bundle:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		root      = flag.String("root", ".", "Repository root.")
+		kustomize = flag.String("kustomize", "bin/kustomize", "kustomize binary.")
+		opts      = distribution.DefaultGenerateOptions("")
+		channels  string
+		check     bool
+	)
+	flag.StringVar(&opts.Bundle.Version, "version", distribution.DefaultBundleVersion, "Bundle (CSV) version, semver without v.")
+	flag.StringVar(&opts.Bundle.Image, "image", "", "Controller image. Default: coxswain:v<version>.")
+	flag.StringVar(&opts.Bundle.Package, "package", "coxswain", "OLM package name.")
+	flag.StringVar(&channels, "channels", "alpha", "Comma-separated OLM channels.")
+	flag.StringVar(&opts.Bundle.DefaultChannel, "default-channel", "alpha", "Default OLM channel.")
+	flag.BoolVar(&check, "check", false, "Write nothing; fail if bundle/, bundle.Dockerfile or the chart's generated files are stale.")
+	flag.Parse()
+	opts.Bundle.Channels = strings.Split(channels, ",")
+	if opts.Bundle.Image == "" {
+		opts.Bundle.Image = "coxswain:v" + opts.Bundle.Version
+	}
+	bin, err := filepath.Abs(*kustomize)
+	if err != nil {
+		return err
+	}
+	opts.Kustomize = bin
+
+	out, err := distribution.Generate(*root, opts)
+	if err != nil {
+		return err
+	}
+	if check {
+		diffs, err := out.Diff(*root)
+		if err != nil {
+			return err
+		}
+		if len(diffs) > 0 {
+			return fmt.Errorf("generated distribution files are stale; run `make bundle` and commit:\n  %s", strings.Join(diffs, "\n  "))
+		}
+		fmt.Println("bundle/, bundle.Dockerfile and charts/coxswain are up to date")
+		return nil
+	}
+	if err := out.Write(*root); err != nil {
+		return err
+	}
+	for _, k := range out.Bundle.Excluded {
+		fmt.Printf("not in the bundle (OLM cannot carry it): %s\n", k)
+	}
+	fmt.Printf("wrote bundle/ (%s), bundle.Dockerfile and charts/coxswain generated files\n", out.Bundle.CSV.Name)
+	return nil
+}

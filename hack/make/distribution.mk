@@ -1,0 +1,33 @@
+##@ Distribution (OLM bundle, Helm chart)
+
+# The bundle's version (the CSV is coxswain.v$(BUNDLE_VERSION)) and the
+# controller image it deploys. The checked-in bundle/ uses these defaults;
+# `make bundle-verify` (part of verify-distribution) checks it is current.
+BUNDLE_VERSION ?= 0.1.0
+BUNDLE_IMAGE ?= coxswain:v$(BUNDLE_VERSION)
+BUNDLE_CHANNELS ?= alpha
+BUNDLE_DEFAULT_CHANNEL ?= alpha
+BUNDLE_ARGS = -kustomize $(KUSTOMIZE) -version $(BUNDLE_VERSION) -image $(BUNDLE_IMAGE) \
+	-channels $(BUNDLE_CHANNELS) -default-channel $(BUNDLE_DEFAULT_CHANNEL)
+
+.PHONY: bundle
+bundle: manifests kustomize ## Generate bundle/ (OLM registry+v1), bundle.Dockerfile and the chart's generated files from config/.
+	go run ./hack/bundle $(BUNDLE_ARGS)
+
+.PHONY: chart
+chart: bundle ## Alias: the chart's crds/, files/ and templates/zz_generated.yaml are generated with the bundle.
+
+.PHONY: verify-distribution
+verify-distribution: manifests kustomize ## Fail when bundle/, bundle.Dockerfile or charts/coxswain's generated files are stale.
+	go run ./hack/bundle -check $(BUNDLE_ARGS)
+
+BUNDLE_IMG ?= coxswain-bundle:v$(BUNDLE_VERSION)
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image (needs a container engine).
+	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: helm-package
+helm-package: ## Package charts/coxswain into dist/ (needs the helm CLI).
+	mkdir -p dist
+	helm package charts/coxswain -d dist

@@ -1,0 +1,338 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package distribution turns the kustomize tree in config/ into the other
+// ways Coxswain is installed: an OLM registry+v1 bundle (bundle/) and a Helm
+// chart (charts/coxswain). Everything here is generated from
+// `kustomize build`, never copied by hand, so RBAC, CRDs and the controller
+// Deployment cannot drift between install paths; the tests in this package
+// prove it against a real apiserver.
+//
+// hack/bundle is the command line (`make bundle`, `make chart`); the tests
+// re-run the same generation and fail when the checked-in output is stale.
+package distribution
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	// InstallNamespace is the namespace config/default installs into.
+	InstallNamespace = "coxswain-system"
+	// ControllerDeployment and ControllerServiceAccount name the controller.
+	ControllerDeployment     = "coxswain-controller"
+	ControllerServiceAccount = "coxswain-controller"
+	// ProxyServiceAccount is the shared proxy's identity; it must hold no
+	// Kubernetes API rights.
+	ProxyServiceAccount = "coxswain-shared-proxy"
+
+	labelManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// Kustomize runs `kustomize build root/dir` with the binary bin.
+func Kustomize(bin, root, dir string) ([]*unstructured.Unstructured, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "build", filepath.Join(root, dir))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
+	}
+	return Decode(out)
+}
+
+// Decode splits a multi-document YAML (or JSON) stream into objects,
+// skipping empty documents. A document without apiVersion or kind is an
+// error.
+func Decode(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || bytes.Equal(bytes.TrimSpace(raw), []byte("{}")) {
+			continue
+		}
+		// The unstructured JSON scheme keeps integers as int64.
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// DecodeFile reads and decodes one YAML file.
+func DecodeFile(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// Key identifies an object: group, kind, namespace and name.
+type Key struct {
+	Group, Kind, Namespace, Name string
+}
+
+func (k Key) String() string {
+	gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}.String()
+	if k.Namespace == "" {
+		return gk + " " + k.Name
+	}
+	return gk + " " + k.Namespace + "/" + k.Name
+}
+
+// KeyOf returns the Key of an object.
+func KeyOf(o *unstructured.Unstructured) Key {
+	gvk := o.GroupVersionKind()
+	return Key{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// SortObjects orders objects by kind rank (CRDs and RBAC first), then key,
+// so generated output is deterministic.
+func SortObjects(objs []*unstructured.Unstructured) {
+	rank := map[string]int{
+		"Namespace": 0, "CustomResourceDefinition": 1, "ServiceAccount": 2,
+		"ClusterRole": 3, "ClusterRoleBinding": 4, "Role": 5, "RoleBinding": 6,
+	}
+	r := func(o *unstructured.Unstructured) int {
+		if v, ok := rank[o.GetKind()]; ok {
+			return v
+		}
+		return 10
+	}
+	sort.SliceStable(objs, func(i, j int) bool {
+		ri, rj := r(objs[i]), r(objs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return KeyOf(objs[i]).String() < KeyOf(objs[j]).String()
+	})
+}
+
+// FilterKind returns the objects of one kind.
+func FilterKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// MarshalYAML renders one object as YAML with sorted keys.
+func MarshalYAML(obj any) ([]byte, error) {
+	return yaml.Marshal(obj)
+}
+
+// toMap converts a typed object into the generic form through JSON, so
+// custom marshalers (quantities, semver) are honoured, then prunes nulls.
+func toMap(obj any) (map[string]any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	pruneNulls(m)
+	return m, nil
+}
+
+// pruneNulls removes null values (e.g. creationTimestamp: null) from maps,
+// recursively.
+func pruneNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			pruneNulls(e)
+		}
+	case []any:
+		for _, e := range t {
+			pruneNulls(e)
+		}
+	}
+}
+
+// relabelManagedBy rewrites the app.kubernetes.io/managed-by label that
+// config/default stamps (kustomize) to the tool that really manages the
+// object in another install path.
+func relabelManagedBy(o *unstructured.Unstructured, value string) {
+	labels := o.GetLabels()
+	if _, ok := labels[labelManagedBy]; ok {
+		labels[labelManagedBy] = value
+		o.SetLabels(labels)
+	}
+}
+
+// replaceStrings replaces old with new in every string value of v,
+// recursively, and returns the result.
+func replaceStrings(v any, old, new string) any {
+	switch t := v.(type) {
+	case string:
+		return strings.ReplaceAll(t, old, new)
+	case map[string]any:
+		for k, e := range t {
+			t[k] = replaceStrings(e, old, new)
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = replaceStrings(e, old, new)
+		}
+		return t
+	default:
+		return v
+	}
+}
+
+// containsString reports whether any string value of v contains s.
+func containsString(v any, s string) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.Contains(t, s)
+	case map[string]any:
+		for k, e := range t {
+			if strings.Contains(k, s) || containsString(e, s) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if containsString(e, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// WriteTree writes files (relative path → content) under dir, replacing
+// exactly the set of files in the subdirectories it owns: every existing
+// file under one of owned (relative to dir) that is not in files is removed.
+func WriteTree(dir string, files map[string][]byte, owned []string) error {
+	for _, sub := range owned {
+		root := filepath.Join(dir, sub)
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			rel, err := filepath.Rel(dir, path)
+			if err != nil {
+				return err
+			}
+			if _, keep := files[filepath.ToSlash(rel)]; !keep {
+				return os.Remove(path)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for rel, data := range files {
+		path := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DiffTree compares files with what is on disk under dir and lists every
+// difference: files missing, different, or present on disk (under one of
+// owned) but not generated. An empty result means dir is up to date.
+func DiffTree(dir string, files map[string][]byte, owned []string) ([]string, error) {
+	var diffs []string
+	for rel, want := range files {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			diffs = append(diffs, "missing: "+rel)
+		case err != nil:
+			return nil, err
+		case !bytes.Equal(got, want):
+			diffs = append(diffs, "stale: "+rel)
+		}
+	}
+	for _, sub := range owned {
+		root := filepath.Join(dir, sub)
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			rel, err := filepath.Rel(dir, path)
+			if err != nil {
+				return err
+			}
+			if _, ok := files[filepath.ToSlash(rel)]; !ok {
+				diffs = append(diffs, "not generated: "+filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(diffs)
+	return diffs, nil
+}
