@@ -123,7 +123,10 @@ func TestValidateBundleCatchesBadBundles(t *testing.T) {
 		{"owned CRD missing from manifests", func(b *Bundle) []byte { b.CRDs = b.CRDs[1:]; return nil }, "not in the bundle's manifests"},
 		{"owned CRD with the wrong kind", func(b *Bundle) []byte { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Kind = "Other"; return nil }, "the CRD says"},
 		{"owned CRD version not served", func(b *Bundle) []byte { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Version = "v9"; return nil }, "not served"},
-		{"CRD not owned", func(b *Bundle) []byte { b.CSV.Spec.CustomResourceDefinitions.Owned = b.CSV.Spec.CustomResourceDefinitions.Owned[1:]; return nil }, "not owned by the CSV"},
+		{"CRD not owned", func(b *Bundle) []byte {
+			b.CSV.Spec.CustomResourceDefinitions.Owned = b.CSV.Spec.CustomResourceDefinitions.Owned[1:]
+			return nil
+		}, "not owned by the CSV"},
 		{"alm-examples not JSON", func(b *Bundle) []byte { b.CSV.Annotations[annotationALMExamples] = "[{"; return nil }, "not a JSON array"},
 		{"alm-example of a kind not owned", func(b *Bundle) []byte {
 			b.CSV.Annotations[annotationALMExamples] = `[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]`
