@@ -201,8 +201,11 @@ type Config struct {
 	Seed []Member
 	// OnEvent receives every change, in order, from one goroutine.
 	OnEvent func(Event)
-	Log     logr.Logger
-	Metrics *Metrics
+	// OnSynced is called after every successful list, once its diff has
+	// been delivered to OnEvent.
+	OnSynced func()
+	Log      logr.Logger
+	Metrics  *Metrics
 	// MinBackoff and MaxBackoff bound the wait between failed attempts.
 	MinBackoff, MaxBackoff time.Duration
 }
@@ -408,6 +411,9 @@ func (c *Client) relist(ctx context.Context) (string, error) {
 	}
 	if first {
 		c.cfg.Log.Info("first project list succeeded", "shard", c.cfg.ShardID, "projects", len(list.Items))
+	}
+	if c.cfg.OnSynced != nil {
+		c.cfg.OnSynced()
 	}
 	return list.ResourceVersion, nil
 }
