@@ -1,0 +1,95 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Binaries maps the images the local kubelet can run to local binaries.
+type Binaries struct {
+	// EchoBasic is the echo-basic binary built from
+	// sigs.k8s.io/gateway-api/conformance/echo-basic; it runs images whose
+	// name contains "echo-basic".
+	EchoBasic string
+	// Coxswain is our binary; it runs images named coxswain (any registry,
+	// any tag).
+	Coxswain string
+}
+
+// launchKind says what runs for a container.
+type launchKind int
+
+const (
+	launchBinary      launchKind = iota // a mapped local binary
+	launchPlaceholder                   // a ready placeholder listener
+)
+
+// launchPlan is the pure result of mapping one container.
+type launchPlan struct {
+	kind launchKind
+	path string   // binary (launchBinary)
+	args []string // argv[1:]
+	// defaultPort is the port readiness waits for when the container
+	// declares none (echo-basic listens on 3000 without declaring it).
+	defaultPort int32
+}
+
+// imageName is the last path element of an image reference without tag or
+// digest: "registry.k8s.io/gateway-api/echo-basic:v1.5.1" -> "echo-basic".
+func imageName(image string) string {
+	ref := image
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndexByte(ref, '/'); i >= 0 {
+		ref = ref[i+1:]
+	}
+	if i := strings.IndexByte(ref, ':'); i >= 0 {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// planLaunch maps a container's image, command and args to what the local
+// kubelet runs. command replaces the image's entrypoint in Kubernetes; here
+// the entrypoint is the mapped binary, so command[0] is dropped and
+// command[1:] come before args.
+func (b Binaries) planLaunch(image string, command, args []string) (launchPlan, error) {
+	argv := append([]string{}, args...)
+	if len(command) > 0 {
+		argv = append(append([]string{}, command[1:]...), args...)
+	}
+	name := imageName(image)
+	switch {
+	case strings.Contains(image, "echo-basic"):
+		if b.EchoBasic == "" {
+			return launchPlan{}, fmt.Errorf("image %q runs the echo-basic binary, but none is configured (set --echo-basic or LOCALCLUSTER_ECHO_BASIC)", image)
+		}
+		return launchPlan{kind: launchBinary, path: b.EchoBasic, args: argv, defaultPort: 3000}, nil
+	case name == "coxswain":
+		if b.Coxswain == "" {
+			return launchPlan{}, fmt.Errorf("image %q runs the coxswain binary, but none is configured (set --coxswain or LOCALCLUSTER_COXSWAIN)", image)
+		}
+		return launchPlan{kind: launchBinary, path: b.Coxswain, args: argv}, nil
+	case name == "coredns":
+		return launchPlan{kind: launchPlaceholder}, nil
+	default:
+		return launchPlan{}, fmt.Errorf("image %q has no local binary: the local kubelet runs only echo-basic, coxswain and coredns images", image)
+	}
+}
