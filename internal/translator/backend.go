@@ -107,8 +107,9 @@ func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
 	return "", false
 }
 
-// endpointSet builds (once) the ready endpoints of one Service port. A set
-// requested as h2c by a GRPCRoute is upgraded to h2c for every user: gRPC
+// endpointSet builds (once) the ready endpoints of one Service port. The
+// AppProtocol comes from the Service port; a GRPCRoute that is actually
+// served upgrades a plain set to h2c for every user (see markH2C): gRPC
 // servers speak only HTTP/2.
 func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) string {
 	sk := setKey{svc.Namespace, svc.Name, sp.Port}
@@ -117,11 +118,11 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 		name = svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(sp.Port))
 		t.setNames[sk] = name
 	}
-	if es, ok := t.endpointSets[name]; ok {
-		if proto == snapshot.AppProtocolH2C {
-			es.AppProtocol = proto
-		}
+	if _, ok := t.endpointSets[name]; ok {
 		return name
+	}
+	if proto == snapshot.AppProtocolH2C && grpcOnly(sp.AppProtocol) {
+		proto = snapshot.AppProtocolHTTP // upgraded by markH2C once served
 	}
 	es := &snapshot.EndpointSet{Name: name, AppProtocol: proto}
 	type ep struct {
@@ -172,4 +173,24 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	})
 	t.endpointSets[name] = es
 	return name
+}
+
+// grpcOnly reports whether a Service port's appProtocol leaves the choice
+// to the route kind.
+func grpcOnly(p *string) bool {
+	return p == nil || *p == "" || *p == "http" || *p == "HTTP"
+}
+
+// markH2C upgrades the endpoint sets a served GRPCRoute uses to h2c.
+func (t *translator) markH2C(r *snapshot.Route) {
+	for _, b := range r.Backends {
+		if es := t.endpointSets[b.EndpointSet]; es != nil {
+			es.AppProtocol = snapshot.AppProtocolH2C
+		}
+	}
+	for _, m := range r.Mirrors {
+		if es := t.endpointSets[m.EndpointSet]; es != nil {
+			es.AppProtocol = snapshot.AppProtocolH2C
+		}
+	}
 }

@@ -330,6 +330,9 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 					k.rule, k.match = e.rule, e.match
 					vh.entries = append(vh.entries, entry{route: &e.route, key: k})
 					sb.use(&e.route)
+					if cr.kind == kindGRPCRoute {
+						t.markH2C(&e.route)
+					}
 				}
 			}
 		}

@@ -190,7 +190,10 @@ func dedicatedName(gw *gwv1.Gateway) string {
 }
 
 // SharedPortKeys is the set of Gateway listener ports the shared pool
-// serves, the `wanted` argument of portalloc.Assign. The VIP Service
+// serves, the `wanted` argument of portalloc.Assign: every distinct port of
+// an HTTP or HTTPS listener of every accepted Gateway of our classes that
+// the shared pool serves (not dedicated, or dedicated whose proxy has no
+// ready replica yet). The VIP Service
 // reconciler must call this (not recompute it) so it assigns exactly the
 // ports Translate assigns.
 func SharedPortKeys(res *Resources) []portalloc.Key {
@@ -210,8 +213,9 @@ func sharedKeys(gws []*gatewayInfo) []portalloc.Key {
 		}
 		seen := map[int32]bool{}
 		for i := range gi.gw.Spec.Listeners {
-			p := int32(gi.gw.Spec.Listeners[i].Port)
-			if p < 1 || p > 65535 || seen[p] {
+			l := &gi.gw.Spec.Listeners[i]
+			p := int32(l.Port)
+			if p < 1 || p > 65535 || seen[p] || (l.Protocol != gwv1.HTTPProtocolType && l.Protocol != gwv1.HTTPSProtocolType) {
 				continue
 			}
 			seen[p] = true

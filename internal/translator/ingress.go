@@ -70,6 +70,11 @@ type ingressOpts struct {
 	maxBody      int64
 	redirect     *snapshot.Redirect
 	accessLogOff bool
+	// tlsHosts are the hosts this Ingress has a valid certificate for;
+	// tlsAll is set by a valid tls entry without hosts. ssl-redirect only
+	// applies to them, so it never points at an HTTPS host we cannot serve.
+	tlsHosts map[string]bool
+	tlsAll   bool
 }
 
 // ingressRoute is one Ingress path compiled for both listeners.
@@ -155,11 +160,18 @@ func (t *translator) processIngresses() {
 			hosts := tl.Hosts
 			if len(hosts) == 0 {
 				hosts = []string{""}
+				opts.tlsAll = true
 			}
 			for _, h := range hosts {
 				h = strings.ToLower(h)
 				if h != "" && !validHostname(h) {
 					continue
+				}
+				if h != "" {
+					if opts.tlsHosts == nil {
+						opts.tlsHosts = map[string]bool{}
+					}
+					opts.tlsHosts[h] = true
 				}
 				sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
 				if !sniSeen[sc] {
@@ -171,7 +183,7 @@ func (t *translator) processIngresses() {
 		}
 
 		if db := ing.Spec.DefaultBackend; db != nil {
-			r := t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil)
+			r := t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil, "*")
 			if defaultRoute == nil {
 				key := precKey{lastResort: true}
 				defaultRoute = &ingressRoute{http: r.http, https: r.https, key: key}
@@ -209,7 +221,7 @@ func (t *translator) processIngresses() {
 					continue
 				}
 				taken[ck] = k
-				r := t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m)
+				r := t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
 				r.host = host
 				r.single = strings.HasPrefix(host, "*.")
 				r.key = matchKey(&r.http.Match, true)
@@ -316,13 +328,14 @@ func (t *translator) ingressPath(ing *networkingv1.Ingress, opts *ingressOpts, r
 }
 
 // ingressRoute builds the HTTP and HTTPS variants of one Ingress path.
-func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, b *networkingv1.IngressBackend, id string, m *snapshot.PathMatch) ingressRoute {
+func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, b *networkingv1.IngressBackend, id string, m *snapshot.PathMatch, host string) ingressRoute {
 	r := snapshot.Route{ID: id, RequestHeaders: opts.req, ResponseHeaders: opts.resp, MaxRequestBodyBytes: opts.maxBody, AccessLogOff: opts.accessLogOff}
 	r.Match.Path = m
 	if opts.read != 0 || opts.send != 0 {
 		r.Timeouts = &snapshot.Timeouts{UpstreamRead: opts.read, UpstreamSend: opts.send}
 	}
-	if opts.rewrite != "" && m != nil {
+	// "$n" references only make sense for regular expression paths.
+	if opts.rewrite != "" && m != nil && (m.Type == snapshot.PathRegularExpression || !strings.Contains(opts.rewrite, "$")) {
 		pm := &snapshot.PathModifier{Value: opts.rewrite}
 		switch m.Type {
 		case snapshot.PathRegularExpression:
@@ -334,17 +347,20 @@ func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, 
 		}
 		r.Rewrite = &snapshot.URLRewrite{Path: pm}
 	}
-	if set, ok := t.ingressBackend(ing, b); ok {
+	if opts.redirect != nil {
+		// redirect-* answers every request; the backend is not used.
+	} else if set, ok := t.ingressBackend(ing, b); ok {
 		r.Backends = []snapshot.Backend{{EndpointSet: set, Weight: 1}}
 	} else {
 		r.DirectResponse = &snapshot.DirectResponse{StatusCode: 503}
 	}
 	if opts.redirect != nil {
 		r.Redirect = opts.redirect
+		r.Backends, r.DirectResponse, r.Rewrite = nil, nil, nil
 	}
 	https := r
 	http := r
-	if opts.sslRedirect && opts.redirect == nil {
+	if opts.sslRedirect && opts.redirect == nil && (opts.tlsAll || opts.tlsHosts[host]) {
 		http.Redirect = &snapshot.Redirect{Scheme: "https", StatusCode: opts.sslCode}
 	}
 	return ingressRoute{http: &http, https: &https}
