@@ -42,6 +42,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayparamsv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
@@ -362,5 +363,60 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			g.Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
 			g.Expect(svc.Annotations).To(HaveKeyWithValue("example.com/team", "platform"))
 		}, dedTimeout, dedInterval).Should(Succeed())
+	})
+
+	It("keeps shared VIP internal ports stable across a controller restart", func() {
+		vipNS := dedNamespace("ded-vip")
+		gateways := []*gwv1.Gateway{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web"}, Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+				Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}, {Name: "https", Protocol: gwv1.HTTPSProtocolType, Port: 443}}}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "web"}, Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+				Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}},
+		}
+		wanted := func(gws []*gwv1.Gateway) []portalloc.Key {
+			var keys []portalloc.Key
+			for _, gw := range gws {
+				for _, l := range gw.Spec.Listeners {
+					keys = append(keys, portalloc.Key{Namespace: gw.Namespace, Name: gw.Name, Port: int32(l.Port)})
+				}
+			}
+			return keys
+		}
+		applyVIPs := func(gws []*gwv1.Gateway, assigned []portalloc.Assignment) {
+			for _, gw := range gws {
+				u, err := provision.ToUnstructured(provision.RenderVIPServiceOfType(gw, vipNS, assigned, corev1.ServiceTypeClusterIP))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(provision.FieldManager), client.ForceOwnership)).To(Succeed())
+			}
+		}
+		readBack := func() []portalloc.Assignment {
+			var list corev1.ServiceList
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(vipNS), client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP})).To(Succeed())
+			svcs := make([]*corev1.Service, 0, len(list.Items))
+			for i := range list.Items {
+				svcs = append(svcs, &list.Items[i])
+			}
+			return provision.AssignmentsFromVIPServices(svcs)
+		}
+
+		first, unassigned := portalloc.Assign(nil, wanted(gateways))
+		Expect(unassigned).To(BeEmpty())
+		applyVIPs(gateways, first)
+
+		By("a restarted controller reads the same assignments back from the apiserver")
+		persisted := readBack()
+		Expect(persisted).To(Equal(first))
+
+		By("a new Gateway that sorts first does not move the existing ports")
+		newcomer := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "aaa", Name: "first"}, Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+			Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}}
+		all := append([]*gwv1.Gateway{newcomer}, gateways...)
+		second, unassigned := portalloc.Assign(persisted, wanted(all))
+		Expect(unassigned).To(BeEmpty())
+		for _, a := range first {
+			Expect(second).To(ContainElement(a))
+		}
+		applyVIPs(all, second)
+		Expect(readBack()).To(Equal(second))
 	})
 })
