@@ -52,7 +52,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newVersionCommand(), newInfraCommand())
 	return root
 }
 
@@ -79,6 +79,6 @@ func newServeCommand() *cobra.Command {
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	serve.PersistentFlags().AddGoFlagSet(logFlags)
-	serve.AddCommand(newControllerCommand(), newProxyCommand())
+	serve.AddCommand(newControllerCommand(), newProxyCommand(), newInfraProberCommand(), newRelayCommand())
 	return serve
 }
