@@ -1,0 +1,167 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// routerFixture is a compiled router with n routes of one shape, the
+// requests to look up, and the keys a plain map lookup would use.
+type routerFixture struct {
+	st       *state
+	reqs     []*http.Request
+	keys     []string
+	baseline map[string]*route
+}
+
+const benchRequests = 1024
+
+func newRouterFixture(b testing.TB, shape string, n int) *routerFixture {
+	b.Helper()
+	direct := &snapshot.DirectResponse{StatusCode: 200}
+	l := snapshot.Listener{Name: "bench", Port: 80, Protocol: snapshot.ProtocolHTTP}
+	fx := &routerFixture{baseline: make(map[string]*route, n)}
+	var hosts, paths, keys []string
+	switch shape {
+	case "exact-host":
+		for i := 0; i < n; i++ {
+			h := "host-" + strconv.Itoa(i) + ".example.com"
+			l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, Match: prefix("/"), DirectResponse: direct}}})
+		}
+		for i := 0; i < benchRequests; i++ {
+			k := "host-" + strconv.Itoa(i*7919%n) + ".example.com"
+			hosts, paths, keys = append(hosts, k), append(paths, "/index.html"), append(keys, k)
+		}
+	case "wildcard-host":
+		for i := 0; i < n; i++ {
+			h := "*.tenant-" + strconv.Itoa(i) + ".example.com"
+			l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, Match: prefix("/"), DirectResponse: direct}}})
+		}
+		for i := 0; i < benchRequests; i++ {
+			suffix := "tenant-" + strconv.Itoa(i*7919%n) + ".example.com"
+			hosts, paths, keys = append(hosts, "app.eu."+suffix), append(paths, "/"), append(keys, suffix)
+		}
+	case "deep-prefix":
+		vh := snapshot.VirtualHost{Hostname: "api.example.com"}
+		for i := 0; i < n; i++ {
+			p := "/api/v1/tenants/t-" + strconv.Itoa(i) + "/resources"
+			vh.Routes = append(vh.Routes, snapshot.Route{ID: p, Match: prefix(p), DirectResponse: direct})
+		}
+		vh.Routes = append(vh.Routes, snapshot.Route{ID: "fallback", Match: prefix("/"), DirectResponse: direct})
+		l.VirtualHosts = []snapshot.VirtualHost{vh}
+		for i := 0; i < benchRequests; i++ {
+			p := "/api/v1/tenants/t-" + strconv.Itoa(i*7919%n) + "/resources"
+			hosts, paths, keys = append(hosts, "api.example.com"), append(paths, p+"/items/42/details"), append(keys, p)
+		}
+	default:
+		b.Fatalf("unknown shape %q", shape)
+	}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
+	snapshot.Normalize(s)
+	st, err := compile(s, nil, newMetrics(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fx.st = st
+	for i := range hosts {
+		r := &http.Request{Method: http.MethodGet, Host: hosts[i], URL: &url.URL{Path: paths[i]}, Header: http.Header{"User-Agent": {"bench"}}}
+		want := st.router.Lookup(80, r)
+		if want == nil {
+			b.Fatalf("%s: %s%s does not route", shape, hosts[i], paths[i])
+		}
+		fx.reqs = append(fx.reqs, r)
+		fx.baseline[keys[i]] = want
+	}
+	fx.keys = keys
+	return fx
+}
+
+var sink *route
+
+// BenchmarkRouter measures one routing decision at 10, 1k and 100k routes
+// for three shapes, each beside a plain map[string] lookup of the same key
+// in the same run; both must report 0 allocs/op.
+func BenchmarkRouter(b *testing.B) {
+	for _, shape := range []string{"exact-host", "wildcard-host", "deep-prefix"} {
+		for _, n := range []int{10, 1000, 100000} {
+			fx := newRouterFixture(b, shape, n)
+			name := fmt.Sprintf("%s/routes=%d", shape, n)
+			b.Run(name+"/router", func(b *testing.B) {
+				b.ReportAllocs()
+				var r *route
+				for i := 0; b.Loop(); i++ {
+					r = fx.st.router.Lookup(80, fx.reqs[i%benchRequests])
+				}
+				sink = r
+			})
+			b.Run(name+"/map", func(b *testing.B) {
+				b.ReportAllocs()
+				var r *route
+				for i := 0; b.Loop(); i++ {
+					r = fx.baseline[fx.keys[i%benchRequests]]
+				}
+				sink = r
+			})
+			b.Run(name+"/router-parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					var r *route
+					for i := 0; pb.Next(); i++ {
+						r = fx.st.router.Lookup(80, fx.reqs[i%benchRequests])
+					}
+					_ = r
+				})
+			})
+			b.Run(name+"/map-parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					var r *route
+					for i := 0; pb.Next(); i++ {
+						r = fx.baseline[fx.keys[i%benchRequests]]
+					}
+					_ = r
+				})
+			})
+		}
+	}
+}
+
+// TestRouterLookupDoesNotAllocate guards the 0 allocs/op goal in the normal
+// test run, including a host that needs lower-casing.
+func TestRouterLookupDoesNotAllocate(t *testing.T) {
+	for _, shape := range []string{"exact-host", "wildcard-host", "deep-prefix"} {
+		fx := newRouterFixture(t, shape, 100)
+		up := *fx.reqs[0]
+		up.Host = "APP.EU.Tenant-1.Example.COM:8080"
+		reqs := append(fx.reqs[:8:8], &up)
+		allocs := testing.AllocsPerRun(200, func() {
+			for _, r := range reqs {
+				sink = fx.st.router.Lookup(80, r)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocs per lookup round, want 0", shape, allocs)
+		}
+	}
+}
