@@ -19,3 +19,6 @@ package discovery
 // SetWireVersionForTest makes a server speak another wire version, to test
 // how clients handle a mismatch.
 func SetWireVersionForTest(s *Server, v uint32) { s.wireVersion = v }
+
+// SetMaxSendForTest lowers the server→proxy message cap.
+func SetMaxSendForTest(s *Server, n int) { s.maxSend = n }

@@ -31,6 +31,7 @@ type serverMetrics struct {
 	rejections    *prometheus.CounterVec
 	publishes     prometheus.Counter
 	publishErrors prometheus.Counter
+	oversize      prometheus.Counter
 
 	streamsDesc  *prometheus.Desc
 	gatewaysDesc *prometheus.Desc
@@ -67,6 +68,10 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Name: "coxswain_discovery_publish_errors_total",
 			Help: "Published snapshots rejected as invalid (the scope keeps its previous snapshot).",
 		}),
+		oversize: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "coxswain_discovery_oversize_snapshots_total",
+			Help: "Snapshot messages not sent because they exceed the server→proxy size cap.",
+		}),
 		streamsDesc: prometheus.NewDesc("coxswain_discovery_streams",
 			"Open proxy streams, by scope kind.", []string{"scope_kind"}, nil),
 		gatewaysDesc: prometheus.NewDesc("coxswain_gateway_dataplane_proxies",
@@ -75,7 +80,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 }
 
 func (m *serverMetrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.sent, m.acks, m.staleAcks, m.nacks, m.rejections, m.publishes, m.publishErrors, m} {
+	for _, c := range []prometheus.Collector{m.sent, m.acks, m.staleAcks, m.nacks, m.rejections, m.publishes, m.publishErrors, m.oversize, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -41,6 +41,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
@@ -80,6 +81,7 @@ type Server struct {
 	log         logr.Logger
 	metrics     *serverMetrics
 	wireVersion uint32
+	maxSend     int
 
 	mu      sync.Mutex
 	scopes  map[snapshot.Scope]*published
@@ -132,6 +134,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		opts:        opts,
 		log:         opts.Log,
 		wireVersion: WireVersion,
+		maxSend:     MaxServerMessageBytes,
 		scopes:      map[snapshot.Scope]*published{},
 		conns:       map[*conn]struct{}{},
 		nodes:       map[string]*conn{},
@@ -400,7 +403,7 @@ func (s *Server) Stream(stream grpc.BidiStreamingServer[discoveryv1.ClientMessag
 	if err != nil {
 		return s.reject(codes.PermissionDenied, "%v", err)
 	}
-	first, err := stream.Recv()
+	first, err := recvFirst(stream, subscribeTimeout)
 	if err != nil {
 		return err
 	}
@@ -432,6 +435,30 @@ func (s *Server) Stream(stream grpc.BidiStreamingServer[discoveryv1.ClientMessag
 	log := s.log.WithValues("node", c.nodeID, "identity", c.identity, "scope", scope.String())
 	log.V(1).Info("proxy subscribed")
 	return s.serveConn(ctx, stream, c, log)
+}
+
+// subscribeTimeout bounds the wait for a stream's Subscribe.
+const subscribeTimeout = 10 * time.Second
+
+func recvFirst(stream grpc.BidiStreamingServer[discoveryv1.ClientMessage, discoveryv1.ServerMessage], timeout time.Duration) (*discoveryv1.ClientMessage, error) {
+	type result struct {
+		m   *discoveryv1.ClientMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, err := stream.Recv()
+		ch <- result{m, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-t.C:
+		// Returning ends the stream, which unblocks the Recv.
+		return nil, status.Errorf(codes.DeadlineExceeded, "no Subscribe within %s", timeout)
+	}
 }
 
 func (s *Server) register(c *conn) error {
@@ -596,7 +623,20 @@ func (s *Server) sendNext(stream grpc.BidiStreamingServer[discoveryv1.ClientMess
 	}
 	st.nonce++
 	msg.Nonce = strconv.FormatUint(st.nonce, 10)
-	if err := stream.Send(&discoveryv1.ServerMessage{Msg: &discoveryv1.ServerMessage_Snapshot{Snapshot: msg}}); err != nil {
+	out := &discoveryv1.ServerMessage{Msg: &discoveryv1.ServerMessage_Snapshot{Snapshot: msg}}
+	if size := proto.Size(out); size > s.maxSend {
+		// Never send what the proxy must refuse: keep its current state and
+		// wait for a smaller snapshot.
+		s.metrics.oversize.Inc()
+		s.log.Error(nil, "snapshot message exceeds the size cap; not sent", "scope", c.scope.String(), "bytes", size, "cap", s.maxSend, "full", msg.Full)
+		if st.baseline == nil {
+			st.nackVersion = cur.version
+		} else {
+			st.baseline, st.nackVersion = nil, cur.version
+		}
+		return nil
+	}
+	if err := stream.Send(out); err != nil {
 		return err
 	}
 	kind := "delta"

@@ -382,3 +382,28 @@ func TestPublishRejectsInvalidSnapshotKeepingPrevious(t *testing.T) {
 		t.Fatal("the scope must keep its last valid snapshot")
 	}
 }
+
+func TestOversizeSnapshotNotSent(t *testing.T) {
+	p := newPKI(t)
+	ts := startServer(t, p, true, "")
+	discovery.SetMaxSendForTest(ts.Server, 4096)
+	big := snap(shared, "gw", 1, []int32{8080}, "10.0.0.1")
+	big.Certificates = []snapshot.Certificate{{Name: "apps/big", CertPEM: strings.Repeat("A", 8192), KeyPEM: "k"}}
+	if err := ts.Publish([]*snapshot.Snapshot{big}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	if err := st.Send(subscribe("p", shared)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the oversize snapshot to be withheld", func() bool {
+		return metric(t, ts.reg, "coxswain_discovery_oversize_snapshots_total", nil) == 1
+	})
+	small := snap(shared, "gw", 2, []int32{8080}, "10.0.0.2")
+	if err := ts.Publish([]*snapshot.Snapshot{small}); err != nil {
+		t.Fatal(err)
+	}
+	if m := recvSnapshot(t, st); !m.GetFull() || m.GetVersion() != mustVersion(t, small) {
+		t.Fatal("the first message must be the next snapshot that fits, in full")
+	}
+}
