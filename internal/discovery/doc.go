@@ -37,4 +37,7 @@ const (
 	TokenAudience = "coxswain-discovery"
 	// CASecretName holds the discovery CA, in the controller's namespace.
 	CASecretName = "coxswain-discovery-ca"
+	// TrustConfigMapName holds the CA's public roots (key ca.crt), in the
+	// controller's namespace, for proxies to mount as their trust bundle.
+	TrustConfigMapName = "coxswain-discovery-trust"
 )

@@ -185,7 +185,8 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 	ns := "ca-external"
 	ensureNamespace(t, ns)
 	ca := identity.NewCA(td)
-	src := &identity.SecretSource{Client: k8s, Namespace: ns, Name: discovery.CASecretName, Mode: identity.ModeExternal, CA: ca, Interval: 100 * time.Millisecond, Log: testr.New(t)}
+	src := &identity.SecretSource{Client: k8s, Namespace: ns, Name: discovery.CASecretName, Mode: identity.ModeExternal, CA: ca,
+		TrustConfigMap: discovery.TrustConfigMapName, Interval: 100 * time.Millisecond, Log: testr.New(t)}
 	if err := src.Load(context.Background()); err == nil || !strings.Contains(err.Error(), "absent") {
 		t.Fatalf("external mode with no Secret: expected an 'absent' error, got %v", err)
 	}
@@ -221,6 +222,13 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 	if len(roots) != 2 || !roots[1].Equal(root1) {
 		t.Fatalf("after rotation the bundle must hold the new and the old root, got %d roots", len(roots))
 	}
+	eventually(t, "the trust ConfigMap to carry both roots", func() bool {
+		cm := &corev1.ConfigMap{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.TrustConfigMapName}, cm); err != nil {
+			return false
+		}
+		return cm.Data["ca.crt"] == string(ca.BundlePEM()) && strings.Count(cm.Data["ca.crt"], "BEGIN CERTIFICATE") == 2
+	})
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	id, _ := discovery.ServiceAccountID(td, "a", "b")
 	certs, err := ca.SignPublicKey(key.Public(), id, time.Hour)

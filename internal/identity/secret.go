@@ -51,13 +51,19 @@ const (
 // SecretSource keeps a CA loaded from its Secret and reloads it when the
 // Secret changes (hot reload for an externally supplied CA).
 type SecretSource struct {
-	// Client reads the Secret (an uncached client is fine: one Get per
-	// Interval) and, in ModeAuto, creates it.
-	Client    client.Client
+	// Client creates the Secret (ModeAuto) and the trust ConfigMap.
+	Client client.Client
+	// Reader reads the Secret; default Client. Pass the manager's API
+	// reader to avoid caching every Secret (one Get per Interval).
+	Reader    client.Reader
 	Namespace string
 	Name      string
 	Mode      Mode
 	CA        *CA
+	// TrustConfigMap, when set, is a ConfigMap in Namespace that the
+	// source keeps equal to the CA's bundle (key ca.crt), for proxies to
+	// mount as their trust bundle.
+	TrustConfigMap string
 	// Interval between reloads (default 10s).
 	Interval time.Duration
 	Log      logr.Logger
@@ -67,8 +73,12 @@ type SecretSource struct {
 // is absent (if another replica creates it first, that one wins).
 func (s *SecretSource) Load(ctx context.Context) error {
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	reader := s.Reader
+	if reader == nil {
+		reader = s.Client
+	}
 	sec := &corev1.Secret{}
-	err := s.Client.Get(ctx, key, sec)
+	err := reader.Get(ctx, key, sec)
 	if apierrors.IsNotFound(err) {
 		if s.Mode != ModeAuto {
 			return fmt.Errorf("CA Secret %s is absent (mode %s): discovery is not served until it exists", key, s.Mode)
@@ -76,7 +86,7 @@ func (s *SecretSource) Load(ctx context.Context) error {
 		if err := s.create(ctx); err != nil {
 			return err
 		}
-		err = s.Client.Get(ctx, key, sec)
+		err = s.Client.Get(ctx, key, sec) // uncached: a cache may not have seen it yet
 	}
 	if err != nil {
 		return fmt.Errorf("reading CA Secret %s: %w", key, err)
@@ -87,6 +97,42 @@ func (s *SecretSource) Load(ctx context.Context) error {
 	}
 	if changed {
 		s.Log.Info("loaded the discovery CA", "secret", key.String(), "generation", s.CA.Generation())
+	}
+	if s.TrustConfigMap != "" {
+		return s.publishTrust(ctx, reader)
+	}
+	return nil
+}
+
+// publishTrust makes the trust ConfigMap hold the current bundle.
+func (s *SecretSource) publishTrust(ctx context.Context, reader client.Reader) error {
+	bundle := string(s.CA.BundlePEM())
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.TrustConfigMap}
+	cm := &corev1.ConfigMap{}
+	err := reader.Get(ctx, key, cm)
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.TrustConfigMap,
+				Labels: map[string]string{"app.kubernetes.io/name": "coxswain", "app.kubernetes.io/component": "discovery-trust"}},
+			Data: map[string]string{SecretBundleKey: bundle},
+		}
+		if err := s.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating trust ConfigMap %s: %w", key, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading trust ConfigMap %s: %w", key, err)
+	}
+	if cm.Data[SecretBundleKey] == bundle {
+		return nil
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[SecretBundleKey] = bundle
+	if err := s.Client.Update(ctx, cm); err != nil {
+		return fmt.Errorf("updating trust ConfigMap %s: %w", key, err)
 	}
 	return nil
 }
