@@ -31,3 +31,11 @@ bundle-build: ## Build the bundle image (needs a container engine).
 helm-package: ## Package charts/coxswain into dist/ (needs the helm CLI).
 	mkdir -p dist
 	helm package charts/coxswain -d dist
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image.
+	docker push $(BUNDLE_IMG)
+
+# `make test` also checks dist/install.yaml (internal/distribution applies it
+# to envtest), so render it first.
+test: build-installer

@@ -117,7 +117,48 @@ func installManifest(t *testing.T) (string, []*unstructured.Unstructured) {
 	return "kustomize build config/default", kustomizeObjects(t, "config/default")
 }
 
-// controllerRules gathers every rule bound to the controller
+// TestInstallManifestIsCurrent: a dist/install.yaml left by an earlier
+// `make build-installer` must still be what config/default renders (only the
+// controller image, IMG, may differ).
+func TestInstallManifestIsCurrent(t *testing.T) {
+	name, objs := installManifest(t)
+	if name != "dist/install.yaml" {
+		t.Skip("no dist/install.yaml; `make build-installer` writes it (make test does)")
+	}
+	want := kustomizeObjects(t, "config/default")
+	strip := func(objs []*unstructured.Unstructured) map[Key]map[string]any {
+		m := map[Key]map[string]any{}
+		for _, o := range objs {
+			c := o.DeepCopy()
+			if c.GetKind() == "Deployment" {
+				cs, _, _ := unstructured.NestedSlice(c.Object, "spec", "template", "spec", "containers")
+				for _, x := range cs {
+					delete(x.(map[string]any), "image")
+				}
+				_ = unstructured.SetNestedSlice(c.Object, cs, "spec", "template", "spec", "containers")
+			}
+			m[KeyOf(c)] = c.Object
+		}
+		return m
+	}
+	if got, w := strip(objs), strip(want); !reflect.DeepEqual(got, w) {
+		var stale []string
+		for k := range w {
+			if !reflect.DeepEqual(got[k], w[k]) {
+				stale = append(stale, k.String())
+			}
+		}
+		for k := range got {
+			if _, ok := w[k]; !ok {
+				stale = append(stale, k.String()+" (no longer rendered)")
+			}
+		}
+		sort.Strings(stale)
+		t.Fatalf("dist/install.yaml is stale (run `make build-installer`): %v", stale)
+	}
+}
+
+// boundRules gathers every rule bound to the controller
 // ServiceAccount by the (Cluster)RoleBindings among objs.
 func boundRules(t *testing.T, objs []*unstructured.Unstructured, sa string) (rules []map[string]any, bindings int) {
 	t.Helper()
