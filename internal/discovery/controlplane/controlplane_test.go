@@ -1,0 +1,240 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controlplane_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/spf13/pflag"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
+	"github.com/coxswain-go/coxswain/internal/proxy"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testenv"
+)
+
+const ns = "coxswain-system"
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// recorder is a minimal data plane: it validates and records snapshots and
+// reports every listener port as bound.
+type recorder struct {
+	mu      sync.Mutex
+	applied []*snapshot.Snapshot
+	bound   []int32
+	cb      func([]int32)
+}
+
+func (r *recorder) Apply(s *snapshot.Snapshot) error {
+	if err := snapshot.Validate(s); err != nil {
+		return err
+	}
+	var ports []int32
+	for _, l := range s.Listeners {
+		ports = append(ports, l.Port)
+	}
+	r.mu.Lock()
+	r.applied, r.bound = append(r.applied, s), ports
+	cb := r.cb
+	r.mu.Unlock()
+	if cb != nil {
+		cb(ports)
+	}
+	return nil
+}
+
+func (r *recorder) BoundPorts() []int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.bound)
+}
+
+func (r *recorder) OnBoundPortsChange(f func([]int32)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cb = f
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.applied)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestControllerAndProxyWiring runs the controller side as `serve
+// controller` would (a manager with AddToManager) and a proxy client that
+// has only a token, the trust ConfigMap's bundle and the endpoints.
+func TestControllerAndProxyWiring(t *testing.T) {
+	env, err := testenv.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: discovery.SharedProxyServiceAccount}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrl.SetLogger(testr.New(t))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 clientgoscheme.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f controlplane.Flags
+	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+	f.AddFlags(fs)
+	streamAddr, bootAddr := freeAddr(t), freeAddr(t)
+	if err := fs.Parse([]string{"--discovery-bind-address=" + streamAddr, "--discovery-bootstrap-bind-address=" + bootAddr}); err != nil {
+		t.Fatal(err)
+	}
+	srv, _, err := controlplane.AddToManager(mgr, f, controlplane.Options{
+		Namespace:             ns,
+		GatewayServiceAccount: func(string, string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(ctx) }()
+	defer func() { cancel(); <-mgrDone }()
+
+	// What a proxy pod mounts: the trust ConfigMap and a projected token.
+	trust := &corev1.ConfigMap{}
+	eventually(t, "the trust ConfigMap", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.TrustConfigMapName}, trust) == nil
+	})
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, discovery.SharedProxyServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{discovery.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tokenPath, bundlePath := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(tokenPath, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bundlePath, []byte(trust.Data["ca.crt"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var pf discovery.ProxyFlags
+	pfs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+	pf.AddFlags(pfs)
+	if err := pfs.Parse([]string{
+		"--discovery-endpoint=https://" + streamAddr,
+		"--discovery-bootstrap-endpoint=https://" + bootAddr,
+		"--discovery-token-path=" + tokenPath,
+		"--discovery-trust-bundle=" + bundlePath,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := pf.ClientOptions(snapshot.SharedPool(), "shared-proxy-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := &recorder{}
+	readiness := proxy.NewReadiness("starting")
+	opts.Applier, opts.Readiness, opts.Log = dp, readiness, testr.New(t)
+	cl, err := discovery.NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- cl.Run(ctx) }()
+	defer func() { cancel(); <-clientDone }()
+
+	s := &snapshot.Snapshot{
+		Scope: snapshot.SharedPool(),
+		Listeners: []snapshot.Listener{{Name: "gateway/apps/gw/80", Port: 20080, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
+			VirtualHosts: []snapshot.VirtualHost{{Hostname: "*"}}}},
+		Gateways: []snapshot.GatewayRef{{Namespace: "apps", Name: "gw", Generation: 1, Ports: []int32{20080}}},
+	}
+	if err := srv.Publish([]*snapshot.Snapshot{s}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the proxy to apply the snapshot", func() bool { return dp.count() == 1 })
+	eventually(t, "ready", func() bool { return readiness.Reason() == "" })
+	eventually(t, "Programmed", func() bool {
+		n, ok := srv.GatewayDataPlane("apps", "gw", 1)
+		return n == 1 && ok
+	})
+	// The CA Secret was created in auto mode.
+	sec := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.CASecretName}, sec); err != nil {
+		t.Fatalf("CA Secret: %v", err)
+	}
+}
