@@ -406,6 +406,9 @@ func CSVObject(csv *v1alpha1.ClusterServiceVersion) (*unstructured.Unstructured,
 		if asd, ok := spec["apiservicedefinitions"].(map[string]any); ok && len(asd) == 0 {
 			delete(spec, "apiservicedefinitions")
 		}
+		if p, ok := spec["provider"].(map[string]any); ok && len(p) == 0 {
+			delete(spec, "provider")
+		}
 		if c, ok := spec["cleanup"].(map[string]any); ok && c["enabled"] == false {
 			delete(spec, "cleanup")
 		}
