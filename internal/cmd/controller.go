@@ -20,14 +20,18 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
+	"github.com/coxswain-go/coxswain/internal/status/writer"
 )
 
 // LeaderElectionID is the name of the Lease the controller replicas compete for.
@@ -78,19 +82,33 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		ns = defaultNamespace
 	}
 
+	// Build the Lease lock ourselves, so the status writer knows our
+	// identity and can re-check the Lease before every patch.
+	lock, err := newLeaseLock(cfg, ns)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  controller.NewScheme(),
-		HealthProbeBindAddress:  o.healthProbeBindAddress,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsBindAddress},
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        LeaderElectionID,
-		LeaderElectionNamespace: ns,
+		Scheme:                              controller.NewScheme(),
+		HealthProbeBindAddress:              o.healthProbeBindAddress,
+		Metrics:                             metricsserver.Options{BindAddress: o.metricsBindAddress},
+		LeaderElection:                      o.leaderElect,
+		LeaderElectionID:                    LeaderElectionID,
+		LeaderElectionNamespace:             ns,
+		LeaderElectionResourceLockInterface: lock,
 		// Release the Lease on a clean shutdown, so a standby takes over at
 		// once instead of waiting out the Lease TTL.
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	routing := controller.RoutingOptions{InstallNamespace: ns}
+	if o.leaderElect {
+		routing.Leader = writer.LeaseLeaderCheck(lock, nil)
+	}
+	if _, _, err := controller.SetupRouting(mgr, routing); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
@@ -100,6 +118,21 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	}
 	log.Info("starting controller", "leaderElection", o.leaderElect, "leaseNamespace", ns, "lease", LeaderElectionID)
 	return mgr.Start(cmd.Context())
+}
+
+// newLeaseLock returns the Lease lock with a unique identity
+// (hostname_uuid), as controller-runtime would build it.
+func newLeaseLock(cfg *rest.Config, ns string) (resourcelock.Interface, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("hostname: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
+	if err != nil {
+		return nil, fmt.Errorf("leader election client: %w", err)
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, ns, LeaderElectionID,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + uuid.NewString()})
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -103,6 +104,8 @@ type Provider struct {
 
 	mu   sync.Mutex
 	last *translator.Result
+	// missing holds the kinds the apiserver does not serve (set in Start).
+	missing map[string]bool
 }
 
 // New returns a Provider; call SetupWithManager or Start it yourself.
@@ -155,8 +158,17 @@ func (p *Provider) Start(ctx context.Context) error {
 		UpdateFunc: func(any, any) { p.Trigger() },
 		DeleteFunc: func(any) { p.Trigger() },
 	}
+	p.missing = map[string]bool{}
 	for _, obj := range watched() {
 		inf, err := p.opts.Cache.GetInformer(ctx, obj)
+		if meta.IsNoMatchError(err) {
+			// A kind whose CRD is not installed (an older Gateway API, or
+			// our CRDs missing) is read as empty rather than stopping the
+			// controller.
+			p.opts.Log.Info("kind not served by the apiserver; treating it as empty", "kind", fmt.Sprintf("%T", obj), "error", err.Error())
+			p.missing[fmt.Sprintf("%T", obj)] = true
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", obj, err)
 		}
@@ -340,7 +352,9 @@ func list[T any, L any, PL interface {
 	*L
 	client.ObjectList
 }](ctx context.Context, c client.Reader, l PL, items func(PL) []T, opts ...client.ListOption) ([]*T, error) {
-	if err := c.List(ctx, l, opts...); err != nil {
+	if err := c.List(ctx, l, opts...); meta.IsNoMatchError(err) {
+		return nil, nil
+	} else if err != nil {
 		return nil, fmt.Errorf("list %T: %w", l, err)
 	}
 	src := items(l)
