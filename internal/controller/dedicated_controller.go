@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -218,6 +220,10 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.warn(&gw, provision.EventPodTemplateSanitized, "ignored in podTemplate: "+strings.Join(rendered.Sanitized, "; "))
 	}
 
+	if err := r.handOffReplicas(ctx, rendered.Deployment); err != nil {
+		return ctrl.Result{}, err
+	}
+
 	keep := map[string]bool{}
 	for _, obj := range rendered.Objects() {
 		u, err := provision.ToUnstructured(obj)
@@ -231,6 +237,66 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		keep[u.GetKind()+"/"+u.GetName()] = true
 	}
 	return ctrl.Result{}, r.prune(ctx, &gw, keep)
+}
+
+// replicasHandoffManager keeps a Deployment's replica count while its
+// ownership passes from coxswain-controller to the HorizontalPodAutoscaler.
+const replicasHandoffManager = "coxswain-controller-replicas-handoff"
+
+// handOffReplicas runs before a rendering that leaves spec.replicas to an
+// autoscaler. Dropping the field from our apply would otherwise let the
+// apiserver reset it to 1 until the HPA acts; applying the live count under a
+// second field manager keeps it (the Kubernetes "transferring ownership"
+// recipe). The HPA's next scale takes the field over from that manager.
+func (r *DedicatedReconciler) handOffReplicas(ctx context.Context, desired *appsv1.Deployment) error {
+	if desired == nil || desired.Spec.Replicas != nil {
+		return nil
+	}
+	var live appsv1.Deployment
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), &live); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	if live.Spec.Replicas == nil || !ownsReplicas(&live, provision.FieldManager) {
+		return nil
+	}
+	handoff := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: live.Name, Namespace: live.Namespace},
+		Spec:       appsv1.DeploymentSpec{Replicas: live.Spec.Replicas},
+	}
+	u, err := provision.ToUnstructured(handoff)
+	if err != nil {
+		return err
+	}
+	// Keep only spec.replicas: the typed conversion adds empty structs.
+	u.Object["spec"] = map[string]interface{}{"replicas": int64(*live.Spec.Replicas)}
+	log.FromContext(ctx).Info("handing Deployment replicas over to the autoscaler", "replicas", *live.Spec.Replicas)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(replicasHandoffManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("hand replicas of Deployment %s/%s over to the autoscaler: %w", live.Namespace, live.Name, err)
+	}
+	return nil
+}
+
+// ownsReplicas reports whether manager applied spec.replicas of d.
+func ownsReplicas(d *appsv1.Deployment, manager string) bool {
+	for _, mf := range d.ManagedFields {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]interface{}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if spec, ok := fields["f:spec"].(map[string]interface{}); ok {
+			if _, ok := spec["f:replicas"]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // prune deletes the dedicated objects of gw (found by label, and owned by

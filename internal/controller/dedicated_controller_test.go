@@ -250,6 +250,8 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			cur := getDeployment(ns, name)(g)
 			g.Expect(cur.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/coxswain:v2"))
 			g.Expect(appliedFields(cur)).NotTo(ContainSubstring(`"f:replicas"`))
+			// The replica count is handed over, not reset to 1 before the HPA acts.
+			g.Expect(cur.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &hpa)).To(Succeed())
 			g.Expect(hpa.Spec.MaxReplicas).To(BeEquivalentTo(4))
 		}, dedTimeout, dedInterval).Should(Succeed())
