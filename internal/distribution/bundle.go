@@ -158,6 +158,7 @@ func BuildBundle(manifests, samples []*unstructured.Unstructured, opts BundleOpt
 		csv.Annotations = map[string]string{}
 	}
 	csv.Annotations[annotationContainerImage] = opts.Image
+	csv.Spec.RelatedImages = []v1alpha1.RelatedImage{{Name: "coxswain", Image: opts.Image}}
 	if len(opts.Icon) > 0 {
 		csv.Spec.Icon = []v1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(opts.Icon), MediaType: "image/svg+xml"}}
 	}
