@@ -203,7 +203,7 @@ func pruneNulls(v any) {
 // object in another install path.
 func relabelManagedBy(o *unstructured.Unstructured, value string) {
 	labels := o.GetLabels()
-	if _, ok := labels[labelManagedBy]; ok {
+	if labels[labelManagedBy] == "kustomize" {
 		labels[labelManagedBy] = value
 		o.SetLabels(labels)
 	}
