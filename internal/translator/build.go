@@ -266,8 +266,9 @@ func (t *translator) buildGatewayScopes() {
 						}
 						continue
 					}
-					ref.Ports = append(ref.Ports, internal)
-					t.emitGatewayPort(sb, gi, p, byPort[p], internal, p)
+					if t.emitGatewayPort(sb, gi, p, byPort[p], internal, p) {
+						ref.Ports = append(ref.Ports, internal)
+					}
 				}
 				sb.gateways = append(sb.gateways, ref)
 			}
@@ -275,8 +276,9 @@ func (t *translator) buildGatewayScopes() {
 				sb := t.scope(primary)
 				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
 				for _, p := range ports {
-					ref.Ports = append(ref.Ports, p)
-					t.emitGatewayPort(sb, gi, p, byPort[p], p, 0)
+					if t.emitGatewayPort(sb, gi, p, byPort[p], p, 0) {
+						ref.Ports = append(ref.Ports, p)
+					}
 				}
 				sb.gateways = append(sb.gateways, ref)
 			}
@@ -285,8 +287,9 @@ func (t *translator) buildGatewayScopes() {
 	}
 }
 
-// emitGatewayPort writes the listeners of one Gateway port into a scope.
-func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int32, lis []*listenerInfo, bind, external int32) {
+// emitGatewayPort writes the listeners of one Gateway port into a scope and
+// reports whether the port is bound (it has a servable listener).
+func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int32, lis []*listenerInfo, bind, external int32) bool {
 	var serv []*listenerInfo
 	for _, li := range lis {
 		if li.servable {
@@ -294,7 +297,7 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 		}
 	}
 	if len(serv) == 0 {
-		return
+		return false
 	}
 	name := fmt.Sprintf("gateway/%s/%s/%d", gi.gw.Namespace, gi.gw.Name, port)
 	lb := sb.listener(bind, name, serv[0].protocol, external)
@@ -337,6 +340,7 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 			}
 		}
 	}
+	return true
 }
 
 func best(lis []*listenerInfo, host string) *listenerInfo {

@@ -23,9 +23,11 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// FuzzTranslate decodes the fuzz bytes leniently as multi-document YAML of
-// Kubernetes objects (seeded with every golden input), translates them and
-// checks that nothing panics and every snapshot validates.
+// FuzzTranslate builds two inputs from the fuzz bytes: a structured cluster
+// (structuredResources spends the bytes on choices among valid and invalid
+// shapes) and, when they parse, the bytes as multi-document YAML of
+// Kubernetes objects. Seeds are every golden input. It checks that nothing
+// panics and every snapshot validates.
 func FuzzTranslate(f *testing.F) {
 	for _, in := range goldenInputs(f) {
 		data, err := os.ReadFile(in)
@@ -38,17 +40,19 @@ func FuzzTranslate(f *testing.F) {
 		if len(data) > 1<<20 {
 			return
 		}
-		res, err := loadResources(data, false)
-		if err != nil {
-			return
+		inputs := []*Resources{structuredResources(data)}
+		if res, err := loadResources(data, false); err == nil {
+			inputs = append(inputs, res)
 		}
-		r := Translate(res)
-		if len(r.Snapshots) == 0 {
-			t.Fatal("no snapshots; the shared pool snapshot must always be present")
-		}
-		for _, s := range r.Snapshots {
-			if err := snapshot.Validate(s); err != nil {
-				t.Fatalf("snapshot %s invalid: %v", s.Scope, err)
+		for _, res := range inputs {
+			r := Translate(res)
+			if len(r.Snapshots) == 0 || r.Snapshots[len(r.Snapshots)-1].Scope != snapshot.SharedPool() {
+				t.Fatal("the shared pool snapshot must always be present")
+			}
+			for _, s := range r.Snapshots {
+				if err := snapshot.Validate(s); err != nil {
+					t.Fatalf("snapshot %s invalid: %v", s.Scope, err)
+				}
 			}
 		}
 	})

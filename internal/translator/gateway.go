@@ -43,7 +43,7 @@ type classInfo struct {
 func (t *translator) processGatewayClasses() {
 	t.classes = map[string]*classInfo{}
 	for _, gc := range t.res.GatewayClasses {
-		if gc == nil || string(gc.Spec.ControllerName) != ControllerName {
+		if gc == nil || gc.Name == "" || string(gc.Spec.ControllerName) != ControllerName {
 			continue
 		}
 		if prev, ok := t.classes[gc.Name]; ok && prev.gc.UID <= gc.UID {
@@ -142,7 +142,7 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 	seen := map[nn]bool{}
 	gws := make([]*gwv1.Gateway, 0, len(res.Gateways))
 	for _, g := range res.Gateways {
-		if g != nil {
+		if g != nil && named(&g.ObjectMeta) {
 			gws = append(gws, g)
 		}
 	}

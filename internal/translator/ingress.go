@@ -106,7 +106,7 @@ func (t *translator) processIngresses() {
 	sort.Strings(defaults)
 	ings := make([]*networkingv1.Ingress, 0, len(t.res.Ingresses))
 	for _, ing := range t.res.Ingresses {
-		if ing != nil {
+		if ing != nil && named(&ing.ObjectMeta) {
 			ings = append(ings, ing)
 		}
 	}

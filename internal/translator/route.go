@@ -64,7 +64,7 @@ func (cr *compiledRoute) unresolved(reason, msg string) {
 func (t *translator) processRoutes() {
 	hrs := make([]*gwv1.HTTPRoute, 0, len(t.res.HTTPRoutes))
 	for _, r := range t.res.HTTPRoutes {
-		if r != nil {
+		if r != nil && named(&r.ObjectMeta) {
 			hrs = append(hrs, r)
 		}
 	}
@@ -86,7 +86,7 @@ func (t *translator) processRoutes() {
 	}
 	grs := make([]*gwv1.GRPCRoute, 0, len(t.res.GRPCRoutes))
 	for _, r := range t.res.GRPCRoutes {
-		if r != nil {
+		if r != nil && named(&r.ObjectMeta) {
 			grs = append(grs, r)
 		}
 	}

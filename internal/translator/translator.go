@@ -151,6 +151,10 @@ func buildIndex(res *Resources) *index {
 	return ix
 }
 
+// named reports whether a namespaced object has a namespace and a name;
+// objects without are ignored (an apiserver never returns them).
+func named(m *metav1.ObjectMeta) bool { return m.Namespace != "" && m.Name != "" }
+
 func key(m *metav1.ObjectMeta) nn { return nn{Namespace: m.Namespace, Name: m.Name} }
 
 // olderFirst orders objects by creationTimestamp, then namespace/name.
