@@ -47,6 +47,9 @@ type controllerOptions struct {
 	metricsBindAddress      string
 	leaderElect             bool
 	leaderElectionNamespace string
+	proxyImage              string
+	manageSharedPool        bool
+	sharedProxyReplicas     int32
 }
 
 func newControllerCommand() *cobra.Command {
@@ -65,6 +68,9 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8083", "Address of the /metrics endpoint; 0 disables it.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+LeaderElectionID+".")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+defaultNamespace+".")
+	f.StringVar(&o.proxyImage, "proxy-image", "coxswain:latest", "Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one.")
+	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
+	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", 2, "Replicas of the shared proxy Deployment.")
 	return c
 }
 
@@ -103,12 +109,26 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	routing := controller.RoutingOptions{InstallNamespace: ns}
+	routing := controller.RoutingOptions{
+		InstallNamespace:    ns,
+		ManageSharedPool:    o.manageSharedPool,
+		ProxyImage:          o.proxyImage,
+		SharedProxyReplicas: o.sharedProxyReplicas,
+	}
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)
 	}
 	if _, _, err := controller.SetupRouting(mgr, routing); err != nil {
 		return err
+	}
+	dedicated := &controller.DedicatedReconciler{
+		Client:           mgr.GetClient(),
+		Recorder:         mgr.GetEventRecorder("coxswain-controller"),
+		InstallNamespace: ns,
+		DefaultImage:     o.proxyImage,
+	}
+	if err := dedicated.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the dedicated proxy reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)

@@ -36,6 +36,11 @@ type RoutingOptions struct {
 	DataPlane writer.DataPlane
 	// Sinks receive every Result after the status writer (e.g. discovery).
 	Sinks []provider.Sink
+	// ManageSharedPool makes the leader apply the shared proxy Deployment,
+	// ServiceAccount and Services too (VIP Services are always applied).
+	ManageSharedPool    bool
+	ProxyImage          string
+	SharedProxyReplicas int32
 }
 
 // SetupRouting adds the pipeline watch → gather → translate → sinks, and the
@@ -49,10 +54,21 @@ func SetupRouting(mgr ctrl.Manager, o RoutingOptions) (*provider.Provider, *writ
 		DataPlane: o.DataPlane,
 		Log:       ctrl.Log.WithName("status"),
 	}
+	pool := &SharedPoolApplier{
+		Client:           mgr.GetClient(),
+		InstallNamespace: o.InstallNamespace,
+		ManagePool:       o.ManageSharedPool,
+		Image:            o.ProxyImage,
+		Replicas:         o.SharedProxyReplicas,
+		Log:              ctrl.Log.WithName("shared-pool"),
+	}
+	if err := mgr.Add(pool); err != nil {
+		return nil, nil, fmt.Errorf("adding shared pool applier: %w", err)
+	}
 	p := provider.New(provider.Options{
 		Cache:            mgr.GetCache(),
 		InstallNamespace: o.InstallNamespace,
-		Sinks:            append([]provider.Sink{w}, o.Sinks...),
+		Sinks:            append([]provider.Sink{w, pool}, o.Sinks...),
 		Log:              ctrl.Log.WithName("provider"),
 	})
 	if err := mgr.Add(p); err != nil {

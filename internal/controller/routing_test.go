@@ -37,7 +37,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provider"
+	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 	"github.com/coxswain-go/coxswain/internal/testenv"
 	"github.com/coxswain-go/coxswain/internal/translator"
@@ -131,7 +133,7 @@ func backendService(ns, name string, port int32, ip string) {
 		},
 	})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
@@ -305,6 +307,56 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal("InvalidParameters"))
 			g.Expect(c.Message).To(ContainSubstring("does-not-exist"))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("persists shared Gateway internal ports in VIP Services, stable across a restart", func() {
+		vipOf := func(g Gomega, name string) *corev1.Service {
+			list := &corev1.ServiceList{}
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(installNS), client.MatchingLabels{
+				provision.LabelComponent: provision.ComponentSharedVIP, provision.LabelGatewayName: name,
+				provision.LabelGatewayNamespace: ns})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			return &list.Items[0]
+		}
+		var port int32
+		Eventually(func(g Gomega) {
+			svc := vipOf(g, "web")
+			g.Expect(svc.Spec.Ports).To(HaveLen(1))
+			g.Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(80))
+			port = svc.Spec.Ports[0].TargetPort.IntVal
+			g.Expect(port).To(BeNumerically(">=", portalloc.Min))
+			g.Expect(port).To(BeNumerically("<=", portalloc.Max))
+			// The Gateway's address is its VIP Service's.
+			gw := &gwv1.Gateway{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, gw)).To(Succeed())
+			g.Expect(gw.Status.Addresses).NotTo(BeEmpty())
+			g.Expect(gw.Status.Addresses[0].Value).To(Equal(svc.Spec.ClusterIP))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("restarting the pipeline: the assignment is read back, not recomputed")
+		stop()
+		stop = startRouting(installNS, installNS, me)
+		second := &gwv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "another"},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+				Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}},
+		}
+		Expect(k8sClient.Create(ctx, second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			other := vipOf(g, "another")
+			g.Expect(other.Spec.Ports[0].TargetPort.IntVal).NotTo(Equal(port))
+			g.Expect(vipOf(g, "web").Spec.Ports[0].TargetPort.IntVal).To(Equal(port))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("deleting the Gateway removes its VIP Service")
+		Expect(k8sClient.Delete(ctx, second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			list := &corev1.ServiceList{}
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(installNS), client.MatchingLabels{
+				provision.LabelComponent: provision.ComponentSharedVIP, provision.LabelGatewayName: "another",
+				provision.LabelGatewayNamespace: ns})).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty())
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 

@@ -44,7 +44,7 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
@@ -320,31 +320,8 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 			r.SharedProxyService = s
 		}
 	}
-	r.InternalPorts = AssignmentsFromVIPServices(r.SharedVIPServices)
+	r.InternalPorts = provision.AssignmentsFromVIPServices(r.SharedVIPServices)
 	return r, nil
-}
-
-// AssignmentsFromVIPServices reads the internal port assignments persisted
-// in shared VIP Services: port = Gateway listener port, targetPort =
-// internal port.
-func AssignmentsFromVIPServices(svcs []*corev1.Service) []portalloc.Assignment {
-	var out []portalloc.Assignment
-	for _, s := range svcs {
-		name, ns := s.Labels[GatewayNameLabel], s.Labels[GatewayNamespaceLbl]
-		if name == "" || ns == "" {
-			continue
-		}
-		for _, p := range s.Spec.Ports {
-			if p.TargetPort.IntVal == 0 {
-				continue
-			}
-			out = append(out, portalloc.Assignment{
-				Key:      portalloc.Key{Namespace: ns, Name: name, Port: p.Port},
-				Internal: p.TargetPort.IntVal,
-			})
-		}
-	}
-	return out
 }
 
 // list lists from the cache and returns pointers into the items.

@@ -1,0 +1,160 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/translator"
+)
+
+// SharedPoolApplier keeps the shared pool's objects in the install
+// namespace as rendered: optionally the shared proxy Deployment, its
+// ServiceAccount and Services, and always one VIP Service per shared
+// Gateway carrying the internal ports the translator assigned (which
+// persists them across restarts). It is a provider.Sink and a leader-only
+// manager.Runnable.
+type SharedPoolApplier struct {
+	Client           client.Client
+	InstallNamespace string
+	// ManagePool also applies the shared proxy Deployment and Services.
+	ManagePool bool
+	Image      string
+	Replicas   int32
+	Log        logr.Logger
+
+	latest atomic.Pointer[translator.Result]
+	notify chan struct{}
+	once   sync.Once
+}
+
+func (a *SharedPoolApplier) init() {
+	a.once.Do(func() { a.notify = make(chan struct{}, 1) })
+}
+
+// NeedLeaderElection is true: only the leader writes.
+func (a *SharedPoolApplier) NeedLeaderElection() bool { return true }
+
+// Accept stores the latest Result.
+func (a *SharedPoolApplier) Accept(_ context.Context, res *translator.Result) {
+	a.init()
+	a.latest.Store(res)
+	select {
+	case a.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Start applies after every Result until ctx ends, retrying failures.
+func (a *SharedPoolApplier) Start(ctx context.Context) error {
+	a.init()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.notify:
+		}
+		res := a.latest.Load()
+		if res == nil {
+			continue
+		}
+		if err := a.Apply(ctx, res); err != nil {
+			a.Log.Error(err, "applying shared pool objects; retrying")
+			time.AfterFunc(2*time.Second, func() { a.Accept(ctx, a.latest.Load()) })
+		}
+	}
+}
+
+// Apply brings the shared pool objects to the state res asks for.
+func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) error {
+	var errs []error
+	if a.ManagePool {
+		for _, obj := range provision.RenderSharedPool(a.InstallNamespace, a.Image, a.Replicas) {
+			if _, ok := obj.(*corev1.ServiceAccount); ok {
+				// The install (config/rbac) owns the shared proxy's
+				// ServiceAccount; applying it here too would make two
+				// managers fight over its labels.
+				continue
+			}
+			if err := a.apply(ctx, obj); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	byGateway := map[types.NamespacedName][]portalloc.Assignment{}
+	var order []types.NamespacedName
+	for _, as := range res.InternalPorts {
+		k := types.NamespacedName{Namespace: as.Namespace, Name: as.Name}
+		if _, ok := byGateway[k]; !ok {
+			order = append(order, k)
+		}
+		byGateway[k] = append(byGateway[k], as)
+	}
+	for _, k := range order {
+		gw := &gwv1.Gateway{}
+		if err := a.Client.Get(ctx, k, gw); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		svc := provision.RenderVIPService(gw, a.InstallNamespace, byGateway[k])
+		if err := a.apply(ctx, svc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	existing := &corev1.ServiceList{}
+	if err := a.Client.List(ctx, existing, client.InNamespace(a.InstallNamespace),
+		client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP, provision.LabelManagedBy: provision.ValueManagedBy}); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	ptrs := make([]*corev1.Service, len(existing.Items))
+	for i := range existing.Items {
+		ptrs[i] = &existing.Items[i]
+	}
+	for _, stale := range provision.StaleVIPServices(ptrs, order) {
+		if err := a.Client.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *SharedPoolApplier) apply(ctx context.Context, obj client.Object) error {
+	u, err := provision.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(provision.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
