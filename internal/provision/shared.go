@@ -107,7 +107,21 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 			},
 		},
 	}
-	return []client.Object{sa, deploy, svc}
+	// The Ingress entry point: every Ingress is served by the shared pool on
+	// 80 and 443; its address fills Ingress status.loadBalancer.
+	ingress := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(SharedPoolName),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: SharedPoolSelector(),
+			Ports: []corev1.ServicePort{
+				{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(80)},
+				{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(443)},
+			},
+		},
+	}
+	return []client.Object{sa, deploy, svc, ingress}
 }
 
 // VIPLabels are the labels of the shared VIP Service of gw.
