@@ -95,7 +95,7 @@ write_configs() {
     {
       echo "global"
       echo "  nbthread 1"
-      echo "  maxconn 20000"
+      echo "  maxconn 4096"
       echo "defaults"
       echo "  mode http"
       echo "  timeout connect 5s"

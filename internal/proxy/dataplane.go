@@ -64,6 +64,9 @@ type Options struct {
 	MirrorBodyCap int
 	// MirrorTimeout bounds one mirrored request (default 10s).
 	MirrorTimeout time.Duration
+	// DisableLeanClient sends every request through net/http's Transport
+	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
+	DisableLeanClient bool
 }
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
@@ -74,6 +77,7 @@ type DataPlane struct {
 	alog      *accessLogger
 	state     atomic.Pointer[state]
 	h1, h2c   *http.Transport
+	lean      *h1Client
 	mirrorSem chan struct{}
 
 	mu     sync.Mutex // serialises Apply and Shutdown
@@ -151,6 +155,9 @@ func NewDataPlane(opts Options) *DataPlane {
 		}
 	}
 	d.h1, d.h2c = newTransport(false), newTransport(true)
+	if !opts.DisableLeanClient {
+		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost)
+	}
 	return d
 }
 
@@ -380,5 +387,8 @@ func (d *DataPlane) Shutdown(ctx context.Context) error {
 	}
 	d.h1.CloseIdleConnections()
 	d.h2c.CloseIdleConnections()
+	if d.lean != nil {
+		d.lean.closeIdle()
+	}
 	return errors.Join(errs...)
 }

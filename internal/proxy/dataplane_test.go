@@ -26,9 +26,9 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -97,7 +97,9 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 	c := client()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	host := []string{"Host", "app.example.com"}
-	hf := func(path string, extra ...string) result { return fetch(t, c, base+path, append(append([]string{}, host...), extra...)...) }
+	hf := func(path string, extra ...string) result {
+		return fetch(t, c, base+path, append(append([]string{}, host...), extra...)...)
+	}
 
 	t.Run("header modifiers and forwarding headers", func(t *testing.T) {
 		r := hf("/headers", "X-Drop", "1", "X-Set", "client", "X-Add", "client",
@@ -327,7 +329,6 @@ func scrape(t testing.TB, p *testPlane) string {
 	return sb.String()
 }
 
-
 // TestReadinessAndRejectedSnapshots: not ready until the first Apply; a bad
 // snapshot or an unbindable port changes nothing.
 func TestReadinessAndRejectedSnapshots(t *testing.T) {
@@ -533,5 +534,50 @@ func TestWebSocket(t *testing.T) {
 		if err != nil || got != strings.ToUpper(msg) {
 			t.Fatalf("echo of %q = %q, %v", msg, got, err)
 		}
+	}
+}
+
+// TestPooledConnectionClosedByUpstream: an upstream that closes every
+// connection after one response (without saying so) must not fail the
+// next request that picks the dead pooled connection.
+func TestPooledConnectionClosedByUpstream(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var served atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = conn.Close() }()
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				served.Add(1)
+				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				time.Sleep(20 * time.Millisecond) // let the proxy pool the connection, then drop it
+			}()
+		}
+	}()
+	p := newTestPlane(t)
+	port := freePort(t)
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
+		EndpointSets: []snapshot.EndpointSet{{Name: "ns/flaky:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}},
+		Listeners:    []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/flaky:80")}}})}})
+	c := client()
+	for i := 0; i < 5; i++ {
+		if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/", port)); r.code != 200 || r.body != "ok" {
+			t.Fatalf("request %d = %d %q", i, r.code, r.body)
+		}
+		time.Sleep(50 * time.Millisecond) // the upstream has closed the pooled connection by now
+	}
+	if served.Load() != 5 {
+		t.Errorf("upstream served %d requests, want 5", served.Load())
 	}
 }

@@ -355,58 +355,79 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 	if isTLS {
 		proto = "https"
 	}
-	outreq := r.WithContext(ctx)
-	outreq.RequestURI = ""
-	outreq.Close = false
-	u := *r.URL
-	u.Scheme = "http"
-	u.Host = ep.addr
-	outreq.URL = &u
-	outreq.Header = outboundHeader(r.Header, clientIP(r.RemoteAddr), proto, r.Host)
-	if r.ContentLength == 0 {
-		outreq.Body = nil
-	}
-	outreq.GetBody = nil
+	hdr := outboundHeader(r.Header, clientIP(r.RemoteAddr), proto, r.Host)
+	host := r.Host
+	path, rewritten := r.URL.Path, false
 	if rw := rt.rewrite; rw != nil {
 		if rw.Hostname != "" {
-			outreq.Host = rw.Hostname
+			host = rw.Hostname
 		}
 		if rw.Path != nil {
-			u.Path = rewritePath(rw.Path, rt, r.URL.Path)
-			u.RawPath = ""
+			path, rewritten = rewritePath(rw.Path, rt, r.URL.Path), true
 		}
 	}
-	rt.reqHdr.apply(outreq.Header)
-	b.reqHdr.apply(outreq.Header)
+	rt.reqHdr.apply(hdr)
+	b.reqHdr.apply(hdr)
 	up := upgradeType(r.Header)
 	if up != "" {
-		outreq.Header["Connection"] = []string{"Upgrade"}
-		outreq.Header["Upgrade"] = []string{up}
-	}
-
-	var limited *limitedBody
-	if outreq.Body != nil && rt.maxBody > 0 {
-		limited = &limitedBody{rc: outreq.Body, left: rt.maxBody}
-		outreq.Body = limited
-	}
-	if len(rt.mirrors) > 0 {
-		d.startMirrors(outreq, rt)
-	}
-	if t := rt.timeouts.UpstreamSend.D(); t > 0 && outreq.Body != nil {
-		sb := &sentBody{rc: outreq.Body}
-		sb.timer = time.AfterFunc(t, func() { at.cancel(errUpstreamTimeout) })
-		at.timers = append(at.timers, sb.timer)
-		outreq.Body = sb
+		hdr["Connection"] = []string{"Upgrade"}
+		hdr["Upgrade"] = []string{up}
 	}
 	if t := rt.timeouts.UpstreamRead.D(); t > 0 {
 		at.timers = append(at.timers, time.AfterFunc(t, func() { at.cancel(errUpstreamTimeout) }))
 	}
 
-	tr := d.h1
-	if b.set.h2c {
-		tr = d.h2c
+	var (
+		resp    *http.Response
+		err     error
+		limited *limitedBody
+	)
+	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody)
+	if d.lean != nil && noBody && up == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		uri := r.RequestURI
+		switch {
+		case rewritten:
+			uri = (&url.URL{Path: path, RawQuery: r.URL.RawQuery}).RequestURI()
+		case uri == "" || uri[0] != '/':
+			uri = r.URL.RequestURI() // absolute-form or asterisk targets
+		}
+		resp, err = d.lean.roundTrip(ctx, ep.addr, r.Method, uri, host, hdr)
+	} else {
+		outreq := r.WithContext(ctx)
+		outreq.RequestURI = ""
+		outreq.Close = false
+		u := *r.URL
+		u.Scheme = "http"
+		u.Host = ep.addr
+		if rewritten {
+			u.Path, u.RawPath = path, ""
+		}
+		outreq.URL = &u
+		outreq.Host = host
+		outreq.Header = hdr
+		if r.ContentLength == 0 {
+			outreq.Body = nil
+		}
+		outreq.GetBody = nil
+		if outreq.Body != nil && rt.maxBody > 0 {
+			limited = &limitedBody{rc: outreq.Body, left: rt.maxBody}
+			outreq.Body = limited
+		}
+		if len(rt.mirrors) > 0 {
+			d.startMirrors(outreq, rt)
+		}
+		if t := rt.timeouts.UpstreamSend.D(); t > 0 && outreq.Body != nil {
+			sb := &sentBody{rc: outreq.Body}
+			sb.timer = time.AfterFunc(t, func() { at.cancel(errUpstreamTimeout) })
+			at.timers = append(at.timers, sb.timer)
+			outreq.Body = sb
+		}
+		tr := d.h1
+		if b.set.h2c {
+			tr = d.h2c
+		}
+		resp, err = tr.RoundTrip(outreq)
 	}
-	resp, err := tr.RoundTrip(outreq)
 	for _, t := range at.timers {
 		t.Stop()
 	}

@@ -1,0 +1,245 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// h1Client is a lean HTTP/1.1 upstream client for requests without a body
+// (GET and HEAD, the bulk of proxied traffic). Compared with
+// http.Transport it writes the request and reads the response on the
+// calling goroutine: no writer and reader goroutines per connection, no
+// channel hand-offs per request. Everything else (bodies, upgrades, h2c)
+// goes through http.Transport.
+type h1Client struct {
+	dialer      *net.Dialer
+	maxIdle     int
+	idleTimeout time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*h1Conn
+}
+
+type h1Conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	addr   string
+	idleAt time.Time
+}
+
+// errStaleConn marks a failure on a pooled connection before any byte of a
+// response arrived: the upstream closed it while idle, so a fresh
+// connection may retry the request.
+var errStaleConn = errors.New("pooled upstream connection was closed")
+
+var methodRequests = map[string]*http.Request{
+	http.MethodGet:  {Method: http.MethodGet},
+	http.MethodHead: {Method: http.MethodHead},
+}
+
+func newH1Client(dialer *net.Dialer, maxIdle int) *h1Client {
+	return &h1Client{dialer: dialer, maxIdle: maxIdle, idleTimeout: 90 * time.Second, idle: map[string][]*h1Conn{}}
+}
+
+func (c *h1Client) get(addr string) *h1Conn {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		l := c.idle[addr]
+		if len(l) == 0 {
+			return nil
+		}
+		pc := l[len(l)-1]
+		l[len(l)-1] = nil
+		c.idle[addr] = l[:len(l)-1]
+		if now.Sub(pc.idleAt) < c.idleTimeout {
+			return pc
+		}
+		_ = pc.nc.Close()
+	}
+}
+
+func (c *h1Client) put(pc *h1Conn) {
+	pc.idleAt = time.Now()
+	c.mu.Lock()
+	if l := c.idle[pc.addr]; len(l) < c.maxIdle {
+		c.idle[pc.addr] = append(l, pc)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	_ = pc.nc.Close()
+}
+
+func (c *h1Client) closeIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, l := range c.idle {
+		for _, pc := range l {
+			_ = pc.nc.Close()
+		}
+		delete(c.idle, addr)
+	}
+}
+
+
+func (c *h1Client) dial(ctx context.Context, addr string) (*h1Conn, error) {
+	nc, err := c.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 4<<10), addr: addr}, nil
+}
+
+// roundTrip sends a bodiless request and returns the response whose Body
+// hands the connection back to the pool once it has been read to the end.
+func (c *h1Client) roundTrip(ctx context.Context, addr, method, uri, host string, h http.Header) (*http.Response, error) {
+	mreq := methodRequests[method]
+	for attempt := 0; attempt < 2; attempt++ {
+		pc := c.get(addr)
+		reused := pc != nil
+		if !reused {
+			var err error
+			if pc, err = c.dial(ctx, addr); err != nil {
+				return nil, err
+			}
+		}
+		resp, err := pc.exchange(ctx, mreq, uri, host, h, reused)
+		if err == nil {
+			resp.Body = &h1Body{rc: resp.Body, pc: pc, c: c, stop: resp.Body.(*stopper).stop, keep: !resp.Close}
+			return resp, nil
+		}
+		_ = pc.nc.Close()
+		if !errors.Is(err, errStaleConn) || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return nil, errStaleConn
+}
+
+// stopper carries the cancellation hook of an exchange to the body.
+type stopper struct {
+	io.ReadCloser
+	stop func() bool
+}
+
+func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, h http.Header, reused bool) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = pc.nc.SetDeadline(time.Unix(1, 0)) })
+	bw := pc.bw
+	_, _ = bw.WriteString(mreq.Method)
+	_ = bw.WriteByte(' ')
+	_, _ = bw.WriteString(uri)
+	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
+	_, _ = bw.WriteString(host)
+	_, _ = bw.WriteString("\r\n")
+	for k, vv := range h {
+		if k == "Host" || k == "Content-Length" || k == "Transfer-Encoding" {
+			continue
+		}
+		for _, v := range vv {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			_, _ = bw.WriteString(v)
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+	_, _ = bw.WriteString("\r\n")
+	if err := bw.Flush(); err != nil {
+		stop()
+		bw.Reset(pc.nc)
+		if reused && ctx.Err() == nil {
+			return nil, errStaleConn
+		}
+		return nil, err
+	}
+	for {
+		resp, err := http.ReadResponse(pc.br, mreq)
+		if err != nil {
+			stop()
+			if reused && ctx.Err() == nil && pc.br.Buffered() == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) {
+				return nil, errStaleConn
+			}
+			return nil, err
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				stop()
+				return nil, errors.New("upstream switched protocols without an upgrade request")
+			}
+			continue // informational answers are not forwarded
+		}
+		resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
+		return resp, nil
+	}
+}
+
+func isConnReset(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && ne.Op == "read"
+}
+
+// h1Body returns the connection to the pool at EOF, or closes it when the
+// body is abandoned.
+type h1Body struct {
+	rc   io.ReadCloser
+	pc   *h1Conn
+	c    *h1Client
+	stop func() bool
+	keep bool
+	done bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.finish(true)
+	} else if err != nil {
+		b.finish(false)
+	}
+	return n, err
+}
+
+func (b *h1Body) finish(ok bool) {
+	if b.done {
+		return
+	}
+	b.done = true
+	notCanceled := b.stop()
+	if ok && b.keep && notCanceled && b.pc.br.Buffered() == 0 {
+		b.c.put(b.pc)
+		return
+	}
+	_ = b.pc.nc.Close()
+}
+
+func (b *h1Body) Close() error {
+	b.finish(false)
+	return nil
+}
