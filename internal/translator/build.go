@@ -18,6 +18,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,7 @@ type vhostBuilder struct {
 // entry is one route in a virtual host with its precedence key.
 type entry struct {
 	route *snapshot.Route
-	key   precKey
+	key   *precKey
 }
 
 // precKey orders routes as the Gateway API spec says: Exact path, then
@@ -192,7 +193,15 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		l.VirtualHosts = make([]snapshot.VirtualHost, 0, len(hosts))
 		for _, h := range hosts {
 			vb := lb.vhosts[h]
-			sort.SliceStable(vb.entries, func(i, j int) bool { return vb.entries[i].key.less(&vb.entries[j].key) })
+			slices.SortStableFunc(vb.entries, func(a, b entry) int {
+				if a.key.less(b.key) {
+					return -1
+				}
+				if b.key.less(a.key) {
+					return 1
+				}
+				return 0
+			})
 			vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
 			if len(vb.entries) > 0 {
 				vh.Routes = make([]snapshot.Route, len(vb.entries))
@@ -328,10 +337,7 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 				cr := att.cr
 				for i := range cr.entries {
 					e := &cr.entries[i]
-					k := matchKey(&e.route.Match, false)
-					k.created, k.namespace, k.name, k.kind = cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind
-					k.rule, k.match = e.rule, e.match
-					vh.entries = append(vh.entries, entry{route: &e.route, key: k})
+					vh.entries = append(vh.entries, entry{route: &e.route, key: &e.key})
 					sb.use(&e.route)
 					if cr.kind == kindGRPCRoute {
 						t.markH2C(&e.route)

@@ -19,6 +19,7 @@ package translator
 import (
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -572,7 +573,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 }
 
 func sortConds(c []metav1.Condition) {
-	sort.SliceStable(c, func(i, j int) bool { return c[i].Type < c[j].Type })
+	slices.SortStableFunc(c, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
 }
 
 func (t *translator) gatewayAddresses(gi *gatewayInfo) []gwv1.GatewayStatusAddress {

@@ -90,7 +90,7 @@ func (t *translator) compileGRPCRoute(r *gwv1.GRPCRoute) *compiledRoute {
 			}
 			route := base
 			route.Match = m
-			cr.entries = append(cr.entries, routeEntry{route: route, rule: ri, match: mi})
+			cr.addEntry(route, ri, mi)
 		}
 	}
 	return cr

@@ -17,16 +17,41 @@ limitations under the License.
 package translator
 
 import (
-	"regexp"
 	"strings"
 )
 
-var hostnameRE = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
-// validHostname accepts what the snapshot accepts: an exact lowercase DNS
-// name or a "*.suffix" wildcard, at most 253 characters.
+// validHostname accepts what the snapshot accepts (a lowercase DNS name,
+// optionally "*." in front), with labels of at most 63 and names of at most
+// 253 characters. Hand-written: it runs for every route hostname.
 func validHostname(h string) bool {
-	return len(h) <= 253 && hostnameRE.MatchString(h)
+	if len(h) == 0 || len(h) > 253 {
+		return false
+	}
+	h = strings.TrimPrefix(h, "*.")
+	if h == "" {
+		return false
+	}
+	for len(h) > 0 {
+		label := h
+		if i := strings.IndexByte(h, '.'); i >= 0 {
+			label, h = h[:i], h[i+1:]
+			if h == "" {
+				return false // trailing dot
+			}
+		} else {
+			h = ""
+		}
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // hostMatches reports whether pattern (exact, "*.suffix" or "" for any)

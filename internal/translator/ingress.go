@@ -240,7 +240,7 @@ func (t *translator) processIngresses() {
 		}{{lbHTTP, r.http}, {lbHTTPS, r.https}} {
 			vh := pair.lb.vhost(r.host)
 			vh.single = r.single
-			vh.entries = append(vh.entries, entry{route: pair.rt, key: r.key})
+			vh.entries = append(vh.entries, entry{route: pair.rt, key: &r.key})
 			sb.use(pair.rt)
 		}
 	}
@@ -251,7 +251,7 @@ func (t *translator) processIngresses() {
 		}{{lbHTTP, defaultRoute.http}, {lbHTTPS, defaultRoute.https}} {
 			pair.lb.vhost("*")
 			for _, vh := range pair.lb.vhosts {
-				vh.entries = append(vh.entries, entry{route: pair.rt, key: defaultRoute.key})
+				vh.entries = append(vh.entries, entry{route: pair.rt, key: &defaultRoute.key})
 			}
 			sb.use(pair.rt)
 		}

@@ -47,6 +47,15 @@ type compiledRoute struct {
 type routeEntry struct {
 	route       snapshot.Route
 	rule, match int
+	key         precKey
+}
+
+// addEntry appends a compiled match with its precedence key.
+func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
+	k := matchKey(&route.Match, false)
+	k.created, k.namespace, k.name, k.kind = cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind
+	k.rule, k.match = rule, match
+	cr.entries = append(cr.entries, routeEntry{route: route, rule: rule, match: match, key: k})
 }
 
 func (cr *compiledRoute) fail(format string, args ...any) {
@@ -136,18 +145,23 @@ func (t *translator) hasOurParent(ns string, refs []gwv1.ParentReference) bool {
 func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gwv1.RouteParentStatus {
 	gen := cr.meta.Generation
 	var out []gwv1.RouteParentStatus
-	seen := map[string]bool{}
+	var seen map[string]bool
 	for i := range refs {
 		ref := &refs[i]
 		gi := t.parentGateway(cr.meta.Namespace, ref)
 		if gi == nil {
 			continue
 		}
-		rk := parentRefKey(ref)
-		if seen[rk] {
-			continue
+		if len(refs) > 1 {
+			rk := parentRefKey(ref)
+			if seen[rk] {
+				continue
+			}
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[rk] = true
 		}
-		seen[rk] = true
 		var acc metav1.Condition
 		switch {
 		case !gi.served:
@@ -304,7 +318,7 @@ func (t *translator) compileHTTPRoute(r *gwv1.HTTPRoute) *compiledRoute {
 				cr.fail("rule %d: ReplacePrefixMatch needs a PathPrefix match", ri)
 				continue
 			}
-			cr.entries = append(cr.entries, routeEntry{route: route, rule: ri, match: mi})
+			cr.addEntry(route, ri, mi)
 		}
 	}
 	return cr
