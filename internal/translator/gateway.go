@@ -549,7 +549,10 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 			status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen))
 	default:
 		conds = append(conds, status.Accepted(true, status.ReasonAccepted, "Gateway is accepted", gen))
-		if len(gi.unassigned) > 0 {
+		if len(gi.gw.Spec.Addresses) > 0 {
+			conds = append(conds, status.Programmed(false, status.ReasonAddressNotAssigned,
+				"spec.addresses is not supported: addresses come from the proxy Service; the listeners are served there", gen))
+		} else if len(gi.unassigned) > 0 {
 			conds = append(conds, status.Programmed(false, status.ReasonNoResources,
 				fmt.Sprintf("no free internal port for listener ports %v", gi.unassigned), gen))
 		} else {

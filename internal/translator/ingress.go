@@ -261,15 +261,35 @@ func (t *translator) processIngresses() {
 	}
 }
 
+// ingressParams resolves IngressClass.spec.parameters. A broken reference
+// is ignored (the class works without defaults) and reported once as a
+// Warning Event on the IngressClass.
 func (t *translator) ingressParams(ic *networkingv1.IngressClass) *ingressv1alpha1.CoxswainIngressClassParameters {
 	p := ic.Spec.Parameters
-	if p == nil || p.APIGroup == nil || *p.APIGroup != ingressParamsGroup || p.Kind != ingressParamsKind {
+	if p == nil {
 		return nil
+	}
+	if t.icParamsSeen == nil {
+		t.icParamsSeen = map[string]bool{}
+	}
+	bad := func(msg string) *ingressv1alpha1.CoxswainIngressClassParameters {
+		if !t.icParamsSeen[ic.Name] {
+			t.icParamsSeen[ic.Name] = true
+			t.warn("IngressClass", "", ic.Name, status.ReasonInvalidParameters, "spec.parameters "+msg+"; class defaults are not applied")
+		}
+		return nil
+	}
+	if p.APIGroup == nil || *p.APIGroup != ingressParamsGroup || p.Kind != ingressParamsKind {
+		return bad("must refer to " + ingressParamsGroup + "/" + ingressParamsKind)
 	}
 	if p.Scope == nil || *p.Scope != networkingv1.IngressClassParametersReferenceScopeNamespace || p.Namespace == nil {
-		return nil
+		return bad("must have scope Namespace and a namespace")
 	}
-	return t.ix.icParams[nn{Namespace: *p.Namespace, Name: p.Name}]
+	cp := t.ix.icParams[nn{Namespace: *p.Namespace, Name: p.Name}]
+	if cp == nil {
+		return bad(fmt.Sprintf("%s/%s not found", *p.Namespace, p.Name))
+	}
+	return cp
 }
 
 func (t *translator) ingressLoadBalancer() networkingv1.IngressLoadBalancerStatus {

@@ -193,6 +193,8 @@ type translator struct {
 	badCerts map[string]string
 
 	scopes map[snapshot.Scope]*scopeBuilder
+
+	icParamsSeen map[string]bool
 }
 
 // Translate computes the snapshots and desired status for one gathered set
