@@ -331,12 +331,14 @@ func (a *attempt) stop() {
 	for _, c := range a.cancelers {
 		c()
 	}
-	a.cancel(nil)
+	if a.cancel != nil {
+		a.cancel(nil)
+	}
 }
 
 func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend, ep *endpoint, isTLS, corsHeaders bool) {
 	ctx := r.Context()
-	at := &attempt{}
+	var at attempt
 	if t := rt.timeouts.Request.D(); t > 0 {
 		var c context.CancelFunc
 		ctx, c = context.WithTimeoutCause(ctx, t, errUpstreamTimeout)
@@ -347,7 +349,9 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		ctx, c = context.WithTimeoutCause(ctx, t, errUpstreamTimeout)
 		at.cancelers = append(at.cancelers, c)
 	}
-	ctx, at.cancel = context.WithCancelCause(ctx)
+	if rt.timeouts.UpstreamRead > 0 || rt.timeouts.UpstreamSend > 0 {
+		ctx, at.cancel = context.WithCancelCause(ctx)
+	}
 	at.ctx = ctx
 	defer at.stop()
 
