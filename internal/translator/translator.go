@@ -31,6 +31,40 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// Decisions this package makes where the specs leave a choice:
+//
+//   - Precedence inside a virtual host follows the HTTPRoute spec (Exact
+//     path, longest PathPrefix, method, most headers, most query params,
+//     oldest route, "<ns>/<name>", rule and match order). Regular
+//     expressions, whose rank the spec leaves open, sit between Exact and
+//     PathPrefix on Gateway listeners (longest pattern first) and after
+//     PathPrefix on the Ingress listeners (Ingress regexes are checked
+//     after exact/prefix). GRPCRoute methods become paths and share the
+//     same order.
+//   - A route with any unsupported value (bad regex, unknown filter,
+//     ReplacePrefixMatch without a PathPrefix match, invalid header, ...)
+//     is Accepted=False UnsupportedValue on every parent and not served at
+//     all: never half-applied.
+//   - Conflicted listeners (same port: different protocols, or the same
+//     hostname) are Accepted=False and Conflicted=True with the conflict
+//     reason and are not served; routes still count in attachedRoutes.
+//   - HTTPS listeners with any unusable certificateRef are not served
+//     (ResolvedRefs=False, Programmed=False).
+//   - Listener isolation: a route hostname is served only by the most
+//     specific listener on the port that matches it.
+//   - Ingress "*.example.com" matches exactly one label
+//     (snapshot.VirtualHost.SingleLabelWildcard); Gateway wildcards match
+//     one or more. Ingress rewrite-target is ReplacePrefixMatch for Prefix
+//     paths, ReplaceFullPath for Exact, ReplaceRegex for use-regex paths;
+//     "$n" targets apply only to regex paths. ssl-redirect is opt-in and
+//     applies only to hosts with a valid certificate in the same Ingress.
+//     A missing Service or port answers 503. defaultBackend (oldest wins)
+//     is the last route of every Ingress virtual host.
+//   - An endpoint set used by a served GRPCRoute is h2c for every user.
+//   - RouteStatus is emitted only for routes with at least one parentRef
+//     to a Gateway of our classes; the writer should drop our stale
+//     entries from routes that have none.
+
 // Label contract of the shared VIP Services (read-only here).
 const (
 	LabelGatewayName      = "gateway.networking.k8s.io/gateway-name"
@@ -268,10 +302,10 @@ func (t *translator) finish() {
 		}
 		return a.Message < b.Message
 	})
-	// Identical events (e.g. the same conflict seen on two listeners) once.
+	// Identical events (e.g. the same conflict seen twice) once.
 	ev := t.out.Events[:0]
-	for i, e := range t.out.Events {
-		if i > 0 && e == t.out.Events[i-1] {
+	for _, e := range t.out.Events {
+		if n := len(ev); n > 0 && e == ev[n-1] {
 			continue
 		}
 		ev = append(ev, e)

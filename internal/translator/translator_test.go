@@ -39,7 +39,9 @@ func findGateway(r *Result, ns, name string) *GatewayStatus {
 	return nil
 }
 
-func condition(conds []metav1.Condition, typ string) *metav1.Condition { return status.Find(conds, typ) }
+func condition(conds []metav1.Condition, typ string) *metav1.Condition {
+	return status.Find(conds, typ)
+}
 
 // TestNoInternalPortAvailable exhausts the internal port range: the
 // Gateways that find no port get a Warning Event and Programmed=False, the
