@@ -203,8 +203,10 @@ func (n *network) addPod(ns, veth string, ip net.IP) error {
 // veth pair.
 func (n *network) deletePod(ns, veth string) error {
 	err := deleteNetns(ns)
+	// Deleting the namespace deletes eth0 and with it the host end, though
+	// the kernel may take a moment: only a veth that stays is an error.
 	if linkExists(veth) {
-		if _, lerr := runIP("link", "del", veth); lerr != nil && err == nil {
+		if _, lerr := runIP("link", "del", veth); lerr != nil && linkExists(veth) && err == nil {
 			err = lerr
 		}
 	}

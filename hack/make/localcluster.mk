@@ -1,0 +1,46 @@
+# Container-free local cluster (test/localcluster, docs/localcluster.md):
+# etcd, kube-apiserver and kube-controller-manager as local processes plus a
+# local kubelet that runs pods as local binaries in network namespaces.
+# Needs root and iproute2 (CI runs as root).
+
+ECHO_BASIC ?= $(LOCALBIN)/echo-basic
+LOCALCLUSTER ?= $(LOCALBIN)/localcluster
+LOCALCLUSTER_ARGS ?=
+
+##@ Local cluster
+
+.PHONY: localcluster-deps
+localcluster-deps: ## Install iproute2 (ip) if missing; the local cluster needs it and root.
+	@command -v ip >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing iproute2 from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; \
+		else \
+			echo "ip not found: install iproute2 (apt-get install -y iproute2)"; exit 1; \
+		fi; }
+	@[ "$$(id -u)" = 0 ] || { echo "the local cluster needs root (network namespaces, a bridge, bind mounts)"; exit 1; }
+
+.PHONY: localcluster-assets
+localcluster-assets: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager into the envtest asset directory, unless present.
+	ENVTEST_EXTRA_BINARIES=kube-controller-manager hack/envtest/build.sh "$(ENVTEST_ASSETS_DIR)"
+
+.PHONY: echo-basic
+echo-basic: | $(LOCALBIN) ## Build the Gateway API echo-basic server (the binary behind echo-basic images) into bin/.
+	cd test/localcluster/echobasic && CGO_ENABLED=0 go build -trimpath -o $(ECHO_BASIC) sigs.k8s.io/gateway-api/conformance/echo-basic
+
+.PHONY: localcluster-bin
+localcluster-bin: | $(LOCALBIN) ## Build the localcluster command and the coxswain binary into bin/.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALCLUSTER) ./test/localcluster/cmd/localcluster
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain ./cmd/coxswain
+
+.PHONY: localcluster
+localcluster: localcluster-deps localcluster-assets echo-basic localcluster-bin ## Run the local cluster in the foreground (Ctrl-C stops it); prints KUBECONFIG.
+	$(LOCALCLUSTER) up --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain $(LOCALCLUSTER_ARGS)
+
+.PHONY: localcluster-down
+localcluster-down: localcluster-bin ## Remove what a crashed local cluster left behind (processes, pod namespaces, bridge).
+	$(LOCALCLUSTER) down
+
+.PHONY: test-localcluster
+test-localcluster: localcluster-deps localcluster-assets echo-basic ## Run the local cluster's own tests (needs root).
+	LOCALCLUSTER_ECHO_BASIC=$(ECHO_BASIC) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./test/localcluster/... -count=1 -v -timeout 10m $(TEST_ARGS)
