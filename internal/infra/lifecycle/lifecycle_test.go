@@ -23,7 +23,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -466,5 +465,4 @@ func TestIssueAgentCertificateChains(t *testing.T) {
 			t.Fatalf("project %s: verify err %v, want ok=%v", tc.project, err, tc.ok)
 		}
 	}
-	_ = pem.Block{}
 }
