@@ -523,6 +523,14 @@ func TestSeed(t *testing.T) {
 	if ms := c.Members(); len(ms) != 1 || ms[0].Name != live.Name {
 		t.Fatalf("after first list %+v", ms)
 	}
+	// Projects of other shards exist on this apiserver (earlier tests): the
+	// label selector keeps them out of the list and watch altogether.
+	other := create(t, project(uuid.NewString(), "other.svc:443"), t0)
+	sentinel := create(t, project(shard, "sentinel.svc:443"), t0)
+	rec.expect(t, Added, sentinel.Name)
+	if n := value(c.cfg.Metrics.Ignored.WithLabelValues("shard_mismatch")); n != 0 {
+		t.Fatalf("the client saw %v projects of other shards (%s among them): label selector not applied", n, other.Name)
+	}
 }
 
 // value reads a counter or gauge.
