@@ -251,6 +251,19 @@ func TestSetup(t *testing.T) {
 		t.Fatal("repair reused the old certificate")
 	}
 
+	// A lost shard label is restored.
+	unlabelled := get(t, in.Name)
+	delete(unlabelled.Labels, infrav1alpha1.ShardIDLabel)
+	if err := lifecycle.Update(ctx, unlabelled); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = tool.Setup(ctx, in); err != nil || res.Outcome != Updated || res.CACreated {
+		t.Fatalf("label repair: %+v %v", res, err)
+	}
+	if got := get(t, in.Name); got.Labels[infrav1alpha1.ShardIDLabel] != in.ShardID || got.Spec.AgentCA.Certificates != p3.Spec.AgentCA.Certificates {
+		t.Fatalf("label not restored or CA replaced: %v", got.Labels)
+	}
+
 	// Missing Project: setup recreates it.
 	if _, err := tool.Teardown(ctx, in.Name, in.ShardID); err != nil {
 		t.Fatal(err)

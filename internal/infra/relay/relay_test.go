@@ -427,6 +427,15 @@ func TestSnapshotFile(t *testing.T) {
 			t.Errorf("%s: loaded", name)
 		}
 	}
+	// A snapshot of another shard is refused on start.
+	other := filepath.Join(dir, "other.json")
+	if err := WriteSnapshot(other, Snapshot{Version: SnapshotVersion, ShardID: uuid.NewString(), Projects: []SnapshotProject{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{ShardID: uuid.NewString(), RESTConfig: &rest.Config{Host: "https://127.0.0.1:1"},
+		Keys: trusttest.KeySet(signer), SnapshotPath: other}); err == nil || !strings.Contains(err.Error(), "belongs to shard") {
+		t.Fatalf("foreign snapshot: %v", err)
+	}
 	// Writing into a missing directory fails cleanly.
 	if err := WriteSnapshot(filepath.Join(dir, "nope", "s.json"), s1); err == nil {
 		t.Error("write into a missing directory succeeded")
