@@ -83,6 +83,9 @@ type Server struct {
 	wireVersion uint32
 	maxSend     int
 
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+
 	mu      sync.Mutex
 	scopes  map[snapshot.Scope]*published
 	conns   map[*conn]struct{}
@@ -139,6 +142,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		conns:       map[*conn]struct{}{},
 		nodes:       map[string]*conn{},
 		changes:     make(chan struct{}, 1),
+		shutdown:    make(chan struct{}),
 	}
 	s.metrics = newServerMetrics(s)
 	if opts.Registerer != nil {
@@ -171,8 +175,11 @@ func (s *Server) GRPCServer() *grpc.Server {
 	return g
 }
 
-// Serve serves on lis until ctx ends.
+// Serve serves on lis until ctx ends; open streams then end with
+// UNAVAILABLE so proxies reconnect (to the next leader).
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { s.shutdownOnce.Do(func() { close(s.shutdown) }) })
+	defer stop()
 	return ServeGRPC(ctx, s.GRPCServer(), lis)
 }
 
@@ -537,6 +544,8 @@ func (s *Server) serveConn(ctx context.Context, stream grpc.BidiStreamingServer[
 			}
 			return ctx.Err()
 		case <-c.notify:
+		case <-s.shutdown:
+			return status.Error(codes.Unavailable, "the discovery server is shutting down")
 		case <-tick.C:
 			if !s.opts.IsLeader() {
 				return s.reject(codes.FailedPrecondition, "%s: this controller replica lost the lease", NotLeaderMessage)
