@@ -64,6 +64,9 @@ type Options struct {
 	MirrorBodyCap int
 	// MirrorTimeout bounds one mirrored request (default 10s).
 	MirrorTimeout time.Duration
+	// DisableFastPath serves every cleartext request with net/http's
+	// server instead of the fast path for bodiless HTTP/1.1 GET and HEAD.
+	DisableFastPath bool
 	// DisableLeanClient sends every request through net/http's Transport
 	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
 	DisableLeanClient bool
@@ -95,7 +98,27 @@ type boundListener struct {
 	tls  bool
 	ln   net.Listener
 	srv  *http.Server
+	fast *fastServer
 	done chan struct{}
+}
+
+// drain stops a listener gracefully: net/http's connections and the fast
+// path's, each bounded by ctx.
+func (bl *boundListener) drain(ctx context.Context) error {
+	var fastErr error
+	var wg sync.WaitGroup
+	if bl.fast != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); fastErr = bl.fast.drain(ctx) }()
+	}
+	var err error
+	if bl.srv != nil {
+		if err = bl.srv.Shutdown(ctx); err != nil {
+			_ = bl.srv.Close()
+		}
+	}
+	wg.Wait()
+	return errors.Join(err, fastErr)
 }
 
 // NewDataPlane builds a data plane with no listeners; Apply binds them.
@@ -270,12 +293,19 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 		}
 	}
 	bl.srv = srv
+	if !bl.tls && !d.opts.DisableFastPath {
+		bl.fast = newFastServer(d, bl.port, bl.ln)
+		go bl.fast.acceptLoop()
+	}
 	go func() {
 		defer close(bl.done)
 		var err error
-		if bl.tls {
+		switch {
+		case bl.tls:
 			err = srv.ServeTLS(bl.ln, "", "")
-		} else {
+		case bl.fast != nil:
+			err = srv.Serve(bl.fast.handoff)
+		default:
 			err = srv.Serve(bl.ln)
 		}
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -321,11 +351,7 @@ func (d *DataPlane) unbind(bl *boundListener) {
 		defer d.drains.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
 		defer cancel()
-		if bl.srv != nil {
-			if err := bl.srv.Shutdown(ctx); err != nil {
-				_ = bl.srv.Close()
-			}
-		}
+		_ = bl.drain(ctx)
 	}()
 }
 
@@ -372,8 +398,8 @@ func (d *DataPlane) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := bl.srv.Shutdown(ctx); err != nil {
-				_ = bl.srv.Close()
+			_ = bl.ln.Close()
+			if err := bl.drain(ctx); err != nil {
 				errs[i] = fmt.Errorf("port %d: %w", bl.port, err)
 			}
 		}()

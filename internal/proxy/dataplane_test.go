@@ -581,3 +581,96 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 		t.Errorf("upstream served %d requests, want 5", served.Load())
 	}
 }
+
+func (p *testPlane) fastServed(port int32) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if bl := p.bound[port]; bl != nil && bl.fast != nil {
+		return bl.fast.served.Load()
+	}
+	return 0
+}
+
+// TestFastPathAndHandoff: on one connection, pipelined GETs are answered
+// in order by the fast path; a POST hands the connection to net/http with
+// its bytes intact; HEAD, HTTP/1.0, Connection: close and chunked
+// responses with trailers keep their HTTP semantics.
+func TestFastPathAndHandoff(t *testing.T) {
+	a := startBackend(t, "a", false, nil)
+	chunky := startBackend(t, "chunky", false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		_, _ = io.WriteString(w, "part one;")
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, "part two")
+		w.Header().Set("X-Checksum", "abc")
+	})
+	p := newTestPlane(t)
+	port := freePort(t)
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a), epSet("ns/chunky:80", chunky)},
+		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
+			{ID: "chunky", Match: prefix("/chunky"), Backends: to("ns/chunky:80")},
+			{ID: "r", Backends: to("ns/a:80")},
+		}})}})
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	read := func(method string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	_, _ = io.WriteString(conn, "GET /one HTTP/1.1\r\nHost: a.example\r\n\r\nGET /two HTTP/1.1\r\nHost: a.example\r\n\r\n")
+	for _, want := range []string{"/one", "/two"} {
+		if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"`+want+`"`) {
+			t.Fatalf("pipelined %s = %d %s", want, resp.StatusCode, body)
+		}
+	}
+	if n := p.fastServed(port); n != 2 {
+		t.Errorf("fast path served %d requests, want 2", n)
+	}
+	_, _ = io.WriteString(conn, "HEAD /head HTTP/1.1\r\nHost: a.example\r\n\r\n")
+	if resp, body := read("HEAD"); resp.StatusCode != 200 || body != "" || resp.ContentLength <= 0 {
+		t.Errorf("HEAD = %d, body %q, length %d", resp.StatusCode, body, resp.ContentLength)
+	}
+	_, _ = io.WriteString(conn, "GET /chunky HTTP/1.1\r\nHost: a.example\r\n\r\n")
+	if resp, body := read("GET"); body != "part one;part two" || resp.Trailer.Get("X-Checksum") != "abc" {
+		t.Errorf("chunked response = %q, trailers %v", body, resp.Trailer)
+	}
+	_, _ = io.WriteString(conn, "POST /post HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\n\r\nhello")
+	if resp, body := read("POST"); resp.StatusCode != 200 || !strings.Contains(body, `"bodyLen":5`) || !strings.Contains(body, `"path":"/post"`) {
+		t.Fatalf("POST after the handoff = %d %s", resp.StatusCode, body)
+	}
+	_, _ = io.WriteString(conn, "GET /after HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
+	if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"/after"`) || !resp.Close {
+		t.Errorf("GET on the handed-off connection = %d %s close=%v", resp.StatusCode, body, resp.Close)
+	}
+	if n := p.fastServed(port); n != 4 {
+		t.Errorf("fast path served %d requests, want 4 (GET, GET, HEAD, chunked GET)", n)
+	}
+
+	// HTTP/1.0 goes to net/http; Connection: close on the fast path closes.
+	for _, req := range []string{"GET /old HTTP/1.0\r\nHost: a.example\r\n\r\n", "GET /close HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n"} {
+		c2, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c2.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c2, req)
+		all, err := io.ReadAll(c2) // returns only when the proxy closes
+		_ = c2.Close()
+		if err != nil || !strings.HasPrefix(string(all), "HTTP/1.") || !strings.Contains(string(all), " 200 OK") {
+			t.Errorf("%q answered %q, %v", req, all, err)
+		}
+	}
+}

@@ -106,7 +106,6 @@ func (c *h1Client) closeIdle() {
 	}
 }
 
-
 func (c *h1Client) dial(ctx context.Context, addr string) (*h1Conn, error) {
 	nc, err := c.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {

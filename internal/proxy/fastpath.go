@@ -1,0 +1,493 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// fastServer serves the common case of a cleartext listener itself: HTTP/1.1
+// GET and HEAD requests without a body, upgrade or expectation. Its
+// per-request cost is lower than net/http's server (no per-request context,
+// no background reader goroutine, no response header clone). Every
+// connection that sends anything else — HTTP/1.0, a body, an Upgrade,
+// the h2c preface — is handed, with its unread bytes intact, to the
+// listener's net/http server, which then owns it.
+type fastServer struct {
+	d       *DataPlane
+	port    int32
+	ln      net.Listener
+	handoff *handoffListener
+
+	mu      sync.Mutex
+	conns   map[*fastConn]struct{}
+	closing atomic.Bool
+	wg      sync.WaitGroup
+	// served counts requests the fast path answered (tests read it).
+	served atomic.Uint64
+}
+
+type fastConn struct {
+	nc     net.Conn
+	remote string
+	busy   atomic.Bool
+}
+
+const fastIdleTimeout = 120 * time.Second
+
+func newFastServer(d *DataPlane, port int32, ln net.Listener) *fastServer {
+	return &fastServer{d: d, port: port, ln: ln, conns: map[*fastConn]struct{}{},
+		handoff: &handoffListener{addr: ln.Addr(), ch: make(chan net.Conn), done: make(chan struct{})}}
+}
+
+func (fs *fastServer) acceptLoop() {
+	var backoff time.Duration
+	for {
+		nc, err := fs.ln.Accept()
+		if err != nil {
+			if fs.closing.Load() || errors.Is(err, net.ErrClosed) {
+				fs.closing.Store(true)
+				fs.wakeIdle()
+				return
+			}
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff < time.Second {
+				backoff *= 2
+			}
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		fc := &fastConn{nc: nc, remote: nc.RemoteAddr().String()}
+		fs.mu.Lock()
+		fs.conns[fc] = struct{}{}
+		fs.wg.Add(1)
+		fs.mu.Unlock()
+		fs.d.m.activeConns.Inc()
+		go fs.serveConn(fc)
+	}
+}
+
+// wakeIdle makes connections waiting for a request notice the drain.
+func (fs *fastServer) wakeIdle() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for fc := range fs.conns {
+		if !fc.busy.Load() {
+			_ = fc.nc.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+}
+
+// drain stops accepting, lets in-flight requests finish until ctx ends,
+// then closes what is left.
+func (fs *fastServer) drain(ctx context.Context) error {
+	fs.closing.Store(true)
+	_ = fs.ln.Close()
+	fs.wakeIdle()
+	done := make(chan struct{})
+	go func() { fs.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		fs.mu.Lock()
+		for fc := range fs.conns {
+			_ = fc.nc.Close()
+		}
+		fs.mu.Unlock()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (fs *fastServer) release(fc *fastConn, handedOff bool) {
+	fs.mu.Lock()
+	delete(fs.conns, fc)
+	fs.mu.Unlock()
+	if !handedOff {
+		_ = fc.nc.Close()
+	}
+	fs.d.m.activeConns.Dec() // net/http counts a handed-off connection itself
+	fs.wg.Done()
+}
+
+var fastBufPool = sync.Pool{New: func() any {
+	return &fastBufs{br: bufio.NewReaderSize(nil, 8<<10), bw: bufio.NewWriterSize(nil, 8<<10)}
+}}
+
+type fastBufs struct {
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+func (fs *fastServer) serveConn(fc *fastConn) {
+	bufs := fastBufPool.Get().(*fastBufs)
+	br, bw := bufs.br, bufs.bw
+	br.Reset(fc.nc)
+	bw.Reset(fc.nc)
+	handedOff := false
+	defer func() {
+		if p := recover(); p != nil && p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
+			fs.d.log.Error("panic serving a request", "panic", p)
+		}
+		if !handedOff {
+			br.Reset(nil)
+			bw.Reset(nil)
+			fastBufPool.Put(bufs)
+		}
+		fs.release(fc, handedOff)
+	}()
+	w := &fastWriter{bw: bw}
+	for {
+		if fs.closing.Load() {
+			return
+		}
+		_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
+		if _, err := br.Peek(1); err != nil {
+			return
+		}
+		fc.busy.Store(true)
+		if !fs.simpleRequestAhead(br) {
+			// Hand the connection, unread bytes included, to net/http.
+			pc := &peekedConn{Conn: fc.nc, r: br}
+			if err := fs.handoff.give(pc); err != nil {
+				return
+			}
+			handedOff = true
+			return
+		}
+		req, err := http.ReadRequest(br)
+		if err == nil && req.Host == "" {
+			err = errors.New("missing Host header")
+		}
+		if err != nil {
+			_, _ = bw.WriteString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			_ = bw.Flush()
+			return
+		}
+		req.RemoteAddr = fc.remote
+		fs.served.Add(1)
+		w.reset(req)
+		fs.d.serve(w, req, fs.port, false)
+		if err := w.finish(); err != nil || w.closeAfter {
+			return
+		}
+		fc.busy.Store(false)
+	}
+}
+
+// simpleRequestAhead reports whether the buffered request head is one the
+// fast path serves: "GET" or "HEAD", HTTP/1.1, no body framing, no Upgrade,
+// no Expect. It waits for the whole head unless the head cannot be simple.
+func (fs *fastServer) simpleRequestAhead(br *bufio.Reader) bool {
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		switch {
+		case bytes.HasPrefix(buf, []byte("GET ")) || bytes.HasPrefix(buf, []byte("HEAD ")):
+			if end := bytes.Index(buf, []byte("\r\n\r\n")); end >= 0 {
+				return simpleHead(buf[:end+2])
+			}
+		case len(buf) < 5 && (bytes.HasPrefix([]byte("GET "), buf) || bytes.HasPrefix([]byte("HEAD "), buf)):
+			// Too short to tell yet.
+		default:
+			return false
+		}
+		if br.Buffered() >= br.Size() {
+			return false // a large head: net/http applies its own limits
+		}
+		if _, err := br.Peek(br.Buffered() + 1); err != nil {
+			return false // let net/http produce the error answer
+		}
+	}
+}
+
+// simpleHead checks the request line's version and the header names.
+func simpleHead(head []byte) bool {
+	line, rest, ok := bytes.Cut(head, []byte("\r\n"))
+	if !ok || !bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
+		return false
+	}
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return false
+		}
+		switch {
+		case asciiEqualFold(name, "content-length"), asciiEqualFold(name, "transfer-encoding"),
+			asciiEqualFold(name, "upgrade"), asciiEqualFold(name, "expect"), asciiEqualFold(name, "http2-settings"):
+			return false
+		}
+	}
+	return true
+}
+
+func asciiEqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// handoffListener feeds connections from the fast path to net/http.
+type handoffListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func (l *handoffListener) give(c net.Conn) error {
+	select {
+	case l.ch <- c:
+		return nil
+	case <-l.done:
+		return net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }
+
+// peekedConn replays bytes the fast path buffered before the handoff.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) {
+	if c.r != nil {
+		if c.r.Buffered() > 0 {
+			return c.r.Read(p)
+		}
+		c.r = nil
+	}
+	return c.Conn.Read(p)
+}
+
+// fastWriter is the http.ResponseWriter of the fast path: HTTP/1.1 with
+// Content-Length when the handler set one, else chunked.
+type fastWriter struct {
+	bw          *bufio.Writer
+	h           http.Header
+	head        bool
+	reqClose    bool
+	wroteHeader bool
+	noBody      bool
+	chunked     bool
+	remaining   int64
+	closeAfter  bool
+	err         error
+}
+
+func (w *fastWriter) reset(req *http.Request) {
+	*w = fastWriter{bw: w.bw, h: make(http.Header, 8), head: req.Method == http.MethodHead, reqClose: req.Close, remaining: -1}
+}
+
+func (w *fastWriter) Header() http.Header { return w.h }
+
+var dateCache atomic.Pointer[dateValue]
+
+type dateValue struct {
+	unix int64
+	s    string
+}
+
+func httpDate() string {
+	now := time.Now()
+	if d := dateCache.Load(); d != nil && d.unix == now.Unix() {
+		return d.s
+	}
+	d := &dateValue{unix: now.Unix(), s: now.UTC().Format(http.TimeFormat)}
+	dateCache.Store(d)
+	return d.s
+}
+
+func (w *fastWriter) WriteHeader(code int) {
+	if w.wroteHeader || code < 200 {
+		return // informational answers are not relayed on the fast path
+	}
+	w.wroteHeader = true
+	h := w.h
+	delete(h, "Transfer-Encoding")
+	delete(h, "Connection")
+	w.noBody = w.head || code == http.StatusNoContent || code == http.StatusNotModified
+	if code == http.StatusNoContent || code == http.StatusNotModified {
+		delete(h, "Content-Length")
+	} else if cl := h["Content-Length"]; len(cl) == 1 {
+		if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
+			w.remaining = n
+		} else {
+			delete(h, "Content-Length")
+		}
+	} else if len(cl) > 1 {
+		delete(h, "Content-Length")
+	}
+	if !w.noBody && w.remaining < 0 {
+		w.chunked = true
+	}
+	bw := w.bw
+	_, _ = bw.WriteString("HTTP/1.1 ")
+	_, _ = bw.WriteString(strconv.Itoa(code))
+	_ = bw.WriteByte(' ')
+	_, _ = bw.WriteString(http.StatusText(code))
+	_, _ = bw.WriteString("\r\n")
+	if _, ok := h["Date"]; !ok {
+		_, _ = bw.WriteString("Date: ")
+		_, _ = bw.WriteString(httpDate())
+		_, _ = bw.WriteString("\r\n")
+	}
+	for k, vv := range h {
+		if k == "Trailer" || len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
+			continue
+		}
+		for _, v := range vv {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			_, _ = bw.WriteString(v)
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+	if w.chunked {
+		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
+		if t := h["Trailer"]; len(t) > 0 {
+			_, _ = bw.WriteString("Trailer: ")
+			_, _ = bw.WriteString(t[0])
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+	if w.reqClose {
+		w.closeAfter = true
+		_, _ = bw.WriteString("Connection: close\r\n")
+	}
+	_, _ = bw.WriteString("\r\n")
+}
+
+func (w *fastWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.noBody {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if w.chunked {
+		_, _ = w.bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		_, _ = w.bw.WriteString("\r\n")
+		n, err := w.bw.Write(p)
+		_, _ = w.bw.WriteString("\r\n")
+		w.err = err
+		return n, err
+	}
+	if int64(len(p)) > w.remaining {
+		n, _ := w.bw.Write(p[:w.remaining])
+		w.remaining = 0
+		w.closeAfter = true
+		return n, http.ErrContentLength
+	}
+	n, err := w.bw.Write(p)
+	w.remaining -= int64(n)
+	w.err = err
+	return n, err
+}
+
+func (w *fastWriter) Flush() {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.err = err
+	}
+}
+
+// finish ends the response (last chunk and trailers) and flushes it.
+func (w *fastWriter) finish() error {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.chunked {
+		_, _ = w.bw.WriteString("0\r\n")
+		announced := map[string]bool{}
+		for _, t := range w.h["Trailer"] {
+			for _, k := range bytes.Split([]byte(t), []byte(",")) {
+				announced[http.CanonicalHeaderKey(string(bytes.TrimSpace(k)))] = true
+			}
+		}
+		for k, vv := range w.h {
+			name := k
+			if len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
+				name = k[len(http.TrailerPrefix):]
+			} else if !announced[k] {
+				continue
+			}
+			for _, v := range vv {
+				_, _ = w.bw.WriteString(name + ": " + v + "\r\n")
+			}
+		}
+		_, _ = w.bw.WriteString("\r\n")
+	} else if w.remaining > 0 && !w.noBody {
+		w.closeAfter = true // the body was short: the framing is broken
+	}
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	if w.err != nil {
+		return w.err
+	}
+	return nil
+}
+
+var _ io.Writer = (*fastWriter)(nil)
