@@ -186,10 +186,37 @@ func (a *testApplier) current(t *testing.T) string {
 	return mustVersion(t, a.applied[len(a.applied)-1])
 }
 
+// degradableReadiness is the proxy's Readiness plus the "ready but
+// degraded" note the client sets while disconnected.
+type degradableReadiness struct {
+	*proxy.Readiness
+	mu   sync.Mutex
+	note string
+}
+
+func (d *degradableReadiness) Degraded(note string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.note = note
+}
+
+func (d *degradableReadiness) Ready() {
+	d.mu.Lock()
+	d.note = ""
+	d.mu.Unlock()
+	d.Readiness.Ready()
+}
+
+func (d *degradableReadiness) Note() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.note
+}
+
 type proxyFixture struct {
 	client    *discovery.Client
 	applier   *testApplier
-	readiness *proxy.Readiness
+	readiness *degradableReadiness
 	reg       *prometheus.Registry
 	done      chan error
 	cancel    context.CancelFunc
@@ -215,7 +242,7 @@ func startProxyClient(t *testing.T, p *pki, bootstrapAddr, sa string, scope snap
 	for _, e := range endpoints {
 		eps = append(eps, "https://"+e)
 	}
-	f := &proxyFixture{applier: &testApplier{failPort: 6666}, readiness: proxy.NewReadiness("starting"), reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	f := &proxyFixture{applier: &testApplier{failPort: 6666}, readiness: &degradableReadiness{Readiness: proxy.NewReadiness("starting")}, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	c, err := discovery.NewClient(discovery.ClientOptions{
 		Endpoints:         eps,
 		BootstrapEndpoint: "https://" + bootstrapAddr,
@@ -314,12 +341,16 @@ func TestClientEndToEnd(t *testing.T) {
 	if r := f.readiness.Reason(); r != "" {
 		t.Fatalf("a proxy holding a snapshot must stay ready while disconnected, got %q", r)
 	}
+	eventually(t, "a degraded note while disconnected", func() bool { return f.readiness.Note() != "" })
 	back := startServer(t, p, true, leaderAddr)
 	v4 := snap(shared, "gw", 4, []int32{18080}, "10.0.0.4")
 	if err := back.Publish([]*snapshot.Snapshot{v4}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "v4 applied after the controller returned", func() bool { return f.applier.current(t) == mustVersion(t, v4) })
+	if n := f.readiness.Note(); n != "" {
+		t.Fatalf("the degraded note must clear once connected, got %q", n)
+	}
 	eventually(t, "programmed on the new leader", func() bool {
 		_, ok := back.GatewayDataPlane("apps", "gw", 4)
 		return ok
