@@ -291,10 +291,14 @@ func (c *Client) Run(ctx context.Context) error {
 				}
 				c.log.Error(err, "bootstrap failed")
 				c.metrics.bootstrapFailures.Inc()
-				if !sleep(ctx, bo.next(c.Version() != "")) {
-					break
+				if !c.postponeRenewal() {
+					if !sleep(ctx, bo.next(c.Version() != "")) {
+						break
+					}
+					continue
 				}
-				continue
+				// The current SVID is still valid: keep streaming with it
+				// and try to renew again later.
 			}
 			failures = 0
 		}
@@ -307,11 +311,12 @@ func (c *Client) Run(ctx context.Context) error {
 			bo.reset()
 			failures = 0
 		}
+		if errors.Is(err, errRenew) {
+			continue // SVID half-life: re-bootstrap and reconnect at once
+		}
 		c.setReadiness(false, errString(err))
 		var wait time.Duration
 		switch {
-		case err == nil || errors.Is(err, errRenew):
-			continue // SVID half-life: re-bootstrap at once
 		case errors.Is(err, ErrWireVersion):
 			c.log.Error(err, "stopping: the controller speaks another wire version")
 			return err
@@ -320,7 +325,7 @@ func (c *Client) Run(ctx context.Context) error {
 			wait = bo.notLeader()
 		default:
 			bo.notLeaderN = 0
-			if c := status.Code(err); c == codes.Unavailable || c == codes.Unauthenticated || c == codes.DeadlineExceeded {
+			if code := status.Code(err); code == codes.Unavailable || code == codes.Unauthenticated || code == codes.DeadlineExceeded {
 				failures++
 			}
 			next++
@@ -333,6 +338,24 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// postponeRenewal moves the renewal a quarter of the remaining lifetime
+// ahead (at least 1s) when the current SVID is still valid, and reports
+// whether it did.
+func (c *Client) postponeRenewal() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.svid == nil {
+		return false
+	}
+	now := time.Now()
+	left := c.svid.Certificates[0].NotAfter.Sub(now)
+	if left < 2*time.Second {
+		return false
+	}
+	c.renewAt = now.Add(max(left/4, time.Second))
+	return true
 }
 
 func errString(err error) string {

@@ -105,6 +105,11 @@ func serviceAccountToken(t *testing.T, ns, sa, audience string) string {
 // startBootstrap serves SVID bootstrap on 127.0.0.1 with the real
 // TokenReviewer.
 func startBootstrap(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *prometheus.Registry) {
+	addr, reg, _ = startBootstrapStoppable(t, p, ttl)
+	return addr, reg
+}
+
+func startBootstrapStoppable(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *prometheus.Registry, stop func()) {
 	t.Helper()
 	reg = prometheus.NewRegistry()
 	b, err := identity.NewBootstrapServer(identity.BootstrapOptions{
@@ -126,8 +131,10 @@ func startBootstrap(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return lis.Addr().String(), reg
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return lis.Addr().String(), reg, stop
 }
 
 // testApplier records what the client applies, validating like the proxy
@@ -406,4 +413,27 @@ func TestClientRebootstrapsAtHalfLife(t *testing.T) {
 	if f.applier.current(t) != mustVersion(t, v1) {
 		t.Fatal("routes changed across the SVID renewal")
 	}
+}
+
+func TestClientKeepsStreamingWhenRenewalFails(t *testing.T) {
+	apiserver(t)
+	p := newPKI(t)
+	bootstrapAddr, _, stopBootstrap := startBootstrapStoppable(t, p, 8*time.Second)
+	srv := startServer(t, p, true, "")
+	v1 := snap(shared, "gw", 1, []int32{18095}, "10.0.0.1")
+	if err := srv.Publish([]*snapshot.Snapshot{v1}); err != nil {
+		t.Fatal(err)
+	}
+	f := startProxyClient(t, p, bootstrapAddr, discovery.SharedProxyServiceAccount, shared, srv.addr)
+	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
+	stopBootstrap()
+	eventually(t, "a failed renewal", func() bool {
+		return metric(t, f.reg, "coxswain_proxy_discovery_bootstrap_failures_total", nil) >= 1
+	})
+	// The SVID is still valid: the client streams on with it.
+	v2 := snap(shared, "gw", 2, []int32{18095}, "10.0.0.2")
+	if err := srv.Publish([]*snapshot.Snapshot{v2}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "v2 applied with the old SVID", func() bool { return f.applier.current(t) == mustVersion(t, v2) })
 }
