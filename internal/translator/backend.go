@@ -54,19 +54,19 @@ func (t *translator) resolveBackend(fromNS, fromKind string, ref gwv1.BackendObj
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	desc := "backendRef " + ns + "/" + string(ref.Name)
+	desc := func() string { return "backendRef " + ns + "/" + string(ref.Name) }
 	if g != "" || k != kindService {
-		return resolved{reason: status.ReasonInvalidKind, msg: fmt.Sprintf("%s: kind %s/%s is not supported; use a core Service", desc, g, k)}
+		return resolved{reason: status.ReasonInvalidKind, msg: fmt.Sprintf("%s: kind %s/%s is not supported; use a core Service", desc(), g, k)}
 	}
 	if ns != fromNS && !t.granted(gatewayGroup, fromKind, fromNS, "", kindService, ns, string(ref.Name)) {
-		return resolved{reason: status.ReasonRefNotPermitted, msg: desc + ": no ReferenceGrant in namespace " + ns + " allows it"}
+		return resolved{reason: status.ReasonRefNotPermitted, msg: desc() + ": no ReferenceGrant in namespace " + ns + " allows it"}
 	}
 	svc := t.ix.services[nn{Namespace: ns, Name: string(ref.Name)}]
 	if svc == nil {
-		return resolved{reason: status.ReasonBackendNotFound, msg: desc + ": Service not found"}
+		return resolved{reason: status.ReasonBackendNotFound, msg: desc() + ": Service not found"}
 	}
 	if ref.Port == nil {
-		return resolved{reason: status.ReasonBackendNotFound, msg: desc + ": port is required"}
+		return resolved{reason: status.ReasonBackendNotFound, msg: desc() + ": port is required"}
 	}
 	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
@@ -76,11 +76,11 @@ func (t *translator) resolveBackend(fromNS, fromKind string, ref gwv1.BackendObj
 		}
 	}
 	if sp == nil {
-		return resolved{reason: status.ReasonBackendNotFound, msg: fmt.Sprintf("%s: Service has no port %d", desc, *ref.Port)}
+		return resolved{reason: status.ReasonBackendNotFound, msg: fmt.Sprintf("%s: Service has no port %d", desc(), *ref.Port)}
 	}
 	proto, ok := appProtocol(sp.AppProtocol, grpc)
 	if !ok {
-		return resolved{reason: string(gwv1.RouteReasonUnsupportedProtocol), msg: fmt.Sprintf("%s: appProtocol %q is not supported", desc, *sp.AppProtocol)}
+		return resolved{reason: string(gwv1.RouteReasonUnsupportedProtocol), msg: fmt.Sprintf("%s: appProtocol %q is not supported", desc(), *sp.AppProtocol)}
 	}
 	return resolved{set: t.endpointSet(svc, sp, proto)}
 }

@@ -75,29 +75,48 @@ type precKey struct {
 	rule       int
 	match      int
 	lastResort bool // Ingress defaultBackend
+
+	// packed and createdNs are the fields above in a form that compares
+	// fast; set by finalize.
+	packed    uint64
+	createdNs int64
+}
+
+func clampU(v, max int) uint64 {
+	if v < 0 {
+		return 0
+	}
+	if v > max {
+		return uint64(max)
+	}
+	return uint64(v)
+}
+
+// finalize packs the rank fields into one integer that orders like less:
+// lastResort, pathRank, longer path, method, more headers, more query
+// params.
+func (k *precKey) finalize() {
+	var p uint64
+	if k.lastResort {
+		p |= 1 << 63
+	}
+	p |= clampU(k.pathRank, 3) << 61
+	p |= (0xFFFFF - clampU(k.pathLen, 0xFFFFF)) << 41
+	if !k.method {
+		p |= 1 << 40
+	}
+	p |= (0xFFFF - clampU(k.headers, 0xFFFF)) << 24
+	p |= (0xFFFF - clampU(k.query, 0xFFFF)) << 8
+	k.packed = p
+	k.createdNs = k.created.UnixNano()
 }
 
 func (a *precKey) less(b *precKey) bool {
-	if a.lastResort != b.lastResort {
-		return !a.lastResort
+	if a.packed != b.packed {
+		return a.packed < b.packed
 	}
-	if a.pathRank != b.pathRank {
-		return a.pathRank < b.pathRank
-	}
-	if a.pathLen != b.pathLen {
-		return a.pathLen > b.pathLen
-	}
-	if a.method != b.method {
-		return a.method
-	}
-	if a.headers != b.headers {
-		return a.headers > b.headers
-	}
-	if a.query != b.query {
-		return a.query > b.query
-	}
-	if !a.created.Equal(&b.created) {
-		return a.created.Before(&b.created)
+	if a.createdNs != b.createdNs {
+		return a.createdNs < b.createdNs
 	}
 	if a.namespace != b.namespace {
 		return a.namespace < b.namespace

@@ -186,6 +186,7 @@ func (t *translator) processIngresses() {
 			r := t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil, "*")
 			if defaultRoute == nil {
 				key := precKey{lastResort: true}
+				key.finalize()
 				defaultRoute = &ingressRoute{http: r.http, https: r.https, key: key}
 				defaultOwner = k
 			} else {
@@ -227,6 +228,7 @@ func (t *translator) processIngresses() {
 				r.key = matchKey(&r.http.Match, true)
 				r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
 				r.key.rule, r.key.match = ri, pi
+				r.key.finalize()
 				routes = append(routes, r)
 			}
 		}

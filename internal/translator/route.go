@@ -55,6 +55,7 @@ func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
 	k := matchKey(&route.Match, false)
 	k.created, k.namespace, k.name, k.kind = cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind
 	k.rule, k.match = rule, match
+	k.finalize()
 	cr.entries = append(cr.entries, routeEntry{route: route, rule: rule, match: match, key: k})
 }
 
@@ -78,13 +79,13 @@ func (t *translator) processRoutes() {
 		}
 	}
 	sort.SliceStable(hrs, func(i, j int) bool { return byName(&hrs[i].ObjectMeta, &hrs[j].ObjectMeta) })
-	var last *nn
-	for _, r := range hrs {
+	var last nn
+	for i, r := range hrs {
 		k := key(&r.ObjectMeta)
-		if last != nil && *last == k {
+		if i > 0 && last == k {
 			continue
 		}
-		last = &k
+		last = k
 		if !t.hasOurParent(r.Namespace, r.Spec.ParentRefs) {
 			continue
 		}
@@ -100,13 +101,12 @@ func (t *translator) processRoutes() {
 		}
 	}
 	sort.SliceStable(grs, func(i, j int) bool { return byName(&grs[i].ObjectMeta, &grs[j].ObjectMeta) })
-	last = nil
-	for _, r := range grs {
+	for i, r := range grs {
 		k := key(&r.ObjectMeta)
-		if last != nil && *last == k {
+		if i > 0 && last == k {
 			continue
 		}
-		last = &k
+		last = k
 		if !t.hasOurParent(r.Namespace, r.Spec.ParentRefs) {
 			continue
 		}
@@ -679,6 +679,9 @@ type backendSpec struct {
 // nothing to send to answers 500.
 func (t *translator) applyBackends(cr *compiledRoute, base *snapshot.Route, routeKind string, refs []backendSpec, grpc bool) {
 	valid := 0
+	if len(refs) > 0 {
+		base.Backends = make([]snapshot.Backend, 0, len(refs))
+	}
 	for _, bs := range refs {
 		w := int32(1)
 		if bs.weight != nil {
