@@ -188,3 +188,6 @@ mv "$(LOCALBIN)/$$(basename "$(subst /v5,,$(2))")" "$(1)"; \
 } ;\
 ln -sf "$$(basename "$(1)")" "$(LOCALBIN)/$$(basename "$(subst /v5,,$(2))")"
 endef
+
+# Targets of individual subsystems (distribution, local cluster, ...).
+-include $(wildcard hack/make/*.mk)
