@@ -148,3 +148,24 @@ func TestMergeConditionsDuplicateExisting(t *testing.T) {
 		t.Fatalf("duplicates not collapsed: changed=%v merged=%v", changed, merged)
 	}
 }
+
+// TestMergeConditionsDropsOurStaleTypes: a condition type we own that is
+// no longer desired goes away; foreign types stay.
+func TestMergeConditionsDropsOurStaleTypes(t *testing.T) {
+	t0 := at(10)
+	existing := []metav1.Condition{
+		{Type: TypeAccepted, Status: metav1.ConditionTrue, Reason: ReasonAccepted, ObservedGeneration: 1, LastTransitionTime: t0},
+		{Type: TypeDedicatedProxyReady, Status: metav1.ConditionTrue, Reason: ReasonReady, ObservedGeneration: 1, LastTransitionTime: t0},
+		{Type: "example.com/Theirs", Status: metav1.ConditionTrue, Reason: "X", LastTransitionTime: t0},
+	}
+	merged, changed := MergeConditions(existing, []metav1.Condition{Accepted(true, ReasonAccepted, "", 0)}, 1, at(20))
+	if !changed {
+		t.Fatal("dropping a stale condition is a change")
+	}
+	if Find(merged, TypeDedicatedProxyReady) != nil {
+		t.Fatalf("stale DedicatedProxyReady kept: %v", merged)
+	}
+	if Find(merged, "example.com/Theirs") == nil || Find(merged, TypeAccepted) == nil {
+		t.Fatalf("lost a condition: %v", merged)
+	}
+}
