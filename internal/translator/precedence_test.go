@@ -32,7 +32,9 @@ import (
 func TestPrecedenceOrder(t *testing.T) {
 	old := metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	young := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	path := func(typ snapshot.PathMatchType, v string) *snapshot.PathMatch { return &snapshot.PathMatch{Type: typ, Value: v} }
+	path := func(typ snapshot.PathMatchType, v string) *snapshot.PathMatch {
+		return &snapshot.PathMatch{Type: typ, Value: v}
+	}
 	hdr := func(n int) []snapshot.StringMatch {
 		out := make([]snapshot.StringMatch, n)
 		for i := range out {
