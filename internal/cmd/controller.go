@@ -31,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
+	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 )
 
@@ -50,6 +51,7 @@ type controllerOptions struct {
 	proxyImage              string
 	manageSharedPool        bool
 	sharedProxyReplicas     int32
+	discovery               controlplane.Flags
 }
 
 func newControllerCommand() *cobra.Command {
@@ -71,6 +73,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.proxyImage, "proxy-image", "coxswain:latest", "Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one.")
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
 	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", 2, "Replicas of the shared proxy Deployment.")
+	o.discovery.AddFlags(f)
 	return c
 }
 
@@ -109,11 +112,21 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	// Discovery: the CA, the bootstrap server (every replica) and the
+	// leader-only snapshot stream.
+	disc, _, err := controlplane.AddToManager(mgr, o.discovery, controlplane.Options{
+		Namespace:             ns,
+		GatewayServiceAccount: controller.DedicatedServiceAccountLookup(mgr.GetClient()),
+	})
+	if err != nil {
+		return fmt.Errorf("setting up discovery: %w", err)
+	}
 	routing := controller.RoutingOptions{
 		InstallNamespace:    ns,
 		ManageSharedPool:    o.manageSharedPool,
 		ProxyImage:          o.proxyImage,
 		SharedProxyReplicas: o.sharedProxyReplicas,
+		Discovery:           disc,
 	}
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)

@@ -17,9 +17,19 @@ limitations under the License.
 package controller
 
 import (
+	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/translator"
 
 	"github.com/coxswain-go/coxswain/internal/provider"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
@@ -41,17 +51,28 @@ type RoutingOptions struct {
 	ManageSharedPool    bool
 	ProxyImage          string
 	SharedProxyReplicas int32
+	// Discovery, when set, receives every snapshot and gates Programmed on
+	// the data plane's binds and acks.
+	Discovery *discovery.Server
 }
 
 // SetupRouting adds the pipeline watch → gather → translate → sinks, and the
 // one status writer, to mgr. Every replica translates; only the leader
 // writes status.
 func SetupRouting(mgr ctrl.Manager, o RoutingOptions) (*provider.Provider, *writer.Writer, error) {
+	dataPlane := o.DataPlane
+	sinks := o.Sinks
+	if o.Discovery != nil {
+		if dataPlane == nil {
+			dataPlane = discoveryDataPlane{o.Discovery}
+		}
+		sinks = append([]provider.Sink{publisher{o.Discovery}}, sinks...)
+	}
 	w := &writer.Writer{
 		Client:    mgr.GetClient(),
 		Leader:    o.Leader,
 		Recorder:  mgr.GetEventRecorderFor("coxswain-controller"), //nolint:staticcheck // the writer records core/v1 Events
-		DataPlane: o.DataPlane,
+		DataPlane: dataPlane,
 		Log:       ctrl.Log.WithName("status"),
 	}
 	pool := &SharedPoolApplier{
@@ -68,7 +89,7 @@ func SetupRouting(mgr ctrl.Manager, o RoutingOptions) (*provider.Provider, *writ
 	p := provider.New(provider.Options{
 		Cache:            mgr.GetCache(),
 		InstallNamespace: o.InstallNamespace,
-		Sinks:            append([]provider.Sink{w, pool}, o.Sinks...),
+		Sinks:            append([]provider.Sink{w, pool}, sinks...),
 		Log:              ctrl.Log.WithName("provider"),
 	})
 	if err := mgr.Add(p); err != nil {
@@ -77,5 +98,64 @@ func SetupRouting(mgr ctrl.Manager, o RoutingOptions) (*provider.Provider, *writ
 	if err := mgr.Add(w); err != nil {
 		return nil, nil, fmt.Errorf("adding status writer: %w", err)
 	}
+	if o.Discovery != nil {
+		// Every bind or ack report re-evaluates Programmed.
+		changes := o.Discovery.DataPlaneChanges()
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-changes:
+					w.Notify()
+				}
+			}
+		})); err != nil {
+			return nil, nil, err
+		}
+	}
 	return p, w, nil
+}
+
+// publisher hands every rebuild's snapshots to the discovery server.
+type publisher struct{ srv *discovery.Server }
+
+func (p publisher) Accept(_ context.Context, res *translator.Result) {
+	if err := p.srv.Publish(res.Snapshots); err != nil {
+		// An invalid snapshot keeps its scope's previous one; say why.
+		ctrl.Log.WithName("discovery").Error(err, "publishing snapshots")
+	}
+}
+
+// discoveryDataPlane adapts the discovery server to the status writer.
+type discoveryDataPlane struct{ srv *discovery.Server }
+
+func (d discoveryDataPlane) GatewayProgrammed(ns, name string, generation int64) (bool, int) {
+	proxies, ok := d.srv.GatewayDataPlane(ns, name, generation)
+	return ok, proxies
+}
+
+// DedicatedServiceAccountLookup returns the ServiceAccount a dedicated
+// Gateway's proxies must present ({gateway}-{gatewayclass}), read from the
+// cache; ok is false for unknown Gateways.
+func DedicatedServiceAccountLookup(c client.Reader) func(ns, name string) (string, bool) {
+	return func(ns, name string) (string, bool) {
+		ctx := context.Background()
+		gw := &gwv1.Gateway{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, gw); err != nil {
+			return "", false
+		}
+		class := &gwv1.GatewayClass{}
+		if err := c.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, class); err != nil {
+			return "", false
+		}
+		params := &gatewayv1alpha1.CoxswainGatewayParametersList{}
+		if err := c.List(ctx, params); err != nil {
+			return "", false
+		}
+		if _, dedicated, err := provision.Resolve(gw, class, params.Items); err != nil || !dedicated {
+			return "", false
+		}
+		return provision.DedicatedName(gw.Name, class.Name), true
+	}
 }

@@ -83,7 +83,7 @@ const (
 	// TrustBundleConfigMapName is the ConfigMap in the install namespace that
 	// holds the discovery CA bundle under TrustBundleKey. The dedicated
 	// renderer copies it into the Gateway's namespace.
-	TrustBundleConfigMapName = "coxswain-discovery-trust-bundle"
+	TrustBundleConfigMapName = "coxswain-discovery-trust"
 	TrustBundleKey           = "ca.crt"
 	TrustVolumeName          = "trust-bundle"
 	TrustMountPath           = "/var/run/secrets/coxswain/trust"

@@ -312,8 +312,9 @@ func discoveryArgs(installNS string) []string {
 	return []string{
 		"--discovery-endpoint", DiscoveryEndpoint(installNS),
 		"--discovery-bootstrap-endpoint", BootstrapEndpoint(installNS),
-		"--token-path", TokenPath,
-		"--trust-bundle-path", TrustBundlePath,
+		"--discovery-token-path", TokenPath,
+		"--discovery-trust-bundle", TrustBundlePath,
+		"--discovery-controller-namespace", installNS,
 	}
 }
 

@@ -58,12 +58,12 @@ type entry struct {
 }
 
 // precKey orders routes as the Gateway API spec says: Exact path, then
-// the longest PathPrefix (regular expressions, whose precedence is ours to
-// choose, sit between them, longest pattern first), then method, number of
+// the longest PathPrefix, then regular expressions (whose precedence is ours
+// to choose; longest pattern first), then method, number of
 // header matches, number of query matches, then the oldest route, then
 // "<namespace>/<name>", then rule and match order.
 type precKey struct {
-	pathRank   int // 0 exact, 1 regex, 2 prefix (Ingress: 1 prefix, 2 regex)
+	pathRank   int // 0 exact, 1 GRPCRoute regex, 2 prefix, 3 regex
 	pathLen    int
 	method     bool
 	headers    int
@@ -133,11 +133,14 @@ func (a *precKey) less(b *precKey) bool {
 	return a.match < b.match
 }
 
-func matchKey(m *snapshot.Match, regexLast bool) precKey {
+func matchKey(m *snapshot.Match, grpc bool) precKey {
 	k := precKey{method: m.Method != "", headers: len(m.Headers), query: len(m.QueryParams)}
-	prefix, regex := 2, 1
-	if regexLast {
-		prefix, regex = 1, 2
+	// Exact > longest PathPrefix > RegularExpression for HTTPRoute and
+	// Ingress paths. A GRPCRoute regex (a service/method pattern) ranks
+	// before prefixes, so a catch-all gRPC rule cannot shadow it.
+	prefix, regex := 2, 3
+	if grpc {
+		regex = 1
 	}
 	switch {
 	case m.Path == nil:

@@ -225,7 +225,7 @@ func (t *translator) processIngresses() {
 				r := t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
 				r.host = host
 				r.single = strings.HasPrefix(host, "*.")
-				r.key = matchKey(&r.http.Match, true)
+				r.key = matchKey(&r.http.Match, false)
 				r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
 				r.key.rule, r.key.match = ri, pi
 				r.key.finalize()

@@ -51,7 +51,6 @@ func TestPrecedenceOrder(t *testing.T) {
 	want := []spec{
 		{m: snapshot.Match{Path: path(snapshot.PathExact, "/a/b/c")}, created: young, ns: "z", n: "z"},
 		{m: snapshot.Match{Path: path(snapshot.PathExact, "/a")}, created: young, ns: "z", n: "z"},
-		{m: snapshot.Match{Path: path(snapshot.PathRegularExpression, "/a/[0-9]+")}, created: young, ns: "z", n: "z"},
 		{m: snapshot.Match{Path: path(snapshot.PathPrefix, "/a/b")}, created: young, ns: "z", n: "z"},
 		{m: snapshot.Match{Path: path(snapshot.PathPrefix, "/a"), Method: "GET"}, created: young, ns: "z", n: "z"},
 		{m: snapshot.Match{Path: path(snapshot.PathPrefix, "/a"), Headers: hdr(2)}, created: young, ns: "z", n: "z"},
@@ -63,6 +62,9 @@ func TestPrecedenceOrder(t *testing.T) {
 		{m: snapshot.Match{Path: path(snapshot.PathPrefix, "/a")}, created: young, ns: "z", n: "z", rule: 0},
 		{m: snapshot.Match{Path: path(snapshot.PathPrefix, "/a")}, created: young, ns: "z", n: "z", rule: 1},
 		{m: snapshot.Match{}, created: old, ns: "a", n: "a"},
+		// Regular expressions come after every PathPrefix, even "/".
+		{m: snapshot.Match{Path: path(snapshot.PathRegularExpression, "/a/[0-9]+/long")}, created: young, ns: "z", n: "z"},
+		{m: snapshot.Match{Path: path(snapshot.PathRegularExpression, "/a/[0-9]+")}, created: young, ns: "z", n: "z"},
 	}
 	keys := make([]*precKey, len(want))
 	for i, w := range want {
@@ -100,8 +102,8 @@ func TestPrecedenceOrder(t *testing.T) {
 // TestIngressRegexAfterPrefix: on Ingress listeners regular expressions
 // are checked after Exact and Prefix paths.
 func TestIngressRegexAfterPrefix(t *testing.T) {
-	re := matchKey(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/a/.*/long/pattern"}}, true)
-	pre := matchKey(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, true)
+	re := matchKey(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/a/.*/long/pattern"}}, false)
+	pre := matchKey(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, false)
 	re.finalize()
 	pre.finalize()
 	if !pre.less(&re) {

@@ -52,7 +52,7 @@ type routeEntry struct {
 
 // addEntry appends a compiled match with its precedence key.
 func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
-	k := matchKey(&route.Match, false)
+	k := matchKey(&route.Match, cr.kind == kindGRPCRoute)
 	k.created, k.namespace, k.name, k.kind = cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind
 	k.rule, k.match = rule, match
 	k.finalize()

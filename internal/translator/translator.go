@@ -36,11 +36,11 @@ import (
 //   - Precedence inside a virtual host follows the HTTPRoute spec (Exact
 //     path, longest PathPrefix, method, most headers, most query params,
 //     oldest route, "<ns>/<name>", rule and match order). Regular
-//     expressions, whose rank the spec leaves open, sit between Exact and
-//     PathPrefix on Gateway listeners (longest pattern first) and after
-//     PathPrefix on the Ingress listeners (Ingress regexes are checked
-//     after exact/prefix). GRPCRoute methods become paths and share the
-//     same order.
+//     expressions, whose rank the spec leaves open, come after every
+//     PathPrefix (longest pattern first) on Gateway and Ingress listeners
+//     alike: Exact > longest PathPrefix > RegularExpression, the order the
+//     proxy issue fixes. GRPCRoute methods become paths; a GRPCRoute regex
+//     ranks before prefixes so a catch-all gRPC rule cannot shadow it.
 //   - A route with any unsupported value (bad regex, unknown filter,
 //     ReplacePrefixMatch without a PathPrefix match, invalid header, ...)
 //     is Accepted=False UnsupportedValue on every parent and not served at

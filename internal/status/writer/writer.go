@@ -248,13 +248,19 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 }
 
 // gate turns a translator Programmed=True into Pending until the data plane
-// has bound and acked the Gateway's generation.
-func (w *Writer) gate(d *translator.GatewayStatus, generation int64, conds []metav1.Condition) []metav1.Condition {
+// has bound and acked the Gateway's generation. Once the data plane has
+// programmed a generation, Programmed stays True for it (proxies
+// restarting or scaling do not flap status); a spec change re-arms it.
+func (w *Writer) gate(d *translator.GatewayStatus, generation int64, existing, conds []metav1.Condition) []metav1.Condition {
 	if w.DataPlane == nil {
 		return conds
 	}
 	c := meta.FindStatusCondition(conds, string(gwv1.GatewayConditionProgrammed))
 	if c == nil || c.Status != metav1.ConditionTrue {
+		return conds
+	}
+	if prev := meta.FindStatusCondition(existing, string(gwv1.GatewayConditionProgrammed)); prev != nil &&
+		prev.Status == metav1.ConditionTrue && prev.ObservedGeneration == generation {
 		return conds
 	}
 	ok, proxies := w.DataPlane.GatewayProgrammed(d.Namespace, d.Name, generation)
@@ -280,7 +286,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	}
 	orig := obj.DeepCopy()
 	now := w.now()
-	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, w.gate(d, obj.Generation, d.Status.Conditions), obj.Generation, now)
+	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, w.gate(d, obj.Generation, orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
 	obj.Status.Addresses = d.Status.Addresses
 	listeners := make([]gwv1.ListenerStatus, 0, len(d.Status.Listeners))
 	for _, dl := range d.Status.Listeners {
@@ -291,7 +297,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 			}
 		}
 		l := dl
-		l.Conditions, _ = status.MergeConditions(existing, w.gate(d, obj.Generation, dl.Conditions), obj.Generation, now)
+		l.Conditions, _ = status.MergeConditions(existing, w.gate(d, obj.Generation, existing, dl.Conditions), obj.Generation, now)
 		listeners = append(listeners, l)
 	}
 	obj.Status.Listeners = listeners
