@@ -463,4 +463,3 @@ func Normalize(s *Snapshot) {
 		return s.Gateways[i].Name < s.Gateways[j].Name
 	})
 }
-
