@@ -263,6 +263,30 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
+	It("removes its status.parents entry when a route leaves our Gateways", func() {
+		route := &gwv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving"},
+			Spec: gwv1.HTTPRouteSpec{
+				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, route)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &gwv1.HTTPRoute{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
+			g.Expect(ourParent(got)).NotTo(BeNil())
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		got := &gwv1.HTTPRoute{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
+		got.Spec.ParentRefs = []gwv1.ParentReference{{Name: "someone-elses-gateway"}}
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &gwv1.HTTPRoute{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
+			g.Expect(ourParent(got)).To(BeNil())
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
 	It("fills the sample Ingress's load balancer status from the shared proxy Service", func() {
 		svc := &corev1.Service{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: installNS, Name: provider.SharedProxyServiceName}, svc)).To(Succeed())

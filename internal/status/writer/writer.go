@@ -187,6 +187,9 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			return errors.Join(errs...)
 		}
 	}
+	if !record(w.staleParents(ctx, res)) {
+		return errors.Join(errs...)
+	}
 	if err := w.events(ctx, res.Events); err != nil {
 		errs = append(errs, err)
 	}
@@ -311,7 +314,8 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 // desired ones and leaves every other controller's entries untouched.
 func (w *Writer) mergeParents(existing, desired []gwv1.RouteParentStatus, generation int64) []gwv1.RouteParentStatus {
 	now := w.now()
-	var out []gwv1.RouteParentStatus
+	// Never nil: the schema requires status.parents to be a list.
+	out := []gwv1.RouteParentStatus{}
 	for _, e := range existing {
 		if string(e.ControllerName) != translator.ControllerName {
 			out = append(out, e)
@@ -356,6 +360,66 @@ func (w *Writer) grpcRoute(ctx context.Context, d *translator.RouteStatus) error
 		return nil
 	}
 	return w.patch(ctx, "GRPCRoute", obj, orig)
+}
+
+// staleParents removes this controller's status.parents entries from routes
+// the translation no longer reports (their parentRefs left our Gateways).
+func (w *Writer) staleParents(ctx context.Context, res *translator.Result) error {
+	reported := func(list []translator.RouteStatus) map[types.NamespacedName]bool {
+		m := make(map[types.NamespacedName]bool, len(list))
+		for _, r := range list {
+			m[r.NamespacedName] = true
+		}
+		return m
+	}
+	httpSeen, grpcSeen := reported(res.HTTPRoutes), reported(res.GRPCRoutes)
+	var errs []error
+	hl := &gwv1.HTTPRouteList{}
+	if err := w.Client.List(ctx, hl); err != nil && !meta.IsNoMatchError(err) {
+		return err
+	}
+	for i := range hl.Items {
+		r := &hl.Items[i]
+		if httpSeen[client.ObjectKeyFromObject(r)] || !hasOurParent(r.Status.Parents) {
+			continue
+		}
+		orig := r.DeepCopy()
+		r.Status.Parents = w.mergeParents(r.Status.Parents, nil, r.Generation)
+		if err := w.patch(ctx, "HTTPRoute", r, orig); err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	gl := &gwv1.GRPCRouteList{}
+	if err := w.Client.List(ctx, gl); err != nil && !meta.IsNoMatchError(err) {
+		return errors.Join(append(errs, err)...)
+	}
+	for i := range gl.Items {
+		r := &gl.Items[i]
+		if grpcSeen[client.ObjectKeyFromObject(r)] || !hasOurParent(r.Status.Parents) {
+			continue
+		}
+		orig := r.DeepCopy()
+		r.Status.Parents = w.mergeParents(r.Status.Parents, nil, r.Generation)
+		if err := w.patch(ctx, "GRPCRoute", r, orig); err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func hasOurParent(parents []gwv1.RouteParentStatus) bool {
+	for _, p := range parents {
+		if string(p.ControllerName) == translator.ControllerName {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Writer) ingress(ctx context.Context, d *translator.IngressStatus) error {
