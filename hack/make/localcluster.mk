@@ -29,12 +29,16 @@ echo-basic: | $(LOCALBIN) ## Build the Gateway API echo-basic server (the binary
 	cd test/localcluster/echobasic && CGO_ENABLED=0 go build -trimpath -o $(ECHO_BASIC) sigs.k8s.io/gateway-api/conformance/echo-basic
 
 .PHONY: localcluster-bin
-localcluster-bin: | $(LOCALBIN) ## Build the localcluster command and the coxswain binary into bin/.
+localcluster-bin: | $(LOCALBIN) ## Build the localcluster command into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALCLUSTER) ./test/localcluster/cmd/localcluster
+
+# The binary behind coxswain images (without `make build`'s regeneration).
+.PHONY: coxswain-bin
+coxswain-bin: | $(LOCALBIN)
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain ./cmd/coxswain
 
 .PHONY: localcluster
-localcluster: localcluster-deps localcluster-assets echo-basic localcluster-bin ## Run the local cluster in the foreground (Ctrl-C stops it); prints KUBECONFIG.
+localcluster: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## Run the local cluster in the foreground (Ctrl-C stops it); prints KUBECONFIG.
 	$(LOCALCLUSTER) up --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain $(LOCALCLUSTER_ARGS)
 
 .PHONY: localcluster-down

@@ -79,6 +79,10 @@ type Config struct {
 	ServiceCIDR string
 	// StartTimeout bounds Start. Default 2 minutes.
 	StartTimeout time.Duration
+	// LockWait is how long Start waits for another local cluster on this
+	// machine to stop (there is one bridge, so one cluster at a time).
+	// Default 0: fail at once. Tests running in parallel packages set it.
+	LockWait time.Duration
 	// Logf receives progress and pod events. Default: log.Printf to stderr.
 	Logf func(format string, args ...any)
 }
@@ -185,9 +189,17 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := Preflight(cfg.AssetsDir); err != nil {
 		return nil, err
 	}
+	state := StateDir()
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := acquireLock(ctx, filepath.Join(state, "lock"), cfg.LockWait)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
-	c := &Cluster{cfg: cfg}
+	c := &Cluster{cfg: cfg, lock: lock}
 	if err := c.start(ctx); err != nil {
 		if serr := c.Stop(); serr != nil {
 			cfg.Logf("stopping after a failed start: %v", serr)
@@ -203,14 +215,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 func (c *Cluster) start(ctx context.Context) error {
 	cfg := c.cfg
 	state := StateDir()
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		return err
-	}
-	lock, err := acquireLock(filepath.Join(state, "lock"))
-	if err != nil {
-		return err
-	}
-	c.lock = lock
 	pidsFile := filepath.Join(state, "pids")
 	if killed, err := killRecorded(pidsFile); err != nil {
 		return fmt.Errorf("stopping leftovers of an earlier run: %w", err)
@@ -219,6 +223,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.reg = newPIDRegistry(pidsFile)
 
+	var err error
 	c.net, err = newNetwork(cfg.Bridge, cfg.BridgeCIDR)
 	if err != nil {
 		return err
@@ -528,9 +533,9 @@ func Down(bridge string) error {
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return err
 	}
-	lock, err := acquireLock(filepath.Join(state, "lock"))
+	lock, err := acquireLock(context.Background(), filepath.Join(state, "lock"), 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (to stop a running cluster, interrupt its `localcluster up`)", err)
 	}
 	defer lock.release()
 	if _, err := killRecorded(filepath.Join(state, "pids")); err != nil {

@@ -214,13 +214,14 @@ func TestLocalCluster(t *testing.T) {
 	}
 	echo := echoBasic(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		AssetsDir: assets, Dir: t.TempDir(),
 		Binaries: localcluster.Binaries{EchoBasic: echo},
 		Logf:     t.Logf,
+		LockWait: 5 * time.Minute, // other packages' tests may hold the machine's one cluster
 	})
 	if err != nil {
 		t.Fatal(err)

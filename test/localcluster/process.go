@@ -18,6 +18,7 @@ package localcluster
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -262,16 +263,28 @@ func ProcessAlive(pid int) bool { return processAlive(pid) }
 // clusters never share (and clobber) one bridge.
 type instanceLock struct{ f *os.File }
 
-func acquireLock(path string) (*instanceLock, error) {
+// acquireLock takes the lock, waiting up to wait for another holder.
+func acquireLock(ctx context.Context, path string, wait time.Duration) (*instanceLock, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		owner, _ := os.ReadFile(path)
-		_ = f.Close()
-		return nil, fmt.Errorf("another local cluster is running (lock %s held by pid %s); stop it first (`localcluster down`)",
-			path, strings.TrimSpace(string(owner)))
+	deadline := time.Now().Add(wait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			owner, _ := os.ReadFile(path)
+			_ = f.Close()
+			return nil, fmt.Errorf("another local cluster is running (lock %s held by pid %s); stop it first",
+				path, strings.TrimSpace(string(owner)))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
