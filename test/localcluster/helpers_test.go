@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -353,5 +354,50 @@ func TestStatusFailedPod(t *testing.T) {
 	if st.Phase != corev1.PodFailed || st.Reason != ReasonUnsupportedImage || st.Message != "no binary" ||
 		st.ContainerStatuses[0].State.Waiting == nil || st.ContainerStatuses[0].State.Waiting.Reason != ReasonUnsupportedImage {
 		t.Errorf("status: %+v", st)
+	}
+}
+
+func TestHostsFile(t *testing.T) {
+	ready, notReady := true, false
+	svc := func(ns, name string, typ corev1.ServiceType) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Type: typ}}
+	}
+	slice := func(ns, svc string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: svc + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+			AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps,
+		}
+	}
+	ep := func(ip string, r *bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: r}}
+	}
+	addrs := serviceAddresses(
+		[]*corev1.Service{
+			svc("default", "kubernetes", corev1.ServiceTypeClusterIP),
+			svc("app", "web", corev1.ServiceTypeClusterIP),
+			svc("app", "down", corev1.ServiceTypeClusterIP),
+			svc("app", "ext", corev1.ServiceTypeExternalName),
+			svc("app", "empty", corev1.ServiceTypeClusterIP),
+		},
+		[]*discoveryv1.EndpointSlice{
+			slice("default", "kubernetes", ep("10.244.0.1", nil)),
+			slice("app", "web", ep("10.244.1.9", &ready), ep("10.244.1.3", &ready), ep("10.244.1.1", &notReady)),
+			slice("app", "down", ep("10.244.1.4", &notReady)),
+			slice("app", "ext", ep("10.244.1.5", &ready)),
+		})
+	want := map[string]string{"default/kubernetes": "10.244.0.1", "app/web": "10.244.1.3"}
+	if !reflect.DeepEqual(addrs, want) {
+		t.Fatalf("addresses %v, want %v", addrs, want)
+	}
+	got := hostsFile("app", "client-1", "10.244.1.7", addrs)
+	for _, line := range []string{
+		"127.0.0.1\tlocalhost\n",
+		"10.244.1.7\tclient-1\n",
+		"10.244.1.3\tweb.app.svc.cluster.local web.app.svc web.app web\n",
+		"10.244.0.1\tkubernetes.default.svc.cluster.local kubernetes.default.svc kubernetes.default\n",
+	} {
+		if !strings.Contains(got, line) {
+			t.Errorf("hosts file lacks %q:\n%s", line, got)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -66,6 +68,9 @@ type kubelet struct {
 	wg       sync.WaitGroup
 
 	targets *mountTargets
+
+	hostsDirty chan struct{}
+	svcAddrs   map[string]string // "<ns>/<svc>" -> endpoint address, for pods' /etc/hosts
 }
 
 func (k *kubelet) start(ctx context.Context) error {
@@ -90,13 +95,90 @@ func (k *kubelet) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// Services and EndpointSlices feed the pods' /etc/hosts (hosts.go).
+	k.hostsDirty = make(chan struct{}, 1)
+	dirty := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { k.markHostsDirty() },
+		UpdateFunc: func(any, any) { k.markHostsDirty() },
+		DeleteFunc: func(any) { k.markHostsDirty() },
+	}
+	svcInf := k.factory.Core().V1().Services().Informer()
+	sliceInf := k.factory.Discovery().V1().EndpointSlices().Informer()
+	for _, i := range []cache.SharedIndexInformer{svcInf, sliceInf} {
+		if _, err := i.AddEventHandler(dirty); err != nil {
+			return err
+		}
+	}
 	k.factory.Start(k.ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
-		return errors.New("pod informer did not sync within 30s")
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced, svcInf.HasSynced, sliceInf.HasSynced) {
+		return errors.New("informers did not sync within 30s")
 	}
+	k.refreshServiceAddresses()
+	go k.hostsLoop()
 	return nil
+}
+
+func (k *kubelet) markHostsDirty() {
+	select {
+	case k.hostsDirty <- struct{}{}:
+	default:
+	}
+}
+
+// refreshServiceAddresses recomputes the Service address table from the
+// informer caches and reports whether it changed.
+func (k *kubelet) refreshServiceAddresses() bool {
+	svcs, err1 := k.factory.Core().V1().Services().Lister().List(labels.Everything())
+	slices, err2 := k.factory.Discovery().V1().EndpointSlices().Lister().List(labels.Everything())
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	addrs := serviceAddresses(svcs, slices)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if maps.Equal(addrs, k.svcAddrs) {
+		return false
+	}
+	k.svcAddrs = addrs
+	return true
+}
+
+// hostsFor renders a pod's /etc/hosts from the current table.
+func (k *kubelet) hostsFor(namespace, name, ip string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return hostsFile(namespace, name, ip, k.svcAddrs)
+}
+
+// hostsLoop rewrites every pod's /etc/hosts when Services or EndpointSlices
+// change (debounced).
+func (k *kubelet) hostsLoop() {
+	for {
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-k.hostsDirty:
+		}
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if !k.refreshServiceAddresses() {
+			continue
+		}
+		k.mu.Lock()
+		runners := make([]*podRunner, 0, len(k.runners))
+		for _, r := range k.runners {
+			runners = append(runners, r)
+		}
+		k.mu.Unlock()
+		for _, r := range runners {
+			r.writeHosts()
+		}
+	}
 }
 
 // registerNode creates (or refreshes) the Node with a Ready status.

@@ -362,6 +362,25 @@ func TestLocalCluster(t *testing.T) {
 		netnsNames = append(netnsNames, sb.Netns)
 		podPIDs = append(podPIDs, sb.PIDs[0])
 	}
+	// Service names resolve inside pods (their /etc/hosts) to a ready
+	// endpoint; the kubernetes Service to the apiserver on the bridge.
+	if _, err := exec.LookPath("getent"); err == nil {
+		want := map[string]bool{endpoints[0].Addresses[0]: true, endpoints[1].Addresses[0]: true}
+		for name, ok := range map[string]func(string) bool{
+			"echo.lc-test.svc.cluster.local": func(ip string) bool { return want[ip] },
+			"echo":                           func(ip string) bool { return want[ip] },
+			"kubernetes.default.svc":         func(ip string) bool { return ip == c.NodeIP },
+		} {
+			poll(t, "resolving "+name+" in a pod", 10*time.Second, func() (bool, string) {
+				out, err := exec.Command("ip", "netns", "exec", netnsNames[1], "getent", "hosts", name).Output()
+				if err != nil {
+					return false, err.Error()
+				}
+				f := strings.Fields(string(out))
+				return len(f) > 0 && ok(f[0]), string(out)
+			})
+		}
+	}
 	// The Secret volume is mounted only in the pods' mount namespaces.
 	if _, err := os.Stat(filepath.Join(tlsMount, "crt")); err == nil {
 		t.Errorf("%s/crt is visible on the host: the volume mount leaked out of the pod", tlsMount)
@@ -466,6 +485,13 @@ func TestLocalCluster(t *testing.T) {
 	}
 	if left, err := localcluster.HarnessNetns(); err != nil || len(left) != 0 {
 		t.Errorf("network namespaces left after Stop: %v (%v)", left, err)
+	}
+	if entries, err := os.ReadDir("/etc/netns"); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "cxp-") {
+				t.Errorf("/etc/netns/%s left after Stop", e.Name())
+			}
+		}
 	}
 	if localcluster.LinkExists(c.Bridge()) {
 		t.Errorf("bridge %s left after Stop", c.Bridge())

@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -159,6 +160,14 @@ func (n *network) cleanup() error {
 			errs = append(errs, err.Error())
 		}
 	}
+	// /etc/netns/cxp-* (per-pod hosts and resolv.conf).
+	if entries, err := os.ReadDir(netnsEtc); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), netnsPrefix) {
+				removeNetnsEtc(e.Name())
+			}
+		}
+	}
 	links, err := listLinks()
 	if err != nil {
 		return err
@@ -203,6 +212,7 @@ func (n *network) addPod(ns, veth string, ip net.IP) error {
 // veth pair.
 func (n *network) deletePod(ns, veth string) error {
 	err := deleteNetns(ns)
+	removeNetnsEtc(ns)
 	// Deleting the namespace deletes eth0 and with it the host end, though
 	// the kernel may take a moment: only a veth that stays is an error.
 	if linkExists(veth) {

@@ -290,7 +290,24 @@ func (r *podRunner) createSandbox(pod *corev1.Pod) error {
 	r.mu.Lock()
 	r.ip, r.netns, r.veth = ip, netns, veth
 	r.mu.Unlock()
+	if err := writeNetnsEtc(netns, r.k.hostsFor(pod.Namespace, pod.Name, ip.String())); err != nil {
+		return fmt.Errorf("writing /etc/hosts of %s: %w", netns, err)
+	}
 	return nil
+}
+
+// writeHosts refreshes the pod's /etc/hosts (Service names).
+func (r *podRunner) writeHosts() {
+	r.mu.Lock()
+	netns, ip := r.netns, r.ip
+	r.mu.Unlock()
+	if netns == "" || ip == nil || r.stopping() {
+		return
+	}
+	pod := r.latest()
+	if err := writeNetnsEtc(netns, r.k.hostsFor(pod.Namespace, pod.Name, ip.String())); err != nil {
+		r.logf("writing /etc/hosts: %v", err)
+	}
 }
 
 // prepare writes volumes and resolves env, retrying (bounded) while
