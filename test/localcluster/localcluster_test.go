@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -214,6 +215,9 @@ func TestLocalCluster(t *testing.T) {
 	}
 	echo := echoBasic(t)
 
+	// Leftovers of a crashed run are removed at start.
+	stalePID, staleNetnsPID, staleNetns := localcluster.PlantLeftovers(t, "cxbr0")
+
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -227,6 +231,14 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("cluster started in %s", time.Since(start).Round(time.Millisecond))
+	for _, pid := range []int{stalePID, staleNetnsPID} {
+		if localcluster.ProcessAlive(pid) {
+			t.Errorf("leftover process %d still runs after Start", pid)
+		}
+	}
+	if left, err := localcluster.HarnessNetns(); err != nil || slices.Contains(left, staleNetns) {
+		t.Errorf("leftover network namespace %s still exists after Start (%v)", staleNetns, err)
+	}
 	controlPlane := c.ControlPlanePIDs()
 	stopped := false
 	defer func() {
