@@ -100,7 +100,8 @@ func (m *headerMod) apply(h http.Header) {
 		h[kv.name] = []string{kv.value}
 	}
 	for _, kv := range m.add {
-		h[kv.name] = append(h[kv.name], kv.value)
+		old := h[kv.name]
+		h[kv.name] = append(old[:len(old):len(old)], kv.value) // never write into a shared array
 	}
 	for _, n := range m.remove {
 		delete(h, n)

@@ -329,7 +329,13 @@ type fastWriter struct {
 }
 
 func (w *fastWriter) reset(req *http.Request) {
-	*w = fastWriter{bw: w.bw, h: make(http.Header, 8), head: req.Method == http.MethodHead, reqClose: req.Close, remaining: -1}
+	h := w.h
+	if h == nil {
+		h = make(http.Header, 8)
+	} else {
+		clear(h) // the previous exchange on this connection is over
+	}
+	*w = fastWriter{bw: w.bw, h: h, head: req.Method == http.MethodHead, reqClose: req.Close, remaining: -1}
 }
 
 func (w *fastWriter) Header() http.Header { return w.h }

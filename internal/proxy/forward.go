@@ -251,6 +251,12 @@ func isClientForwarding(k string) bool {
 	return k == "Forwarded" || k == "X-Real-Ip" || strings.HasPrefix(k, "X-Forwarded-")
 }
 
+// Shared, never mutated: header modifiers copy before appending.
+var (
+	protoHTTP  = []string{"http"}
+	protoHTTPS = []string{"https"}
+)
+
 // outboundHeader copies the request headers for the upstream: no
 // hop-by-hop headers, no client-supplied forwarding headers, and fresh
 // X-Forwarded-For/Proto/Host.
@@ -287,7 +293,11 @@ outer:
 	if clientIP != "" {
 		out["X-Forwarded-For"] = []string{clientIP}
 	}
-	out["X-Forwarded-Proto"] = []string{proto}
+	if proto == "https" {
+		out["X-Forwarded-Proto"] = protoHTTPS
+	} else {
+		out["X-Forwarded-Proto"] = protoHTTP
+	}
 	if host != "" {
 		out["X-Forwarded-Host"] = []string{host}
 	}
