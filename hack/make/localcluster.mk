@@ -48,3 +48,8 @@ localcluster-down: localcluster-bin ## Remove what a crashed local cluster left 
 .PHONY: test-localcluster
 test-localcluster: localcluster-deps localcluster-assets echo-basic ## Run the local cluster's own tests (needs root).
 	LOCALCLUSTER_ECHO_BASIC=$(ECHO_BASIC) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./test/localcluster/... -count=1 -v -timeout 10m $(TEST_ARGS)
+
+.PHONY: dev
+dev: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## Run Coxswain on the local cluster (controller and proxies as local pods), with the samples and demo backends; prints curl commands. Ctrl-C stops it.
+	$(LOCALCLUSTER) dev --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain --repo $(CURDIR) \
+		--gateway-api-crds "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard" $(LOCALCLUSTER_ARGS)

@@ -604,7 +604,9 @@ func (r *podRunner) loop() {
 				ContainerID: containerID(ev.p),
 			}
 			r.mu.Unlock()
-			r.logf("container %s (pid %d) exited with code %d", ev.c.spec.Name, ev.p.pid(), code)
+			if n := ev.c.restarts; n < 3 || n%10 == 0 {
+				r.logf("container %s (pid %d) exited with code %d (restarts so far: %d; log %s)", ev.c.spec.Name, ev.p.pid(), code, n, ev.c.logPath)
+			}
 			r.scheduleRestart(ev.c, code)
 		case <-t.C:
 			now := time.Now()
@@ -616,7 +618,9 @@ func (r *podRunner) loop() {
 					r.mu.Lock()
 					c.restarts++
 					r.mu.Unlock()
-					r.logf("restarting container %s (restart %d)", c.spec.Name, c.restarts)
+					if c.restarts <= 3 {
+						r.logf("restarting container %s (restart %d)", c.spec.Name, c.restarts)
+					}
 					r.startContainer(c)
 					continue
 				}

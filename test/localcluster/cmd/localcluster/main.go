@@ -49,7 +49,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCommand(), newDownCommand())
+	root.AddCommand(newUpCommand(), newDownCommand(), newDevCommand())
 	return root
 }
 

@@ -1,0 +1,221 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coxswain-go/coxswain/test/localcluster"
+)
+
+// demoBackends are the echo-basic Deployments and Services the samples
+// route to (config/samples: HTTPRoute web -> api:8080 and frontend:80,
+// Ingress shop -> shop:80).
+const demoBackends = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: NAME, namespace: default, labels: {app: NAME}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: NAME}}
+  template:
+    metadata: {labels: {app: NAME}}
+    spec:
+      containers:
+      - name: echo
+        image: registry.k8s.io/gateway-api/echo-basic:v1.5.1
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: SERVICE_NAME, value: NAME}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: NAME, namespace: default}
+spec:
+  selector: {app: NAME}
+  ports: [{name: http, port: PORT, targetPort: 3000}]
+`
+
+type devOptions struct {
+	cfg          localcluster.Config
+	repo         string
+	gatewayCRDs  string
+	waitTimeout  time.Duration
+	startTimeout time.Duration
+}
+
+func newDevCommand() *cobra.Command {
+	o := devOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Start the cluster, install Coxswain (controller and proxies run as local pods), the samples and demo backends; print curl commands",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cfg.AssetsDir, "assets", "", "directory with etcd, kube-apiserver, kube-controller-manager and kubectl")
+	f.StringVar(&o.cfg.Dir, "dir", "", "work directory, wiped at start")
+	f.StringVar(&o.cfg.Binaries.EchoBasic, "echo-basic", os.Getenv("LOCALCLUSTER_ECHO_BASIC"), "echo-basic binary (env LOCALCLUSTER_ECHO_BASIC)")
+	f.StringVar(&o.cfg.Binaries.Coxswain, "coxswain", os.Getenv("LOCALCLUSTER_COXSWAIN"), "coxswain binary (env LOCALCLUSTER_COXSWAIN)")
+	f.StringVar(&o.repo, "repo", ".", "repository root (config/default and config/samples are applied from it)")
+	f.StringVar(&o.gatewayCRDs, "gateway-api-crds", "", "directory of the Gateway API CRDs to install (standard channel of the gateway-api module)")
+	f.DurationVar(&o.waitTimeout, "wait-timeout", 3*time.Minute, "how long to wait for the controller, the proxies and Programmed")
+	f.DurationVar(&o.startTimeout, "start-timeout", 2*time.Minute, "bound on cluster startup")
+	return cmd
+}
+
+func runDev(parent context.Context, o devOptions) error {
+	if o.cfg.Binaries.Coxswain == "" || o.cfg.Binaries.EchoBasic == "" {
+		return errors.New("dev needs --coxswain and --echo-basic (make dev builds and passes both)")
+	}
+	if o.gatewayCRDs == "" {
+		return errors.New("dev needs --gateway-api-crds (make dev passes the gateway-api module's config/crd/standard)")
+	}
+	for _, p := range []*string{&o.cfg.Binaries.EchoBasic, &o.cfg.Binaries.Coxswain, &o.repo, &o.gatewayCRDs} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return err
+		}
+		*p = abs
+	}
+	o.cfg.StartTimeout = o.startTimeout
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := localcluster.Start(ctx, o.cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(os.Stderr, "localcluster: stopping")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "localcluster: stop:", err)
+		}
+	}()
+	kubectl := kubectlRunner{path: filepath.Join(assetsDir(o.cfg.AssetsDir), "kubectl"), kubeconfig: c.Kubeconfig}
+
+	if err := installAndWait(ctx, c, kubectl, o); err != nil {
+		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+		fmt.Fprintln(os.Stderr, "localcluster: the cluster keeps running for debugging:")
+		for _, args := range [][]string{{"get", "gateways,httproutes,ingresses", "-A"}, {"get", "pods", "-A", "-o", "wide"}} {
+			out, _ := kubectl.run(ctx, nil, args...)
+			fmt.Fprintln(os.Stderr, out)
+		}
+	}
+	fmt.Printf("\nexport KUBECONFIG=%s\n%s get gateways,pods -A\nlogs: %s\nCtrl-C stops everything.\n", c.Kubeconfig, kubectl.path, c.LogDir())
+	<-ctx.Done()
+	return nil
+}
+
+func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubectlRunner, o devOptions) error {
+	steps := []struct {
+		what string
+		args []string
+	}{
+		{"Gateway API CRDs", []string{"apply", "--server-side", "-f", o.gatewayCRDs}},
+		{"Coxswain CRDs, RBAC, controller and discovery Services", []string{"apply", "--server-side", "-k", filepath.Join(o.repo, "config", "default")}},
+		{"CRDs established", []string{"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"}},
+	}
+	for _, s := range steps {
+		fmt.Printf("==> %s\n", s.what)
+		if out, err := kubectl.run(ctx, nil, s.args...); err != nil {
+			return fmt.Errorf("%s: %w\n%s", s.what, err, out)
+		}
+	}
+	var demo strings.Builder
+	for _, b := range []struct{ name, port string }{{"api", "8080"}, {"frontend", "80"}, {"shop", "80"}} {
+		demo.WriteString(strings.NewReplacer("NAME", b.name, "PORT", b.port).Replace(demoBackends))
+		demo.WriteString("\n---\n")
+	}
+	fmt.Println("==> demo backends (echo-basic) and config/samples")
+	if out, err := kubectl.run(ctx, []byte(demo.String()), "apply", "--server-side", "-f", "-"); err != nil {
+		return fmt.Errorf("demo backends: %w\n%s", err, out)
+	}
+	if out, err := kubectl.run(ctx, nil, "apply", "--server-side", "-k", filepath.Join(o.repo, "config", "samples")); err != nil {
+		return fmt.Errorf("config/samples: %w\n%s", err, out)
+	}
+	fmt.Println("==> waiting for the controller")
+	if _, err := c.WaitForPodsReady(ctx, "coxswain-system", "app.kubernetes.io/component=controller", 1, o.waitTimeout); err != nil {
+		return err
+	}
+	fmt.Println("==> waiting for Gateway default/web to be Programmed")
+	timeout := fmt.Sprintf("--timeout=%ds", int(o.waitTimeout.Seconds()))
+	if out, err := kubectl.run(ctx, nil, "wait", "--for=condition=Programmed", "-n", "default", "gateway/web", timeout); err != nil {
+		return fmt.Errorf("gateway default/web not Programmed: %w\n%s", err, out)
+	}
+	pods, err := c.Client.CoreV1().Pods("coxswain-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=shared-proxy"})
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nCoxswain is routing. Try:")
+	for _, p := range pods.Items {
+		if p.Status.PodIP == "" {
+			continue
+		}
+		fmt.Printf("  curl -H 'Host: www.example.com' http://%s/        # HTTPRoute web -> frontend\n", p.Status.PodIP)
+		fmt.Printf("  curl -H 'Host: www.example.com' http://%s/api/x   # HTTPRoute web -> api\n", p.Status.PodIP)
+		fmt.Printf("  curl -H 'Host: shop.example.com' http://%s/       # Ingress shop -> shop\n", p.Status.PodIP)
+		break
+	}
+	return nil
+}
+
+func assetsDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "share", "kubebuilder-envtest", "k8s", localcluster.KubernetesVersion+"-linux-amd64")
+}
+
+// kubectlRunner runs the envtest kubectl against the cluster (bounded).
+type kubectlRunner struct {
+	path       string
+	kubeconfig string
+}
+
+func (k kubectlRunner) run(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.path, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
