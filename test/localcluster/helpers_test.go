@@ -371,8 +371,13 @@ func TestHostsFile(t *testing.T) {
 	ep := func(ip string, r *bool) discoveryv1.Endpoint {
 		return discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: r}}
 	}
+	withIP := svc("app", "cip", corev1.ServiceTypeClusterIP)
+	withIP.Spec.ClusterIP = "10.96.0.20"
+	headless := svc("app", "headless", corev1.ServiceTypeClusterIP)
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
 	addrs := serviceAddresses(
 		[]*corev1.Service{
+			withIP, headless,
 			svc("default", "kubernetes", corev1.ServiceTypeClusterIP),
 			svc("app", "web", corev1.ServiceTypeClusterIP),
 			svc("app", "down", corev1.ServiceTypeClusterIP),
@@ -384,8 +389,10 @@ func TestHostsFile(t *testing.T) {
 			slice("app", "web", ep("10.244.1.9", &ready), ep("10.244.1.3", &ready), ep("10.244.1.1", &notReady)),
 			slice("app", "down", ep("10.244.1.4", &notReady)),
 			slice("app", "ext", ep("10.244.1.5", &ready)),
+			slice("app", "cip", ep("10.244.1.6", &ready)),
+			slice("app", "headless", ep("10.244.1.8", &ready)),
 		})
-	want := map[string]string{"default/kubernetes": "10.244.0.1", "app/web": "10.244.1.3"}
+	want := map[string]string{"default/kubernetes": "10.244.0.1", "app/web": "10.244.1.3", "app/cip": "10.96.0.20", "app/headless": "10.244.1.8"}
 	if !reflect.DeepEqual(addrs, want) {
 		t.Fatalf("addresses %v, want %v", addrs, want)
 	}
@@ -399,5 +406,36 @@ func TestHostsFile(t *testing.T) {
 		if !strings.Contains(got, line) {
 			t.Errorf("hosts file lacks %q:\n%s", line, got)
 		}
+	}
+}
+
+func TestServiceBackends(t *testing.T) {
+	ready, notReady := true, false
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	name := func(s string) *string { return &s }
+	port := func(p int32) *int32 { return &p }
+	got := serviceBackends([]*discoveryv1.EndpointSlice{{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports: []discoveryv1.EndpointPort{
+			{Name: name("http"), Port: port(3000), Protocol: &tcp},
+			{Name: name("dns"), Port: port(53), Protocol: &udp},
+		},
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.1.9"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+			{Addresses: []string{"10.244.1.2"}},
+			{Addresses: []string{"10.244.1.3"}, Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
+		},
+	}})
+	want := map[string][]string{"ns/web/http": {"10.244.1.2:3000", "10.244.1.9:3000"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	lb := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.5", ClusterIPs: []string{"10.96.0.5", "fd00::5"}}}
+	if got := frontendAddresses(lb, "10.244.0.2"); !reflect.DeepEqual(got, []string{"10.96.0.5", "10.244.0.2"}) {
+		t.Errorf("frontend addresses %v", got)
+	}
+	if got := frontendAddresses(&corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}, ""); len(got) != 0 {
+		t.Errorf("headless frontend addresses %v", got)
 	}
 }

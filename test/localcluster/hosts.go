@@ -30,16 +30,17 @@ import (
 // There is no cluster DNS and no kube-proxy. Instead, each pod gets its own
 // /etc/hosts (through `ip netns exec`, which bind-mounts
 // /etc/netns/<netns>/hosts over /etc/hosts) naming every Service that has a
-// ready endpoint: "<svc>.<ns>.svc.cluster.local", "<svc>.<ns>.svc",
-// "<svc>.<ns>" and, for Services in the pod's namespace, "<svc>" resolve to
-// the first ready endpoint address (sorted). A client therefore reaches an
-// endpoint directly: this works for Services whose port equals the target
-// port. The files are rewritten in place when Services or EndpointSlices
+// ClusterIP or a ready endpoint: "<svc>.<ns>.svc.cluster.local",
+// "<svc>.<ns>.svc", "<svc>.<ns>" and, for Services in the pod's namespace,
+// "<svc>" resolve to the ClusterIP (which the harness's service proxy
+// serves, see serviceproxy.go) or, for a headless Service, to the first
+// ready endpoint address (sorted). The files are rewritten in place when Services or EndpointSlices
 // change, and a resolv.conf pointing at the pod's loopback makes other
 // lookups fail at once instead of timing out.
 const netnsEtc = "/etc/netns"
 
-// serviceAddresses maps "<namespace>/<name>" of each Service to the first
+// serviceAddresses maps "<namespace>/<name>" of each Service to its
+// ClusterIP (served by serviceProxy), or for a headless Service to the first
 // ready endpoint address of its EndpointSlices.
 func serviceAddresses(services []*corev1.Service, slices []*discoveryv1.EndpointSlice) map[string]string {
 	ready := map[string][]string{}
@@ -62,6 +63,10 @@ func serviceAddresses(services []*corev1.Service, slices []*discoveryv1.Endpoint
 			continue
 		}
 		key := svc.Namespace + "/" + svc.Name
+		if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+			out[key] = ip // served by the harness's service proxy
+			continue
+		}
 		addrs := ready[key]
 		if len(addrs) == 0 {
 			continue

@@ -69,6 +69,7 @@ type kubelet struct {
 
 	targets *mountTargets
 
+	proxy      *serviceProxy
 	hostsDirty chan struct{}
 	svcAddrs   map[string]string // "<ns>/<svc>" -> endpoint address, for pods' /etc/hosts
 }
@@ -115,7 +116,8 @@ func (k *kubelet) start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced, svcInf.HasSynced, sliceInf.HasSynced) {
 		return errors.New("informers did not sync within 30s")
 	}
-	k.refreshServiceAddresses()
+	k.proxy = newServiceProxy(k.ctx, k.client, k.net, k.logf)
+	k.syncServices()
 	go k.hostsLoop()
 	return nil
 }
@@ -127,14 +129,16 @@ func (k *kubelet) markHostsDirty() {
 	}
 }
 
-// refreshServiceAddresses recomputes the Service address table from the
-// informer caches and reports whether it changed.
-func (k *kubelet) refreshServiceAddresses() bool {
+// syncServices reconciles the service proxy and recomputes the Service
+// address table (for pods' /etc/hosts) from the informer caches; it reports
+// whether the table changed.
+func (k *kubelet) syncServices() bool {
 	svcs, err1 := k.factory.Core().V1().Services().Lister().List(labels.Everything())
 	slices, err2 := k.factory.Discovery().V1().EndpointSlices().Lister().List(labels.Everything())
 	if err1 != nil || err2 != nil {
 		return false
 	}
+	k.proxy.reconcile(svcs, slices)
 	addrs := serviceAddresses(svcs, slices)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -166,7 +170,7 @@ func (k *kubelet) hostsLoop() {
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
-		if !k.refreshServiceAddresses() {
+		if !k.syncServices() {
 			continue
 		}
 		k.mu.Lock()
@@ -353,6 +357,9 @@ func (k *kubelet) stop(timeout time.Duration) error {
 	}
 	if k.cancel != nil {
 		k.cancel()
+	}
+	if k.proxy != nil {
+		k.proxy.close()
 	}
 	if k.factory != nil {
 		k.factory.Shutdown()

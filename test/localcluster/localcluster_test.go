@@ -376,12 +376,16 @@ func TestLocalCluster(t *testing.T) {
 	}
 	// Service names resolve inside pods (their /etc/hosts) to a ready
 	// endpoint; the kubernetes Service to the apiserver on the bridge.
+	echoSvc, err := cs.CoreV1().Services(testNS).Get(ctx, "echo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterIP := echoSvc.Spec.ClusterIP
 	if _, err := exec.LookPath("getent"); err == nil {
-		want := map[string]bool{endpoints[0].Addresses[0]: true, endpoints[1].Addresses[0]: true}
-		for name, ok := range map[string]func(string) bool{
-			"echo.lc-test.svc.cluster.local": func(ip string) bool { return want[ip] },
-			"echo":                           func(ip string) bool { return want[ip] },
-			"kubernetes.default.svc":         func(ip string) bool { return ip == c.NodeIP },
+		for name, want := range map[string]string{
+			"echo.lc-test.svc.cluster.local": clusterIP,
+			"echo":                           clusterIP,
+			"kubernetes.default.svc":         "10.96.0.1",
 		} {
 			poll(t, "resolving "+name+" in a pod", 10*time.Second, func() (bool, string) {
 				out, err := exec.Command("ip", "netns", "exec", netnsNames[1], "getent", "hosts", name).Output()
@@ -389,10 +393,58 @@ func TestLocalCluster(t *testing.T) {
 					return false, err.Error()
 				}
 				f := strings.Fields(string(out))
-				return len(f) > 0 && ok(f[0]), string(out)
+				return len(f) > 0 && f[0] == want, string(out)
 			})
 		}
 	}
+	// The ClusterIP is served (user-space service proxy) from the host and
+	// from pods, spreading connections over both pods; a LoadBalancer
+	// Service gets a VIP on the bridge in its status, and serves too.
+	seen := map[string]bool{}
+	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	poll(t, "both pods answer through the ClusterIP", 20*time.Second, func() (bool, string) {
+		reply, err := getEcho(fresh, "http://"+net.JoinHostPort(clusterIP, "8080")+"/")
+		if err != nil {
+			return false, err.Error()
+		}
+		seen[reply.Pod] = true
+		return len(seen) == 2, fmt.Sprintf("pods seen: %v", seen)
+	})
+	if _, err := exec.LookPath("curl"); err == nil {
+		out, err := exec.Command("ip", "netns", "exec", netnsNames[1], "curl", "-sS", "-m", "5", "http://echo.lc-test.svc:8080/from-pod").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), `"path": "/from-pod"`) {
+			t.Errorf("pod to Service name: %v: %s", err, out)
+		}
+	}
+	lb := svc.DeepCopy()
+	lb.ObjectMeta = metav1.ObjectMeta{Name: "echo-lb", Namespace: testNS}
+	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
+	lb.Spec.Ports = []corev1.ServicePort{{Name: "web", Port: 80, TargetPort: intstr.FromInt32(3000)}}
+	if _, err := cs.CoreV1().Services(testNS).Create(ctx, lb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var vip string
+	poll(t, "LoadBalancer Service gets a VIP", 20*time.Second, func() (bool, string) {
+		got, err := cs.CoreV1().Services(testNS).Get(ctx, "echo-lb", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if ing := got.Status.LoadBalancer.Ingress; len(ing) == 1 {
+			vip = ing[0].IP
+		}
+		return vip != "", fmt.Sprintf("%+v", got.Status.LoadBalancer)
+	})
+	if ip := net.ParseIP(vip); ip == nil || !podNet.Contains(ip) || ip.String() == c.NodeIP || c.LoadBalancerIP(testNS, "echo-lb") != vip {
+		t.Fatalf("VIP %s: want an address of the bridge's network other than the node's", vip)
+	}
+	poll(t, "the VIP serves", 20*time.Second, func() (bool, string) {
+		reply, err := getEcho(fresh, "http://"+vip+"/lb")
+		if err != nil {
+			return false, err.Error()
+		}
+		return reply.Path == "/lb" && reply.Namespace == testNS, fmt.Sprintf("%+v", reply)
+	})
+
 	// The Secret volume is mounted only in the pods' mount namespaces.
 	if _, err := os.Stat(filepath.Join(tlsMount, "crt")); err == nil {
 		t.Errorf("%s/crt is visible on the host: the volume mount leaked out of the pod", tlsMount)

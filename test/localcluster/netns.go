@@ -107,6 +107,29 @@ func (n *network) allocate() (net.IP, error) {
 	return nil, fmt.Errorf("pod network %s is full", n.subnet)
 }
 
+// allocateVIP returns a free address of the node's /24 (x.x.0.2-254 of the
+// subnet), for load-balancer VIPs.
+func (n *network) allocateVIP() (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	base := ipToUint(n.subnet.IP.To4())
+	for off := uint32(2); off < 255; off++ {
+		ip := uintToIP(base + off)
+		if ip.Equal(n.gateway) || n.used[ip.String()] {
+			continue
+		}
+		n.used[ip.String()] = true
+		return ip.String(), nil
+	}
+	return "", fmt.Errorf("no free load-balancer address in %s", uintToIP(base))
+}
+
+func (n *network) releaseVIP(ip string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.used, ip)
+}
+
 func (n *network) release(ip net.IP) {
 	if ip == nil {
 		return
