@@ -17,19 +17,25 @@ limitations under the License.
 package cmd
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/proxy"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 func newProxyCommand() *cobra.Command {
 	var shared, dedicated, accessLog bool
+	var disc discovery.ProxyFlags
 	cfg := proxy.Config{}
 	c := &cobra.Command{
 		Use:   "proxy (--shared | --dedicated --gateway-name NAME --gateway-namespace NS)",
@@ -53,7 +59,32 @@ func newProxyCommand() *cobra.Command {
 			if accessLog {
 				cfg.DataPlane.AccessLog = os.Stdout
 			}
-			return proxy.Run(cmd.Context(), cfg, proxy.NewReadiness("no routing snapshot applied yet"))
+			readiness := proxy.NewReadiness("no routing snapshot applied yet")
+			if disc.Endpoints == "" && cfg.SnapshotFile == "" {
+				return errors.New("a proxy needs a source of snapshots: --discovery-endpoint or --snapshot-file")
+			}
+			if disc.Endpoints != "" {
+				scope := snapshot.SharedPool()
+				if cfg.Mode == proxy.ModeDedicated {
+					scope = snapshot.GatewayScope(cfg.GatewayNamespace, cfg.GatewayName)
+				}
+				opts, err := disc.ClientOptions(scope, nodeID())
+				if err != nil {
+					return err
+				}
+				cfg.Source = func(ctx context.Context, dp *proxy.DataPlane, reg prometheus.Registerer) error {
+					opts.Applier = dp
+					opts.Readiness = readiness
+					opts.Registerer = reg
+					opts.Log = log.WithName("discovery")
+					client, err := discovery.NewClient(opts)
+					if err != nil {
+						return err
+					}
+					return client.Run(ctx)
+				}
+			}
+			return proxy.Run(cmd.Context(), cfg, readiness)
 		},
 	}
 	f := c.Flags()
@@ -69,6 +100,19 @@ func newProxyCommand() *cobra.Command {
 	f.BoolVar(&accessLog, "access-log", true, "Write one JSON access log line per request to stdout (routes can turn it off).")
 	f.DurationVar(&cfg.DataPlane.DrainTimeout, "drain-timeout", 10*time.Second, "How long a removed listener may drain its connections.")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "How long in-flight requests may finish on SIGTERM.")
+	disc.AddFlags(f)
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c
+}
+
+// nodeID names this proxy on the discovery stream: the pod name, else the
+// host name.
+func nodeID() string {
+	if n := os.Getenv("POD_NAME"); n != "" {
+		return n
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "coxswain-proxy"
 }

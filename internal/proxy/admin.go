@@ -59,7 +59,7 @@ type Config struct {
 	SnapshotPollInterval time.Duration
 	// Source, when set, feeds snapshots to the data plane (the discovery
 	// client); it runs until ctx ends.
-	Source func(ctx context.Context, dp *DataPlane) error
+	Source func(ctx context.Context, dp *DataPlane, reg prometheus.Registerer) error
 	// ShutdownTimeout bounds the graceful drain on exit (default 25s).
 	ShutdownTimeout time.Duration
 }
@@ -86,6 +86,9 @@ func (c Config) Validate() error {
 // with 404, so it must not receive traffic.
 type Readiness struct {
 	reason atomic.Pointer[string]
+	// note is shown by a ready proxy that is degraded (serving its last
+	// good snapshot while disconnected from discovery).
+	note atomic.Pointer[string]
 }
 
 // NewReadiness starts not ready, for the given reason.
@@ -95,8 +98,23 @@ func NewReadiness(reason string) *Readiness {
 	return r
 }
 
-// Ready marks the proxy ready.
-func (r *Readiness) Ready() { r.reason.Store(nil) }
+// Ready marks the proxy ready and clears any degraded note.
+func (r *Readiness) Ready() {
+	r.reason.Store(nil)
+	r.note.Store(nil)
+}
+
+// Degraded keeps the proxy ready (it still serves its last good snapshot)
+// and shows note on /readyz.
+func (r *Readiness) Degraded(note string) { r.note.Store(&note) }
+
+// Note is the degraded note, empty when none.
+func (r *Readiness) Note() string {
+	if p := r.note.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
 
 // NotReady marks the proxy not ready, with a reason shown on /readyz.
 func (r *Readiness) NotReady(reason string) { r.reason.Store(&reason) }
@@ -154,6 +172,10 @@ func (a *Admin) HealthHandler() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if reason := a.readiness.Reason(); reason != "" {
 			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+			return
+		}
+		if note := a.readiness.Note(); note != "" {
+			_, _ = fmt.Fprintln(w, "ok (degraded: "+note+")")
 			return
 		}
 		_, _ = fmt.Fprintln(w, "ok")
@@ -235,7 +257,7 @@ func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			if err := cfg.Source(ctx, dp); err != nil && ctx.Err() == nil {
+			if err := cfg.Source(ctx, dp, admin.Registry()); err != nil && ctx.Err() == nil {
 				errs <- fmt.Errorf("snapshot source: %w", err)
 			}
 		}()

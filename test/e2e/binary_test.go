@@ -172,9 +172,19 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("proxy without a snapshot source refuses to start", func(t *testing.T) {
+		out, err := exec.Command(bin, "serve", "proxy", "--shared").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--discovery-endpoint or --snapshot-file") {
+			t.Fatalf("err = %v, output %q; want a refusal naming both sources", err, out)
+		}
+	})
+
 	t.Run("shared proxy serves health and metrics and is not ready without a snapshot", func(t *testing.T) {
 		health, metrics := freeAddr(t), freeAddr(t)
-		p := start(t, bin, nil, "serve", "proxy", "--shared", "--health-probe-bind-address", health, "--metrics-bind-address", metrics)
+		// The snapshot file does not exist yet: the proxy waits for it.
+		snap := filepath.Join(t.TempDir(), "snapshot.yaml")
+		p := start(t, bin, nil, "serve", "proxy", "--shared", "--health-probe-bind-address", health, "--metrics-bind-address", metrics,
+			"--snapshot-file", snap)
 		eventually(t, 20*time.Second, func() string {
 			if code, _, err := httpGet("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
 				return "healthz not 200"
@@ -226,7 +236,9 @@ func TestBinary(t *testing.T) {
 		health, metrics := freeAddr(t), freeAddr(t)
 		p := start(t, bin, []string{"POD_NAMESPACE=coxswain-system", "KUBECONFIG="},
 			"serve", "controller", "--kubeconfig", kubeconfigPath,
-			"--health-probe-bind-address", health, "--metrics-bind-address", metrics)
+			"--health-probe-bind-address", health, "--metrics-bind-address", metrics,
+			"--discovery-bind-address", freeAddr(t), "--discovery-bootstrap-bind-address", freeAddr(t),
+			"--manage-shared-pool=false")
 
 		eventually(t, 60*time.Second, func() string {
 			if code, _, err := httpGet("http://" + health + "/readyz"); err != nil || code != http.StatusOK {
