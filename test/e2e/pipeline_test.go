@@ -1,0 +1,223 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/controller"
+	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/testenv"
+)
+
+// TestPipeline runs the real controller binary against envtest and a real
+// proxy binary that holds only a ServiceAccount token, the public trust
+// bundle and the endpoints: an HTTPRoute created in the apiserver must end
+// up answering on the proxy, and the Gateway may only turn Programmed after
+// the proxy has bound its port and acked.
+func TestPipeline(t *testing.T) {
+	bin := buildBinary(t)
+	env, err := testenv.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: controller.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns = "coxswain-system"
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provision.SharedPoolName}}))
+
+	streamAddr, bootAddr := freeAddr(t), freeAddr(t)
+	health, metrics := freeAddr(t), freeAddr(t)
+	start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
+		"serve", "controller", "--kubeconfig", kubeconfigPath,
+		"--health-probe-bind-address", health, "--metrics-bind-address", metrics,
+		"--discovery-bind-address", streamAddr, "--discovery-bootstrap-bind-address", bootAddr,
+		"--manage-shared-pool=false")
+
+	// A Gateway and a route that answers without a backend (a redirect),
+	// because EndpointSlices cannot point at loopback.
+	must(c.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "coxswain"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: "coxswain-labs.dev/gateway-controller"}}))
+	must(c.Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+			Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}}))
+	must(c.Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "moved"},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
+			Hostnames:       []gwv1.Hostname{"www.example.com"},
+			Rules: []gwv1.HTTPRouteRule{{Filters: []gwv1.HTTPRouteFilter{{
+				Type: gwv1.HTTPRouteFilterRequestRedirect,
+				RequestRedirect: &gwv1.HTTPRequestRedirectFilter{
+					Hostname: ptr.To[gwv1.PreciseHostname]("new.example.com"), StatusCode: ptr.To(301)},
+			}}}},
+		}}))
+
+	programmed := func() *metav1.Condition {
+		gw := &gwv1.Gateway{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, gw); err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+	}
+	// Before any proxy connects the Gateway is accepted but Pending.
+	eventually(t, 60*time.Second, func() string {
+		p := programmed()
+		if p == nil || p.Status != metav1.ConditionFalse || p.Reason != string(gwv1.GatewayReasonPending) {
+			return "Programmed is not False/Pending yet"
+		}
+		return ""
+	})
+
+	// What a proxy pod gets: a projected token and the public bundle.
+	cs, err := kubernetes.NewForConfig(cfg)
+	must(err)
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, provision.SharedPoolName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{discovery.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	must(err)
+	tokenPath := filepath.Join(dir, "token")
+	must(os.WriteFile(tokenPath, []byte(tok.Status.Token), 0o600))
+	bundlePath := filepath.Join(dir, "ca.crt")
+	eventually(t, 60*time.Second, func() string {
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.TrustConfigMapName}, cm); err != nil {
+			return "trust ConfigMap: " + err.Error()
+		}
+		if cm.Data["ca.crt"] == "" {
+			return "trust ConfigMap has no ca.crt"
+		}
+		must(os.WriteFile(bundlePath, []byte(cm.Data["ca.crt"]), 0o600))
+		return ""
+	})
+	if p := programmed(); p == nil || p.Status != metav1.ConditionFalse {
+		t.Fatalf("Programmed before any proxy bound and acked: %+v", p)
+	}
+
+	proxyHealth := freeAddr(t)
+	start(t, bin, []string{"POD_NAME=shared-proxy-0"},
+		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1",
+		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", freeAddr(t),
+		"--discovery-endpoint", "https://"+streamAddr, "--discovery-bootstrap-endpoint", "https://"+bootAddr,
+		"--discovery-token-path", tokenPath, "--discovery-trust-bundle", bundlePath,
+		"--discovery-controller-namespace", ns)
+
+	eventually(t, 60*time.Second, func() string {
+		if code, body, err := httpGet("http://" + proxyHealth + "/readyz"); err != nil || code != http.StatusOK {
+			return "proxy not ready: " + body
+		}
+		return ""
+	})
+	eventually(t, 60*time.Second, func() string {
+		if p := programmed(); p == nil || p.Status != metav1.ConditionTrue {
+			return "Gateway not Programmed after the proxy bound and acked"
+		}
+		return ""
+	})
+
+	// The shared pool serves the Gateway on its internal port, read back
+	// from the Gateway's VIP Service.
+	var internal int32
+	eventually(t, 30*time.Second, func() string {
+		list := &corev1.ServiceList{}
+		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP}); err != nil {
+			return err.Error()
+		}
+		if len(list.Items) != 1 || len(list.Items[0].Spec.Ports) != 1 {
+			return "no VIP Service yet"
+		}
+		internal = list.Items[0].Spec.Ports[0].TargetPort.IntVal
+		return ""
+	})
+	hc := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{}}}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(internal)))
+	eventually(t, 30*time.Second, func() string {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/path", nil)
+		req.Host = "www.example.com"
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		_ = resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusMovedPermanently || !strings.Contains(loc, "new.example.com") {
+			return "got " + resp.Status + " Location " + loc
+		}
+		// Port 80 is the scheme's well-known port, so it is omitted.
+		if loc != "http://new.example.com/path" {
+			return "Location " + loc
+		}
+		return ""
+	})
+	// A host no route claims gets 404.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+	req.Host = "other.example.com"
+	resp, err := hc.Do(req)
+	must(err)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unrouted host: %s, want 404", resp.Status)
+	}
+}
