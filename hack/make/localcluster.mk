@@ -53,3 +53,8 @@ test-localcluster: localcluster-deps localcluster-assets echo-basic ## Run the l
 dev: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## Run Coxswain on the local cluster (controller and proxies as local pods), with the samples and demo backends; prints curl commands. Ctrl-C stops it.
 	$(LOCALCLUSTER) dev --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain --repo $(CURDIR) \
 		--gateway-api-crds "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard" $(LOCALCLUSTER_ARGS)
+
+.PHONY: dev-check
+dev-check: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## make dev, then send its curl requests, check each reaches its backend, and stop (for CI).
+	$(LOCALCLUSTER) dev --check --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain --repo $(CURDIR) \
+		--gateway-api-crds "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard" $(LOCALCLUSTER_ARGS)

@@ -19,8 +19,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,7 +32,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coxswain-go/coxswain/test/localcluster"
 )
@@ -41,12 +42,12 @@ import (
 const demoBackends = `
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: NAME, namespace: default, labels: {app: NAME}}
+metadata: {name: {{NAME}}, namespace: default, labels: {app: {{NAME}}}}
 spec:
   replicas: 1
-  selector: {matchLabels: {app: NAME}}
+  selector: {matchLabels: {app: {{NAME}}}}
   template:
-    metadata: {labels: {app: NAME}}
+    metadata: {labels: {app: {{NAME}}}}
     spec:
       containers:
       - name: echo
@@ -54,14 +55,14 @@ spec:
         env:
         - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
         - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-        - {name: SERVICE_NAME, value: NAME}
+        - {name: SERVICE_NAME, value: {{NAME}}}
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: NAME, namespace: default}
+metadata: {name: {{NAME}}, namespace: default}
 spec:
-  selector: {app: NAME}
-  ports: [{name: http, port: PORT, targetPort: 3000}]
+  selector: {app: {{NAME}}}
+  ports: [{name: http, port: {{PORT}}, targetPort: 3000}]
 `
 
 type devOptions struct {
@@ -70,6 +71,7 @@ type devOptions struct {
 	gatewayCRDs  string
 	waitTimeout  time.Duration
 	startTimeout time.Duration
+	check        bool
 }
 
 func newDevCommand() *cobra.Command {
@@ -91,6 +93,7 @@ func newDevCommand() *cobra.Command {
 	f.StringVar(&o.gatewayCRDs, "gateway-api-crds", "", "directory of the Gateway API CRDs to install (standard channel of the gateway-api module)")
 	f.DurationVar(&o.waitTimeout, "wait-timeout", 3*time.Minute, "how long to wait for the controller, the proxies and Programmed")
 	f.DurationVar(&o.startTimeout, "start-timeout", 2*time.Minute, "bound on cluster startup")
+	f.BoolVar(&o.check, "check", false, "send the printed requests, check each reaches its backend, then stop (exit status 1 on failure)")
 	return cmd
 }
 
@@ -126,7 +129,18 @@ func runDev(parent context.Context, o devOptions) error {
 	}()
 	kubectl := kubectlRunner{path: filepath.Join(assetsDir(o.cfg.AssetsDir), "kubectl"), kubeconfig: c.Kubeconfig}
 
-	if err := installAndWait(ctx, c, kubectl, o); err != nil {
+	checks, err := installAndWait(ctx, c, kubectl, o)
+	if o.check {
+		if err == nil {
+			err = runChecks(ctx, checks)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Println("dev check passed")
+		return nil
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
 		fmt.Fprintln(os.Stderr, "localcluster: the cluster keeps running for debugging:")
 		for _, args := range [][]string{{"get", "gateways,httproutes,ingresses", "-A"}, {"get", "pods", "-A", "-o", "wide"}} {
@@ -139,7 +153,56 @@ func runDev(parent context.Context, o devOptions) error {
 	return nil
 }
 
-func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubectlRunner, o devOptions) error {
+// devCheck is one request make dev prints, with the backend it must reach.
+type devCheck struct {
+	host, url, service string
+}
+
+// runChecks sends each request (bounded retries: routes may still be
+// propagating) and checks echo-basic names the expected Service.
+func runChecks(ctx context.Context, checks []devCheck) error {
+	if len(checks) == 0 {
+		return errors.New("no Gateway or Ingress address to check")
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, ch := range checks {
+		var last string
+		ok := false
+		for attempt := 0; attempt < 60 && !ok; attempt++ {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, ch.url, nil)
+			if err != nil {
+				return err
+			}
+			req.Host = ch.host
+			resp, err := client.Do(req)
+			if err == nil {
+				var body struct {
+					Service string `json:"service"`
+				}
+				derr := json.NewDecoder(resp.Body).Decode(&body)
+				_ = resp.Body.Close()
+				ok = resp.StatusCode == http.StatusOK && derr == nil && body.Service == ch.service
+				last = fmt.Sprintf("status %d, service %q", resp.StatusCode, body.Service)
+			} else {
+				last = err.Error()
+			}
+			if !ok {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		}
+		if !ok {
+			return fmt.Errorf("curl -H 'Host: %s' %s: want service %q, got %s", ch.host, ch.url, ch.service, last)
+		}
+		fmt.Printf("ok  Host: %s %s -> %s\n", ch.host, ch.url, ch.service)
+	}
+	return nil
+}
+
+func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubectlRunner, o devOptions) ([]devCheck, error) {
 	steps := []struct {
 		what string
 		args []string
@@ -151,45 +214,48 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubect
 	for _, s := range steps {
 		fmt.Printf("==> %s\n", s.what)
 		if out, err := kubectl.run(ctx, nil, s.args...); err != nil {
-			return fmt.Errorf("%s: %w\n%s", s.what, err, out)
+			return nil, fmt.Errorf("%s: %w\n%s", s.what, err, out)
 		}
 	}
 	var demo strings.Builder
 	for _, b := range []struct{ name, port string }{{"api", "8080"}, {"frontend", "80"}, {"shop", "80"}} {
-		demo.WriteString(strings.NewReplacer("NAME", b.name, "PORT", b.port).Replace(demoBackends))
+		demo.WriteString(strings.NewReplacer("{{NAME}}", b.name, "{{PORT}}", b.port).Replace(demoBackends))
 		demo.WriteString("\n---\n")
 	}
 	fmt.Println("==> demo backends (echo-basic) and config/samples")
 	if out, err := kubectl.run(ctx, []byte(demo.String()), "apply", "--server-side", "-f", "-"); err != nil {
-		return fmt.Errorf("demo backends: %w\n%s", err, out)
+		return nil, fmt.Errorf("demo backends: %w\n%s", err, out)
 	}
 	if out, err := kubectl.run(ctx, nil, "apply", "--server-side", "-k", filepath.Join(o.repo, "config", "samples")); err != nil {
-		return fmt.Errorf("config/samples: %w\n%s", err, out)
+		return nil, fmt.Errorf("config/samples: %w\n%s", err, out)
 	}
 	fmt.Println("==> waiting for the controller")
 	if _, err := c.WaitForPodsReady(ctx, "coxswain-system", "app.kubernetes.io/component=controller", 1, o.waitTimeout); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Println("==> waiting for Gateway default/web to be Programmed")
 	timeout := fmt.Sprintf("--timeout=%ds", int(o.waitTimeout.Seconds()))
 	if out, err := kubectl.run(ctx, nil, "wait", "--for=condition=Programmed", "-n", "default", "gateway/web", timeout); err != nil {
-		return fmt.Errorf("gateway default/web not Programmed: %w\n%s", err, out)
+		return nil, fmt.Errorf("gateway default/web not Programmed: %w\n%s", err, out)
 	}
-	pods, err := c.Client.CoreV1().Pods("coxswain-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=shared-proxy"})
-	if err != nil {
-		return err
-	}
+	gwAddr, _ := kubectl.run(ctx, nil, "get", "gateway", "web", "-n", "default", "-o", "jsonpath={.status.addresses[0].value}")
+	ingAddr, _ := kubectl.run(ctx, nil, "get", "ingress", "shop", "-n", "default", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
 	fmt.Println("\nCoxswain is routing. Try:")
-	for _, p := range pods.Items {
-		if p.Status.PodIP == "" {
-			continue
-		}
-		fmt.Printf("  curl -H 'Host: www.example.com' http://%s/        # HTTPRoute web -> frontend\n", p.Status.PodIP)
-		fmt.Printf("  curl -H 'Host: www.example.com' http://%s/api/x   # HTTPRoute web -> api\n", p.Status.PodIP)
-		fmt.Printf("  curl -H 'Host: shop.example.com' http://%s/       # Ingress shop -> shop\n", p.Status.PodIP)
-		break
+	var checks []devCheck
+	if gwAddr = strings.TrimSpace(gwAddr); gwAddr != "" {
+		checks = append(checks, devCheck{"www.example.com", "http://" + gwAddr + "/", "frontend"},
+			devCheck{"www.example.com", "http://" + gwAddr + "/api/x", "api"})
+		fmt.Printf("  curl -H 'Host: www.example.com' http://%s/        # Gateway web, HTTPRoute web -> frontend\n", gwAddr)
+		fmt.Printf("  curl -H 'Host: www.example.com' http://%s/api/x   # Gateway web, HTTPRoute web -> api\n", gwAddr)
 	}
-	return nil
+	if ingAddr = strings.TrimSpace(ingAddr); ingAddr != "" {
+		checks = append(checks, devCheck{"shop.example.com", "http://" + ingAddr + "/", "shop"})
+		fmt.Printf("  curl -H 'Host: shop.example.com' http://%s/       # Ingress shop -> shop\n", ingAddr)
+	}
+	if gwAddr == "" && ingAddr == "" {
+		fmt.Println("  (no Gateway or Ingress address published yet: kubectl get gateways,ingresses -A)")
+	}
+	return checks, nil
 }
 
 func assetsDir(dir string) string {
