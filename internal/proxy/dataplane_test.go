@@ -674,3 +674,44 @@ func TestFastPathAndHandoff(t *testing.T) {
 		}
 	}
 }
+
+// TestLeastRequest: with one request held on endpoint A, a LeastRequest
+// set sends every further request to B; round robin would alternate.
+func TestLeastRequest(t *testing.T) {
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	var holdOnce atomic.Bool
+	mkBackend := func(name string) *testBackend {
+		return startBackend(t, name, false, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hold" && holdOnce.CompareAndSwap(false, true) {
+				held <- struct{}{}
+				<-release
+			}
+			w.Header().Set("X-Backend", name)
+		})
+	}
+	a, b := mkBackend("a"), mkBackend("b")
+	p := newTestPlane(t)
+	port := freePort(t)
+	set := epSet("ns/lr:80", a, b)
+	set.LoadBalancer = snapshot.LeastRequest
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},
+		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "lr", Backends: to("ns/lr:80")}}})}})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	done := make(chan string, 1)
+	go func() { done <- fetch(t, client(), base+"/hold").header.Get("X-Backend") }()
+	<-held
+	counts := map[string]int{}
+	for i := 0; i < 20; i++ {
+		counts[fetch(t, client(), base+"/next").header.Get("X-Backend")]++
+	}
+	close(release)
+	holder := <-done
+	other := "b"
+	if holder == "b" {
+		other = "a"
+	}
+	if counts[other] != 20 {
+		t.Errorf("with %s busy, LeastRequest spread %v; want all 20 on %s", holder, counts, other)
+	}
+}

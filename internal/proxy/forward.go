@@ -222,7 +222,13 @@ func (es *endpointSet) pick() *endpoint {
 	case n == 1:
 		return es.eps[0]
 	case es.leastRequest:
-		a, b := es.eps[rand.IntN(n)], es.eps[rand.IntN(n)]
+		// Power of two choices: two distinct random endpoints, the one with
+		// fewer requests in flight wins.
+		i, j := rand.IntN(n), rand.IntN(n-1)
+		if j >= i {
+			j++
+		}
+		a, b := es.eps[i], es.eps[j]
 		if b.inflight.Load() < a.inflight.Load() {
 			return b
 		}
