@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +149,30 @@ func TestSampleSnapshotIsValid(t *testing.T) {
 	}
 	if _, err := compile(s, nil, newMetrics(nil)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadinessDegraded: a degraded proxy is ready, with its note on
+// /readyz; Ready and NotReady clear the note.
+func TestReadinessDegraded(t *testing.T) {
+	r := NewReadiness("starting")
+	h := NewAdmin(Config{Mode: ModeShared}, r).HealthHandler()
+	probe := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, strings.TrimSpace(rec.Body.String())
+	}
+	r.Degraded("disconnected from discovery; serving the last good snapshot")
+	if code, body := probe(); code != 200 || !strings.Contains(body, "degraded: disconnected") {
+		t.Errorf("degraded /readyz = %d %q", code, body)
+	}
+	r.Ready()
+	if code, body := probe(); code != 200 || body != "ok" {
+		t.Errorf("ready /readyz = %d %q", code, body)
+	}
+	r.Degraded("x")
+	r.NotReady("shutting down")
+	if code, body := probe(); code != 503 || !strings.Contains(body, "shutting down") {
+		t.Errorf("not ready /readyz = %d %q", code, body)
 	}
 }
