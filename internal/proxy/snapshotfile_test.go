@@ -152,8 +152,8 @@ func TestSampleSnapshotIsValid(t *testing.T) {
 	}
 }
 
-// TestReadinessDegraded: a degraded proxy is ready, with its note on
-// /readyz; Ready and NotReady clear the note.
+// TestReadinessDegraded: a degraded proxy stays ready, with its note on
+// /readyz; Ready clears the note and NotReady wins over it.
 func TestReadinessDegraded(t *testing.T) {
 	r := NewReadiness("starting")
 	h := NewAdmin(Config{Mode: ModeShared}, r).HealthHandler()
@@ -162,6 +162,7 @@ func TestReadinessDegraded(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 		return rec.Code, strings.TrimSpace(rec.Body.String())
 	}
+	r.Ready()
 	r.Degraded("disconnected from discovery; serving the last good snapshot")
 	if code, body := probe(); code != 200 || !strings.Contains(body, "degraded: disconnected") {
 		t.Errorf("degraded /readyz = %d %q", code, body)
