@@ -169,6 +169,9 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
+		if fs.closing.Load() {
+			return // a drain began while the deadline was being set
+		}
 		if _, err := br.Peek(1); err != nil {
 			return
 		}
