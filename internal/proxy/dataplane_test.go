@@ -126,6 +126,20 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 			t.Errorf("response headers %v: want X-Resp, X-Backend-Resp and no X-Remove-Me", r.header)
 		}
 	})
+	t.Run("forwarding headers without filters", func(t *testing.T) {
+		r := hf("/rr", "X-Forwarded-For", "6.6.6.6", "Forwarded", "for=6.6.6.6", "X-Real-IP", "6.6.6.6", "X-Forwarded-Proto", "https", "X-Custom", "kept", "Keep-Alive", "timeout=5")
+		h := r.echo.Header
+		for name, want := range map[string]string{"X-Forwarded-For": "127.0.0.1", "X-Forwarded-Proto": "http", "X-Forwarded-Host": "app.example.com", "X-Custom": "kept"} {
+			if got := strings.Join(h.Values(name), ","); got != want {
+				t.Errorf("upstream %s = %q, want %q", name, got, want)
+			}
+		}
+		for _, gone := range []string{"Forwarded", "X-Real-Ip", "Keep-Alive"} {
+			if v := h.Values(gone); len(v) > 0 {
+				t.Errorf("upstream saw %s = %q, want it stripped", gone, v)
+			}
+		}
+	})
 	t.Run("rewrites", func(t *testing.T) {
 		if r := hf("/old/page?q=1"); r.echo.Path != "/new/page" || r.echo.Query != "q=1" {
 			t.Errorf("prefix rewrite: upstream path %q query %q", r.echo.Path, r.echo.Query)

@@ -375,7 +375,6 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 	if isTLS {
 		proto = "https"
 	}
-	hdr := outboundHeader(r.Header, clientIP(r.RemoteAddr), proto, r.Host)
 	host := r.Host
 	path, rewritten := r.URL.Path, false
 	if rw := rt.rewrite; rw != nil {
@@ -386,12 +385,20 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 			path, rewritten = rewritePath(rw.Path, rt, r.URL.Path), true
 		}
 	}
-	rt.reqHdr.apply(hdr)
-	b.reqHdr.apply(hdr)
 	up := upgradeType(r.Header)
-	if up != "" {
-		hdr["Connection"] = []string{"Upgrade"}
-		hdr["Upgrade"] = []string{up}
+	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody)
+	lean := d.lean != nil && noBody && up == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	// Without header filters or Connection tokens the lean client writes
+	// the filtered client headers straight to the upstream, no map built.
+	uh := upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
+	if !lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 {
+		uh.h = outboundHeader(r.Header, uh.clientIP, proto, r.Host)
+		rt.reqHdr.apply(uh.h)
+		b.reqHdr.apply(uh.h)
+		if up != "" {
+			uh.h["Connection"] = []string{"Upgrade"}
+			uh.h["Upgrade"] = []string{up}
+		}
 	}
 	if t := rt.timeouts.UpstreamRead.D(); t > 0 {
 		at.timers = append(at.timers, time.AfterFunc(t, func() { at.cancel(errUpstreamTimeout) }))
@@ -402,8 +409,7 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		err     error
 		limited *limitedBody
 	)
-	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody)
-	if d.lean != nil && noBody && up == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if lean {
 		uri := r.RequestURI
 		switch {
 		case rewritten:
@@ -411,7 +417,7 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		case uri == "" || uri[0] != '/':
 			uri = r.URL.RequestURI() // absolute-form or asterisk targets
 		}
-		resp, err = d.lean.roundTrip(ctx, ep.addr, r.Method, uri, host, hdr)
+		resp, err = d.lean.roundTrip(ctx, ep.addr, r.Method, uri, host, &uh)
 	} else {
 		outreq := r.WithContext(ctx)
 		outreq.RequestURI = ""
@@ -424,7 +430,7 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		}
 		outreq.URL = &u
 		outreq.Host = host
-		outreq.Header = hdr
+		outreq.Header = uh.h
 		if r.ContentLength == 0 {
 			outreq.Body = nil
 		}

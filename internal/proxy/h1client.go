@@ -116,7 +116,7 @@ func (c *h1Client) dial(ctx context.Context, addr string) (*h1Conn, error) {
 
 // roundTrip sends a bodiless request and returns the response whose Body
 // hands the connection back to the pool once it has been read to the end.
-func (c *h1Client) roundTrip(ctx context.Context, addr, method, uri, host string, h http.Header) (*http.Response, error) {
+func (c *h1Client) roundTrip(ctx context.Context, addr, method, uri, host string, h *upstreamHeaders) (*http.Response, error) {
 	mreq := methodRequests[method]
 	for attempt := 0; attempt < 2; attempt++ {
 		pc := c.get(addr)
@@ -146,7 +146,7 @@ type stopper struct {
 	stop func() bool
 }
 
-func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, h http.Header, reused bool) (*http.Response, error) {
+func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, uh *upstreamHeaders, reused bool) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = pc.nc.SetDeadline(time.Unix(1, 0)) })
 	bw := pc.bw
 	_, _ = bw.WriteString(mreq.Method)
@@ -155,17 +155,7 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 	_, _ = bw.WriteString(" HTTP/1.1\r\nHost: ")
 	_, _ = bw.WriteString(host)
 	_, _ = bw.WriteString("\r\n")
-	for k, vv := range h {
-		if k == "Host" || k == "Content-Length" || k == "Transfer-Encoding" {
-			continue
-		}
-		for _, v := range vv {
-			_, _ = bw.WriteString(k)
-			_, _ = bw.WriteString(": ")
-			_, _ = bw.WriteString(v)
-			_, _ = bw.WriteString("\r\n")
-		}
-	}
+	uh.write(bw)
 	_, _ = bw.WriteString("\r\n")
 	if err := bw.Flush(); err != nil {
 		stop()
@@ -241,4 +231,51 @@ func (b *h1Body) finish(ok bool) {
 func (b *h1Body) Close() error {
 	b.finish(false)
 	return nil
+}
+
+// upstreamHeaders are the request headers for the upstream: either a
+// prepared map (filters applied), or the client's headers to filter while
+// writing them, which spares building a map per request.
+type upstreamHeaders struct {
+	h                        http.Header
+	in                       http.Header
+	clientIP, proto, fwdHost string
+}
+
+func writeHeaderLine(bw *bufio.Writer, k, v string) {
+	_, _ = bw.WriteString(k)
+	_, _ = bw.WriteString(": ")
+	_, _ = bw.WriteString(v)
+	_, _ = bw.WriteString("\r\n")
+}
+
+func (uh *upstreamHeaders) write(bw *bufio.Writer) {
+	if uh.h != nil {
+		for k, vv := range uh.h {
+			if k == "Host" || k == "Content-Length" || k == "Transfer-Encoding" {
+				continue
+			}
+			for _, v := range vv {
+				writeHeaderLine(bw, k, v)
+			}
+		}
+		return
+	}
+	// Same rules as outboundHeader; the caller made sure there is no
+	// Connection header whose tokens would name more headers to drop.
+	for k, vv := range uh.in {
+		if isHop(k) || isClientForwarding(k) || k == "Host" || k == "Content-Length" {
+			continue
+		}
+		for _, v := range vv {
+			writeHeaderLine(bw, k, v)
+		}
+	}
+	if uh.clientIP != "" {
+		writeHeaderLine(bw, "X-Forwarded-For", uh.clientIP)
+	}
+	writeHeaderLine(bw, "X-Forwarded-Proto", uh.proto)
+	if uh.fwdHost != "" {
+		writeHeaderLine(bw, "X-Forwarded-Host", uh.fwdHost)
+	}
 }
