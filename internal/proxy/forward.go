@@ -88,6 +88,16 @@ func (e *exchange) Flush() {
 	}
 }
 
+// adoptHeader hands h to a writer that can take it as its header map
+// instead of copying it (the fast path's writer).
+func (e *exchange) adoptHeader(h http.Header) bool {
+	if fw, ok := e.w.(*fastWriter); ok && !fw.wroteHeader && len(fw.h) == 0 {
+		fw.h = h
+		return true
+	}
+	return false
+}
+
 // Unwrap lets http.ResponseController reach the connection (hijack for
 // upgrades).
 func (e *exchange) Unwrap() http.ResponseWriter { return e.w }
@@ -484,13 +494,23 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		d.upgrade(ex, r, rt, resp, up)
 		return
 	}
-	dst := ex.Header()
 	respConn := resp.Header["Connection"]
-	for k, v := range resp.Header {
-		if isHop(k) {
-			continue
+	dst := ex.Header()
+	if len(dst) == 0 && ex.adoptHeader(resp.Header) {
+		// The fast path takes the upstream's header map as its own.
+		dst = resp.Header
+		for k := range dst {
+			if isHop(k) {
+				delete(dst, k)
+			}
 		}
-		dst[k] = v
+	} else {
+		for k, v := range resp.Header {
+			if isHop(k) {
+				continue
+			}
+			dst[k] = v
+		}
 	}
 	for _, c := range respConn {
 		for _, f := range strings.Split(c, ",") {
