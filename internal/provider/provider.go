@@ -25,6 +25,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -62,8 +64,9 @@ const (
 	SharedProxyServiceName = "coxswain-shared-proxy"
 )
 
-// Debounce bounds: a rebuild waits for Quiet without events, but never more
-// than MaxDelay after the first event of a burst.
+// Debounce bounds: an event after a quiet period rebuilds at once; an event
+// within Quiet of the previous one waits for Quiet without events, but never
+// more than MaxDelay.
 const (
 	DefaultQuiet    = 20 * time.Millisecond
 	DefaultMaxDelay = 500 * time.Millisecond
@@ -106,6 +109,9 @@ type Provider struct {
 	last *translator.Result
 	// missing holds the kinds the apiserver does not serve (set in Start).
 	missing map[string]bool
+	// lastEvent and prevEvent are the Unix nanoseconds of the two latest
+	// triggers, telling a lone change from a burst.
+	lastEvent, prevEvent atomic.Int64
 }
 
 // New returns a Provider; call SetupWithManager or Start it yourself.
@@ -154,8 +160,13 @@ func init() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds) }
 // again after every debounced burst of events, until ctx ends.
 func (p *Provider) Start(ctx context.Context) error {
 	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { p.Trigger() },
-		UpdateFunc: func(any, any) { p.Trigger() },
+		AddFunc: func(any) { p.Trigger() },
+		UpdateFunc: func(oldObj, newObj any) {
+			if statusOnly(oldObj, newObj) {
+				return
+			}
+			p.Trigger()
+		},
 		DeleteFunc: func(any) { p.Trigger() },
 	}
 	p.missing = map[string]bool{}
@@ -186,15 +197,49 @@ func (p *Provider) Start(ctx context.Context) error {
 			return nil
 		case <-p.trigger:
 		}
-		if !p.debounce(ctx) {
+		// Leading edge: an event that follows a quiet period (no event for
+		// Quiet) rebuilds at once, so a single change propagates without
+		// waiting out the window. An event inside a burst is debounced: the
+		// rebuild waits for Quiet without events, at most MaxDelay.
+		if p.burst() && !p.debounce(ctx) {
 			return nil
 		}
 		p.rebuild(ctx)
 	}
 }
 
+// burst reports whether the latest event came within Quiet of the one
+// before it.
+func (p *Provider) burst() bool {
+	last, prev := p.lastEvent.Load(), p.prevEvent.Load()
+	return prev != 0 && time.Duration(last-prev) < p.opts.Quiet
+}
+
+// statusOnly reports an update that cannot change a translation: the status
+// of a kind whose status the translator never reads (written by our own
+// status writer, mostly). Services, EndpointSlices and Deployments are
+// never skipped: their status or unversioned spec matters.
+func statusOnly(oldObj, newObj any) bool {
+	switch newObj.(type) {
+	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *networkingv1.Ingress:
+	default:
+		return false
+	}
+	o, ok1 := oldObj.(client.Object)
+	n, ok2 := newObj.(client.Object)
+	if !ok1 || !ok2 || n.GetGeneration() == 0 {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() &&
+		equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) &&
+		equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp())
+}
+
 // Trigger asks for a rebuild; bursts coalesce.
 func (p *Provider) Trigger() {
+	now := time.Now().UnixNano()
+	p.prevEvent.Store(p.lastEvent.Swap(now))
 	select {
 	case p.trigger <- struct{}{}:
 	default:

@@ -45,7 +45,7 @@ import (
 )
 
 // buildBinary compiles cmd/coxswain into a temporary directory.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "coxswain")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/coxswain")
@@ -56,7 +56,7 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -91,7 +91,7 @@ type process struct {
 	done   chan error
 }
 
-func start(t *testing.T, bin string, env []string, args ...string) *process {
+func start(t testing.TB, bin string, env []string, args ...string) *process {
 	t.Helper()
 	p := &process{cmd: exec.Command(bin, args...), output: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append(os.Environ(), env...)
@@ -110,7 +110,7 @@ func start(t *testing.T, bin string, env []string, args ...string) *process {
 }
 
 // stop sends SIGTERM and requires a clean exit.
-func (p *process) stop(t *testing.T) {
+func (p *process) stop(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func (p *process) stop(t *testing.T) {
 }
 
 // eventually polls f every 200ms until it returns "" or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() string) {
+func eventually(t testing.TB, timeout time.Duration, f func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

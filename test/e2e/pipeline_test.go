@@ -18,13 +18,11 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,12 +42,59 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
-// TestPipeline runs the real controller binary against envtest and a real
-// proxy binary that holds only a ServiceAccount token, the public trust
-// bundle and the endpoints: an HTTPRoute created in the apiserver must end
-// up answering on the proxy, and the Gateway may only turn Programmed after
-// the proxy has bound its port and acked.
-func TestPipeline(t *testing.T) {
+// pipeline is the controller binary and a shared proxy binary running
+// against envtest, connected only through real discovery.
+type pipeline struct {
+	c   client.Client
+	ctx context.Context
+	// addr is the proxy's listener for the Gateway default/web (its
+	// internal port on 127.0.0.1).
+	addr string
+	hc   *http.Client
+}
+
+// gatewayProgrammed is the Programmed condition of default/web.
+func (p *pipeline) gatewayProgrammed() *metav1.Condition {
+	gw := &gwv1.Gateway{}
+	if err := p.c.Get(p.ctx, client.ObjectKey{Namespace: "default", Name: "web"}, gw); err != nil {
+		return nil
+	}
+	return meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+}
+
+// redirectRoute is an HTTPRoute on default/web for host that redirects to
+// "moved-"+host: it answers without a backend, because EndpointSlices
+// cannot point at loopback.
+func redirectRoute(name, host string) *gwv1.HTTPRoute {
+	return &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
+			Hostnames:       []gwv1.Hostname{gwv1.Hostname(host)},
+			Rules: []gwv1.HTTPRouteRule{{Filters: []gwv1.HTTPRouteFilter{{
+				Type: gwv1.HTTPRouteFilterRequestRedirect,
+				RequestRedirect: &gwv1.HTTPRequestRedirectFilter{
+					Hostname: ptr.To(gwv1.PreciseHostname("moved-" + host)), StatusCode: ptr.To(301)},
+			}}}},
+		}}
+}
+
+// get sends GET http://host/path to the proxy and returns the status and
+// Location.
+func (p *pipeline) get(host, path string) (int, string, error) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)
+	req.Host = host
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location"), nil
+}
+
+// startPipeline starts envtest, the controller, a GatewayClass and the
+// Gateway default/web, runs beforeProxy, then starts a proxy that holds only
+// a token, the trust bundle and the endpoints, and waits until it is ready.
+func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	bin := buildBinary(t)
 	env, err := testenv.Environment()
 	if err != nil {
@@ -77,7 +122,9 @@ func TestPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	p := &pipeline{c: c, ctx: context.Background(), hc: &http.Client{Timeout: 2 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	ctx := p.ctx
 	const ns = "coxswain-system"
 	must := func(err error) {
 		t.Helper()
@@ -89,46 +136,20 @@ func TestPipeline(t *testing.T) {
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provision.SharedPoolName}}))
 
 	streamAddr, bootAddr := freeAddr(t), freeAddr(t)
-	health, metrics := freeAddr(t), freeAddr(t)
 	start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
 		"serve", "controller", "--kubeconfig", kubeconfigPath,
-		"--health-probe-bind-address", health, "--metrics-bind-address", metrics,
+		"--health-probe-bind-address", freeAddr(t), "--metrics-bind-address", freeAddr(t),
 		"--discovery-bind-address", streamAddr, "--discovery-bootstrap-bind-address", bootAddr,
 		"--manage-shared-pool=false")
 
-	// A Gateway and a route that answers without a backend (a redirect),
-	// because EndpointSlices cannot point at loopback.
 	must(c.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "coxswain"},
 		Spec: gwv1.GatewayClassSpec{ControllerName: "coxswain-labs.dev/gateway-controller"}}))
 	must(c.Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
 			Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}}}))
-	must(c.Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "moved"},
-		Spec: gwv1.HTTPRouteSpec{
-			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
-			Hostnames:       []gwv1.Hostname{"www.example.com"},
-			Rules: []gwv1.HTTPRouteRule{{Filters: []gwv1.HTTPRouteFilter{{
-				Type: gwv1.HTTPRouteFilterRequestRedirect,
-				RequestRedirect: &gwv1.HTTPRequestRedirectFilter{
-					Hostname: ptr.To[gwv1.PreciseHostname]("new.example.com"), StatusCode: ptr.To(301)},
-			}}}},
-		}}))
-
-	programmed := func() *metav1.Condition {
-		gw := &gwv1.Gateway{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, gw); err != nil {
-			return nil
-		}
-		return meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+	if beforeProxy != nil {
+		beforeProxy(p)
 	}
-	// Before any proxy connects the Gateway is accepted but Pending.
-	eventually(t, 60*time.Second, func() string {
-		p := programmed()
-		if p == nil || p.Status != metav1.ConditionFalse || p.Reason != string(gwv1.GatewayReasonPending) {
-			return "Programmed is not False/Pending yet"
-		}
-		return ""
-	})
 
 	// What a proxy pod gets: a projected token and the public bundle.
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -151,34 +172,27 @@ func TestPipeline(t *testing.T) {
 		must(os.WriteFile(bundlePath, []byte(cm.Data["ca.crt"]), 0o600))
 		return ""
 	})
-	if p := programmed(); p == nil || p.Status != metav1.ConditionFalse {
-		t.Fatalf("Programmed before any proxy bound and acked: %+v", p)
+	if beforeProxy != nil {
+		if pc := p.gatewayProgrammed(); pc == nil || pc.Status != metav1.ConditionFalse {
+			t.Fatalf("Programmed before any proxy bound and acked: %+v", pc)
+		}
 	}
 
 	proxyHealth := freeAddr(t)
 	start(t, bin, []string{"POD_NAME=shared-proxy-0"},
-		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1",
+		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1", "--access-log=false",
 		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", freeAddr(t),
 		"--discovery-endpoint", "https://"+streamAddr, "--discovery-bootstrap-endpoint", "https://"+bootAddr,
 		"--discovery-token-path", tokenPath, "--discovery-trust-bundle", bundlePath,
 		"--discovery-controller-namespace", ns)
-
 	eventually(t, 60*time.Second, func() string {
 		if code, body, err := httpGet("http://" + proxyHealth + "/readyz"); err != nil || code != http.StatusOK {
 			return "proxy not ready: " + body
 		}
 		return ""
 	})
-	eventually(t, 60*time.Second, func() string {
-		if p := programmed(); p == nil || p.Status != metav1.ConditionTrue {
-			return "Gateway not Programmed after the proxy bound and acked"
-		}
-		return ""
-	})
-
 	// The shared pool serves the Gateway on its internal port, read back
 	// from the Gateway's VIP Service.
-	var internal int32
 	eventually(t, 30*time.Second, func() string {
 		list := &corev1.ServiceList{}
 		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP}); err != nil {
@@ -187,37 +201,50 @@ func TestPipeline(t *testing.T) {
 		if len(list.Items) != 1 || len(list.Items[0].Spec.Ports) != 1 {
 			return "no VIP Service yet"
 		}
-		internal = list.Items[0].Spec.Ports[0].TargetPort.IntVal
+		p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(list.Items[0].Spec.Ports[0].TargetPort.IntVal)))
 		return ""
 	})
-	hc := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{}}}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(internal)))
+	return p
+}
+
+// TestPipeline runs the real controller binary against envtest and a real
+// proxy binary that holds only a ServiceAccount token, the public trust
+// bundle and the endpoints: an HTTPRoute created in the apiserver must end
+// up answering on the proxy, and the Gateway may only turn Programmed after
+// the proxy has bound its port and acked.
+func TestPipeline(t *testing.T) {
+	p := startPipeline(t, func(p *pipeline) {
+		if err := p.c.Create(p.ctx, redirectRoute("moved", "www.example.com")); err != nil {
+			t.Fatal(err)
+		}
+		// Before any proxy connects the Gateway is accepted but Pending.
+		eventually(t, 60*time.Second, func() string {
+			pc := p.gatewayProgrammed()
+			if pc == nil || pc.Status != metav1.ConditionFalse || pc.Reason != string(gwv1.GatewayReasonPending) {
+				return "Programmed is not False/Pending yet"
+			}
+			return ""
+		})
+	})
+	eventually(t, 60*time.Second, func() string {
+		if pc := p.gatewayProgrammed(); pc == nil || pc.Status != metav1.ConditionTrue {
+			return "Gateway not Programmed after the proxy bound and acked"
+		}
+		return ""
+	})
 	eventually(t, 30*time.Second, func() string {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/path", nil)
-		req.Host = "www.example.com"
-		resp, err := hc.Do(req)
+		code, loc, err := p.get("www.example.com", "/path")
 		if err != nil {
 			return err.Error()
 		}
-		_ = resp.Body.Close()
-		loc := resp.Header.Get("Location")
-		if resp.StatusCode != http.StatusMovedPermanently || !strings.Contains(loc, "new.example.com") {
-			return "got " + resp.Status + " Location " + loc
-		}
 		// Port 80 is the scheme's well-known port, so it is omitted.
-		if loc != "http://new.example.com/path" {
-			return "Location " + loc
+		if code != http.StatusMovedPermanently || loc != "http://moved-www.example.com/path" {
+			return "got " + strconv.Itoa(code) + " Location " + loc
 		}
 		return ""
 	})
 	// A host no route claims gets 404.
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-	req.Host = "other.example.com"
-	resp, err := hc.Do(req)
-	must(err)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("unrouted host: %s, want 404", resp.Status)
+	if code, _, err := p.get("other.example.com", "/"); err != nil || code != http.StatusNotFound {
+		t.Errorf("unrouted host: %d %v, want 404", code, err)
 	}
 }

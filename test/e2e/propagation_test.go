@@ -1,0 +1,83 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestPropagationLatency measures route change → proxy serving it, through
+// the real apiserver, controller and proxy: N sequential HTTPRoute
+// creations, each polled (every millisecond, at most 10 s) until the proxy
+// answers with that route's redirect. It prints p50/p90/p99/max and asserts
+// nothing about time (these machines are noisy): it runs only when
+// COXSWAIN_PROPAGATION_ROUTES is set, from `make bench-propagation`.
+func TestPropagationLatency(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("COXSWAIN_PROPAGATION_ROUTES"))
+	if n <= 0 {
+		t.Skip("set COXSWAIN_PROPAGATION_ROUTES (make bench-propagation) to measure propagation latency")
+	}
+	// COXSWAIN_PROPAGATION_GAP spaces the creations (e.g. 25ms): changes
+	// closer together than the 20 ms debounce window are coalesced on
+	// purpose, so a gap measures the latency of an isolated change.
+	gap, _ := time.ParseDuration(os.Getenv("COXSWAIN_PROPAGATION_GAP"))
+	p := startPipeline(t, nil)
+	lat := make([]time.Duration, 0, n)
+	creates := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		host := fmt.Sprintf("r%d.example.com", i)
+		want := "http://moved-" + host + "/"
+		begin := time.Now()
+		if err := p.c.Create(p.ctx, redirectRoute(fmt.Sprintf("r%d", i), host)); err != nil {
+			t.Fatal(err)
+		}
+		creates = append(creates, time.Since(begin))
+		deadline := begin.Add(10 * time.Second)
+		for {
+			code, loc, err := p.get(host, "/")
+			if err == nil && code == http.StatusMovedPermanently && loc == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("route %d not served within 10s (last: %d %q %v)", i, code, loc, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		lat = append(lat, time.Since(begin))
+		time.Sleep(gap)
+	}
+	slices.Sort(lat)
+	slices.Sort(creates)
+	q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(f*float64(len(lat))))] }
+	t.Logf("propagation over %d sequential HTTPRoute creations: p50 %v  p90 %v  p99 %v  max %v",
+		n, q(0.50).Round(100*time.Microsecond), q(0.90).Round(100*time.Microsecond),
+		q(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond))
+	fmt.Printf("propagation gap=%v routes=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f\n", gap, n,
+		ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(lat[len(lat)-1]))
+	// The apiserver's own share: the Create call returns once etcd has
+	// committed the object.
+	fmt.Printf("propagation create_call p50_ms=%.1f p99_ms=%.1f\n",
+		ms(creates[len(creates)/2]), ms(creates[min(len(creates)-1, len(creates)*99/100)]))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
