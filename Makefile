@@ -82,7 +82,7 @@ bench-propagation: envtest kustomize ## Route change → proxy serving it (contr
 		go test ./test/e2e -run TestPropagationLatency -count=1 -v -timeout 20m | grep -E '^(propagation|ok|FAIL|---)'
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated code, manifests or go.mod are stale.
+verify: manifests generate verify-distribution ## Fail when generated code, manifests, the OLM bundle, the Helm chart or go.mod are stale.
 	go mod tidy -diff
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		echo "generated files are out of date; run 'make manifests generate' and commit:"; \

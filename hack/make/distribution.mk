@@ -38,4 +38,4 @@ bundle-push: ## Push the bundle image.
 
 # `make test` also checks dist/install.yaml (internal/distribution applies it
 # to envtest), so render it first.
-test: build-installer
+test: build-installer bundle
