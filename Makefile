@@ -180,8 +180,8 @@ protoc: ## Install protoc (Debian protobuf-compiler) if missing.
 		fi; }
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver, etcd and kubectl for envtest from Go modules, unless present.
-	hack/envtest/build.sh "$(ENVTEST_ASSETS_DIR)"
+envtest: ## Build kube-apiserver, etcd, kubectl and kube-controller-manager (for the local cluster) from Go modules, unless present.
+	ENVTEST_EXTRA_BINARIES=kube-controller-manager hack/envtest/build.sh "$(ENVTEST_ASSETS_DIR)"
 
 # go-install-tool installs package $2 at version $3 as $1 (versioned name, with
 # an unversioned symlink beside it).
