@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package conformance runs the upstream Gateway API conformance suite
 // (sigs.k8s.io/gateway-api/conformance v1.6.3, unmodified) against a cluster
 // that runs Coxswain. It is a module of its own because the suite pins other
