@@ -302,6 +302,10 @@ func (c *Cluster) start(ctx context.Context) error {
 			"--cert-dir=" + filepath.Join(cfg.Dir, "apiserver-certs"),
 			"--tls-cert-file=" + keys.serverCertFile, "--tls-private-key-file=" + keys.serverKeyFile,
 			"--client-ca-file=" + keys.caCertFile,
+			"--kubelet-client-certificate=" + keys.kubeletClientCertFile,
+			"--kubelet-client-key=" + keys.kubeletClientKeyFile,
+			"--kubelet-certificate-authority=" + keys.caCertFile,
+			"--kubelet-preferred-address-types=InternalIP",
 			"--authorization-mode=RBAC",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + keys.saPubFile,
@@ -386,6 +390,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		podsDir: filepath.Join(cfg.Dir, "pods"), logsDir: filepath.Join(logs, "pods"),
 		apiHost: nodeIP, apiPort: strconv.Itoa(apiPort), shimPath: shim, hostMountNS: hostNS,
 		reg: c.reg, logf: cfg.Logf,
+		servingCert: keys.kubeletCertFile, servingKey: keys.kubeletKeyFile, caPEM: keys.caCertPEM,
 	}
 	if err := c.kubelet.start(ctx); err != nil {
 		return fmt.Errorf("local kubelet: %w", err)

@@ -17,11 +17,14 @@ limitations under the License.
 package localcluster
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -437,5 +440,52 @@ func TestServiceBackends(t *testing.T) {
 	}
 	if got := frontendAddresses(&corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}, ""); len(got) != 0 {
 		t.Errorf("headless frontend addresses %v", got)
+	}
+}
+
+func TestRenderLog(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	w := &timestampWriter{stream: "stdout", w: &buf, mu: &mu}
+	for _, chunk := range []string{"first line\nsec", "ond line\n", "third\n", "partial"} {
+		if _, err := w.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := splitLines([]byte(buf.String()))
+	if len(lines) != 3 {
+		t.Fatalf("stored %q: want 3 complete lines", buf.String())
+	}
+	stored := []string{
+		"2026-11-29T10:00:00.5Z stdout one",
+		"2026-11-29T10:00:01Z stderr two",
+		"not a stored line",
+		"2026-11-29T10:00:02.25Z stdout three",
+	}
+	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	for _, tt := range []struct {
+		name string
+		q    logQuery
+		want string
+	}{
+		{"all", logQuery{tailLines: -1}, "one\ntwo\nnot a stored line\nthree\n"},
+		{"since", logQuery{tailLines: -1, since: at("2026-11-29T10:00:01Z")}, "two\nnot a stored line\nthree\n"},
+		{"tail", logQuery{tailLines: 1}, "three\n"},
+		{"timestamps", logQuery{tailLines: 2, timestamps: true}, "not a stored line\n2026-11-29T10:00:02.25Z three\n"},
+		{"limit", logQuery{tailLines: -1, limitBytes: 5}, "one\nt"},
+	} {
+		if got := string(renderLog(stored, tt.q)); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	now := at("2026-11-29T10:00:10Z")
+	q, err := parseLogQuery(url.Values{"sinceSeconds": {"5"}, "tailLines": {"3"}, "timestamps": {"true"}, "follow": {"true"}}, now)
+	if err != nil || !q.since.Equal(now.Add(-5*time.Second)) || q.tailLines != 3 || !q.timestamps || !q.follow {
+		t.Errorf("parseLogQuery: %+v, %v", q, err)
+	}
+	for _, bad := range []url.Values{{"sinceTime": {"yesterday"}}, {"tailLines": {"-1"}}, {"limitBytes": {"0"}}} {
+		if _, err := parseLogQuery(bad, now); err == nil {
+			t.Errorf("parseLogQuery(%v) accepted", bad)
+		}
 	}
 }

@@ -56,6 +56,11 @@ type kubelet struct {
 	hostMountNS string
 	reg         *pidRegistry
 	logf        func(format string, args ...any)
+	// The kubelet API (logs.go): serving certificate and the CA its
+	// clients' certificates must chain to.
+	servingCert, servingKey string
+	caPEM                   []byte
+	apiPortNum              int
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -84,6 +89,11 @@ func (k *kubelet) start(ctx context.Context) error {
 			return err
 		}
 	}
+	port, err := k.serveAPI()
+	if err != nil {
+		return fmt.Errorf("kubelet API: %w", err)
+	}
+	k.apiPortNum = port
 	if err := k.registerNode(ctx); err != nil {
 		return fmt.Errorf("registering node %s: %w", k.nodeName, err)
 	}
@@ -214,6 +224,9 @@ func (k *kubelet) registerNode(ctx context.Context) error {
 		Capacity:    capacity,
 		Allocatable: capacity,
 		Phase:       corev1.NodeRunning,
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{
+			KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(k.apiPortNum)},
+		},
 		Conditions: []corev1.NodeCondition{{
 			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "local kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,

@@ -445,6 +445,24 @@ func TestLocalCluster(t *testing.T) {
 		return reply.Path == "/lb" && reply.Namespace == testNS, fmt.Sprintf("%+v", reply)
 	})
 
+	// Pod logs through the apiserver (the kubelet API), with sinceTime as
+	// the conformance suite's mirror tests read them.
+	logName := endpoints[0].TargetRef.Name
+	poll(t, "pod logs through the apiserver", 20*time.Second, func() (bool, string) {
+		b, err := cs.CoreV1().Pods(testNS).GetLogs(logName, &corev1.PodLogOptions{
+			Container: "echo", SinceTime: &metav1.Time{Time: depStart.Add(-time.Second)},
+		}).DoRaw(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(string(b), "/lc-test"), string(b)
+	})
+	if b, err := cs.CoreV1().Pods(testNS).GetLogs(logName, &corev1.PodLogOptions{
+		Container: "echo", SinceTime: &metav1.Time{Time: time.Now().Add(time.Hour)},
+	}).DoRaw(ctx); err != nil || len(b) != 0 {
+		t.Errorf("logs since the future: %q, %v", b, err)
+	}
+
 	// The Secret volume is mounted only in the pods' mount namespaces.
 	if _, err := os.Stat(filepath.Join(tlsMount, "crt")); err == nil {
 		t.Errorf("%s/crt is visible on the host: the volume mount leaked out of the pod", tlsMount)

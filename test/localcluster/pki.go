@@ -46,6 +46,10 @@ type pki struct {
 	adminCertFile, adminKeyFile               string
 	saKeyFile, saPubFile                      string
 	adminCertPEM, adminKeyPEM                 []byte
+	// The kubelet's serving certificate (the node IP) and the apiserver's
+	// client certificate for the kubelet API (pod logs).
+	kubeletCertFile, kubeletKeyFile             string
+	kubeletClientCertFile, kubeletClientKeyFile string
 }
 
 // newPKI writes fresh keys and certificates into dir. hosts are the IP
@@ -62,6 +66,11 @@ func newPKI(dir string, ips []net.IP, dnsNames []string) (*pki, error) {
 		adminKeyFile:   filepath.Join(dir, "admin.key"),
 		saKeyFile:      filepath.Join(dir, "sa.key"),
 		saPubFile:      filepath.Join(dir, "sa.pub"),
+
+		kubeletCertFile:       filepath.Join(dir, "kubelet.crt"),
+		kubeletKeyFile:        filepath.Join(dir, "kubelet.key"),
+		kubeletClientCertFile: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKeyFile:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 	}
 	now := time.Now().Add(-time.Hour)
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -131,6 +140,14 @@ func newPKI(dir string, ips []net.IP, dnsNames []string) (*pki, error) {
 		x509.ExtKeyUsageClientAuth, p.adminCertFile, p.adminKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("admin certificate: %w", err)
+	}
+
+	if _, _, err := issue(4, pkix.Name{CommonName: "localcluster-kubelet"}, x509.ExtKeyUsageServerAuth, p.kubeletCertFile, p.kubeletKeyFile); err != nil {
+		return nil, fmt.Errorf("kubelet certificate: %w", err)
+	}
+	if _, _, err := issue(5, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		x509.ExtKeyUsageClientAuth, p.kubeletClientCertFile, p.kubeletClientKeyFile); err != nil {
+		return nil, fmt.Errorf("apiserver kubelet-client certificate: %w", err)
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)

@@ -521,10 +521,11 @@ func (r *podRunner) startContainer(c *containerState) {
 		return
 	}
 	spec := procSpec{
-		name:    fmt.Sprintf("pod %s container %s", r.latest().Name, c.spec.Name),
-		env:     []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", shimEnv + "=" + c.launchFile},
-		dir:     r.dir,
-		logPath: c.logPath,
+		name:        fmt.Sprintf("pod %s container %s", r.latest().Name, c.spec.Name),
+		env:         []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", shimEnv + "=" + c.launchFile},
+		dir:         r.dir,
+		logPath:     c.logPath,
+		timestamped: true,
 	}
 	if r.netns != "" {
 		spec.path, spec.args = "ip", []string{"netns", "exec", r.netns, r.k.shimPath}

@@ -18,9 +18,11 @@ package localcluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +53,9 @@ type procSpec struct {
 	logPath string
 	// newMountNS gives the process a private mount namespace.
 	newMountNS bool
+	// timestamped prefixes every output line with its time and stream, so
+	// the kubelet's log endpoint can honour sinceTime and timestamps.
+	timestamped bool
 }
 
 // startProcess starts spec with its output appended to spec.logPath. The
@@ -66,6 +71,13 @@ func startProcess(spec procSpec, reg *pidRegistry) (*process, error) {
 	cmd.Dir = spec.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	if spec.timestamped {
+		var mu sync.Mutex
+		cmd.Stdout = &timestampWriter{stream: "stdout", w: logFile, mu: &mu}
+		cmd.Stderr = &timestampWriter{stream: "stderr", w: logFile, mu: &mu}
+		// A child holding the pipes open must not delay the exit.
+		cmd.WaitDelay = 2 * time.Second
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if spec.newMountNS {
 		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
@@ -299,4 +311,41 @@ func (l *instanceLock) release() {
 	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	_ = l.f.Close()
 	l.f = nil
+}
+
+// timestampWriter writes each complete line as "<RFC3339Nano> <stream>
+// <line>" (a partial line waits for its end).
+type timestampWriter struct {
+	stream string
+	w      io.Writer
+	mu     *sync.Mutex
+	buf    []byte
+}
+
+func (t *timestampWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	for {
+		i := bytes.IndexByte(t.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := t.buf[:i]
+		t.mu.Lock()
+		_, err := fmt.Fprintf(t.w, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), t.stream, line)
+		t.mu.Unlock()
+		t.buf = t.buf[i+1:]
+		if err != nil {
+			return len(p), err
+		}
+	}
+	if len(t.buf) > 64<<10 { // an endless line: flush it in pieces
+		t.mu.Lock()
+		_, err := fmt.Fprintf(t.w, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), t.stream, t.buf)
+		t.mu.Unlock()
+		t.buf = t.buf[:0]
+		if err != nil {
+			return len(p), err
+		}
+	}
+	return len(p), nil
 }
