@@ -93,6 +93,7 @@ func newDevCommand() *cobra.Command {
 	f.StringVar(&o.gatewayCRDs, "gateway-api-crds", "", "directory of the Gateway API CRDs to install (standard channel of the gateway-api module)")
 	f.DurationVar(&o.waitTimeout, "wait-timeout", 3*time.Minute, "how long to wait for the controller, the proxies and Programmed")
 	f.DurationVar(&o.startTimeout, "start-timeout", 2*time.Minute, "bound on cluster startup")
+	f.DurationVar(&o.cfg.LockWait, "lock-wait", 0, "wait this long for another local cluster on this machine to stop (0: fail at once)")
 	f.BoolVar(&o.check, "check", false, "send the printed requests, check each reaches its backend, then stop (exit status 1 on failure)")
 	return cmd
 }

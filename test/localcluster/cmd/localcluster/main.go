@@ -128,6 +128,7 @@ func newUpCommand() *cobra.Command {
 	f.StringVar(&readyFile, "ready-file", "", "write the kubeconfig path to this file once ready (removed at stop)")
 	f.DurationVar(&startTimeout, "start-timeout", 2*time.Minute, "bound on startup")
 	f.DurationVar(&runFor, "run-for", 0, "stop after this long (0: until interrupted)")
+	f.DurationVar(&cfg.LockWait, "lock-wait", 0, "wait this long for another local cluster on this machine to stop (0: fail at once)")
 	return cmd
 }
 
