@@ -17,6 +17,7 @@ limitations under the License.
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -407,5 +408,51 @@ func TestSwapUnderLoad(t *testing.T) {
 	}
 	if a.hits.Load() == 0 || b.hits.Load() == 0 {
 		t.Errorf("swaps did not move traffic between endpoint sets: a=%d b=%d", a.hits.Load(), b.hits.Load())
+	}
+}
+
+// TestStreamingResponsesAreNotBuffered: each chunk of a response of
+// unknown length (server-sent events) reaches the client while the upstream
+// is still writing, over the fast path (HTTP/1.1) and net/http (h2c).
+func TestStreamingResponsesAreNotBuffered(t *testing.T) {
+	step := make(chan struct{})
+	up := startBackend(t, "sse", false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 3; i++ {
+			_, _ = fmt.Fprintf(w, "data: event %d\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-step: // the client saw this event
+			case <-time.After(10 * time.Second):
+				return
+			}
+		}
+	})
+	p := newTestPlane(t)
+	port := freePort(t)
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/sse:80", up)},
+		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "sse", Backends: to("ns/sse:80")}}})}})
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	for name, c := range map[string]*http.Client{
+		"http1": client(),
+		"h2c":   {Transport: &http.Transport{Protocols: &h2c}, Timeout: 20 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/events", port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			br := bufio.NewReader(resp.Body)
+			for i := 0; i < 3; i++ {
+				line, err := br.ReadString('\n')
+				if err != nil || line != fmt.Sprintf("data: event %d\n", i) {
+					t.Fatalf("event %d: %q, %v", i, line, err)
+				}
+				_, _ = br.ReadString('\n') // the blank line ending the event
+				step <- struct{}{}         // only now may the upstream send the next one
+			}
+		})
 	}
 }
