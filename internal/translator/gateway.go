@@ -516,7 +516,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 	gw := gi.gw
 	gen := gw.Generation
 	st := GatewayStatus{NamespacedName: key(&gw.ObjectMeta), Generation: gen, Scope: scope}
-	anyAccepted := false
+	anyAccepted, anyRejected := false, false
 	for _, li := range gi.listeners {
 		ls := gwv1.ListenerStatus{Name: li.spec.Name, SupportedKinds: li.kinds, AttachedRoutes: li.attached}
 		var prog metav1.Condition
@@ -532,6 +532,8 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		}
 		if li.accepted.Status == metav1.ConditionTrue {
 			anyAccepted = true
+		} else {
+			anyRejected = true
 		}
 		ls.Conditions = []metav1.Condition{li.accepted, li.conflict, prog, li.resolved}
 		sortConds(ls.Conditions)
@@ -548,7 +550,14 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 			status.Accepted(false, status.ReasonListenersNotValid, "no listener is valid", gen),
 			status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen))
 	default:
-		conds = append(conds, status.Accepted(true, status.ReasonAccepted, "Gateway is accepted", gen))
+		if anyRejected {
+			// The Gateway stands on its valid listeners; the reason says
+			// some are not (Gateway API: ListenersNotValid with True).
+			conds = append(conds, status.Accepted(true, status.ReasonListenersNotValid,
+				"Gateway is accepted; some listeners are not valid, see their conditions", gen))
+		} else {
+			conds = append(conds, status.Accepted(true, status.ReasonAccepted, "Gateway is accepted", gen))
+		}
 		if len(gi.gw.Spec.Addresses) > 0 {
 			conds = append(conds, status.Programmed(false, status.ReasonAddressNotAssigned,
 				"spec.addresses is not supported: addresses come from the proxy Service; the listeners are served there", gen))
