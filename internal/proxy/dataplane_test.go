@@ -233,7 +233,8 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 		r := do(t, c, req)
 		if r.code != 204 || r.header.Get("Access-Control-Allow-Origin") != "https://a.wild.example" ||
 			r.header.Get("Access-Control-Allow-Methods") != "GET, PUT" || r.header.Get("Access-Control-Allow-Headers") != "X-Token" ||
-			r.header.Get("Access-Control-Max-Age") != "600" || r.header.Get("Access-Control-Allow-Credentials") != "true" {
+			r.header.Get("Access-Control-Max-Age") != "600" || r.header.Get("Access-Control-Allow-Credentials") != "true" ||
+			r.header.Get("Access-Control-Expose-Headers") != "X-Backend" {
 			t.Errorf("preflight = %d %v", r.code, r.header)
 		}
 		if a.hits.Load() == 0 {

@@ -784,6 +784,11 @@ func (p *corsPolicy) preflight(h http.Header, origin string, r *http.Request) {
 	if p.maxAge != "" {
 		h["Access-Control-Max-Age"] = []string{p.maxAge}
 	}
+	// Gateway API expects exposeHeaders on the preflight answer too
+	// (conformance HTTPRouteCORS).
+	if p.expose != "" {
+		h["Access-Control-Expose-Headers"] = []string{p.expose}
+	}
 }
 
 func (p *corsPolicy) actual(h http.Header, origin string) {

@@ -84,45 +84,22 @@ trap 'exit 130' INT TERM
 
 kubectl() { timeout 300 "$ASSETS/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
 
-# start_cluster starts `localcluster up` and waits (bounded) for its ready
-# file. It returns 2 when another local cluster holds the machine's lock.
-start_cluster() {
-	rm -f "$READY"
-	"$LOCALCLUSTER" up --assets "$ASSETS" --dir "$WORKDIR/cluster" \
-		--echo-basic "$ECHO_BASIC" --coxswain "$COXSWAIN" \
-		--kubeconfig-out "$KUBECONFIG" --ready-file "$READY" >"$CLUSTER_LOG" 2>&1 &
-	LC_PID=$!
-	for _ in $(seq 1 240); do
-		[ -f "$READY" ] && return 0
-		if ! kill -0 "$LC_PID" 2>/dev/null; then
-			wait "$LC_PID" 2>/dev/null || true
-			LC_PID=""
-			if grep -qi "lock" "$CLUSTER_LOG"; then
-				return 2
-			fi
-			tail -n 30 "$CLUSTER_LOG" >&2
-			die "the local cluster did not start (log: $CLUSTER_LOG)"
-		fi
-		sleep 0.5
-	done
-	tail -n 30 "$CLUSTER_LOG" >&2
-	die "the local cluster was not ready after 120 s (log: $CLUSTER_LOG)"
-}
-
-log "starting the local cluster (log: $CLUSTER_LOG)"
-deadline=$((SECONDS + LOCK_WAIT))
-while :; do
-	rc=0
-	start_cluster || rc=$?
-	[ "$rc" = 0 ] && break
-	if [ "$rc" = 2 ] && [ "$SECONDS" -lt "$deadline" ]; then
-		printf 'conformance: another local cluster runs on this machine (%s); retrying\n' "$(grep -i lock "$CLUSTER_LOG" | tail -n 1)"
-		sleep 10
-		continue
+log "starting the local cluster (log: $CLUSTER_LOG; waits up to ${LOCK_WAIT}s for another local cluster to stop)"
+"$LOCALCLUSTER" up --assets "$ASSETS" --dir "$WORKDIR/cluster" \
+	--echo-basic "$ECHO_BASIC" --coxswain "$COXSWAIN" --lock-wait "${LOCK_WAIT}s" \
+	--kubeconfig-out "$KUBECONFIG" --ready-file "$READY" >"$CLUSTER_LOG" 2>&1 &
+LC_PID=$!
+for _ in $(seq 1 $(((LOCK_WAIT + 180) * 2))); do
+	[ -f "$READY" ] && break
+	if ! kill -0 "$LC_PID" 2>/dev/null; then
+		wait "$LC_PID" 2>/dev/null || true
+		LC_PID=""
+		tail -n 30 "$CLUSTER_LOG" >&2
+		die "the local cluster did not start (log: $CLUSTER_LOG)"
 	fi
-	tail -n 30 "$CLUSTER_LOG" >&2
-	die "the local cluster did not start (log: $CLUSTER_LOG)"
+	sleep 0.5
 done
+[ -f "$READY" ] || { tail -n 30 "$CLUSTER_LOG" >&2; die "the local cluster was not ready in time (log: $CLUSTER_LOG)"; }
 
 log "Gateway API CRDs ($GATEWAY_API_CRDS)"
 kubectl apply --server-side -f "$GATEWAY_API_CRDS" >/dev/null
