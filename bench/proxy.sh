@@ -42,7 +42,7 @@ trap cleanup EXIT
 
 need() {
   local missing=()
-  for tool in nginx:nginx haproxy:haproxy wrk:wrk taskset:util-linux; do
+  for tool in nginx:nginx haproxy:haproxy wrk:wrk taskset:util-linux curl:curl; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
   done
   if ((${#missing[@]})); then
