@@ -18,11 +18,13 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -165,6 +167,15 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 		}
 		return nil, err
 	}
+	// Wait for the first bytes, then take the simple path when the whole
+	// head is there and qualifies.
+	if _, err := pc.br.Peek(1); err == nil {
+		if resp, ok := readSimpleResponse(pc.br, mreq.Method == http.MethodHead); ok {
+			resp.Request = mreq
+			resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
+			return resp, nil
+		}
+	}
 	for {
 		resp, err := http.ReadResponse(pc.br, mreq)
 		if err != nil {
@@ -279,3 +290,137 @@ func (uh *upstreamHeaders) write(bw *bufio.Writer) {
 		writeHeaderLine(bw, "X-Forwarded-Host", uh.fwdHost)
 	}
 }
+
+// readSimpleResponse parses the common upstream answer without
+// http.ReadResponse's general machinery: an HTTP/1.1 head already in the
+// buffer, a final status with a body, exactly one numeric Content-Length,
+// no Transfer-Encoding, no folded lines. Anything else returns ok=false
+// with nothing consumed, for http.ReadResponse.
+func readSimpleResponse(br *bufio.Reader, head bool) (*http.Response, bool) {
+	buf, _ := br.Peek(br.Buffered())
+	end := bytes.Index(buf, []byte("\r\n\r\n"))
+	if end < 0 {
+		return nil, false
+	}
+	raw := buf[:end+2]
+	line, rest, _ := bytes.Cut(raw, []byte("\r\n"))
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) || (len(line) > 12 && line[12] != ' ') {
+		return nil, false
+	}
+	code := 0
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
+		return nil, false
+	}
+	lines := bytes.Count(rest, []byte("\r\n"))
+	s := string(raw) // one allocation backs every name and value
+	off := len(line) + 2
+	h := make(http.Header, lines)
+	vals := make([]string, lines)
+	cl := int64(-1)
+	closeConn := false
+	for i := 0; i < lines; i++ {
+		eol := strings.Index(s[off:], "\r\n")
+		l := s[off : off+eol]
+		off += eol + 2
+		colon := strings.IndexByte(l, ':')
+		if colon <= 0 || l[0] == ' ' || l[0] == '\t' {
+			return nil, false
+		}
+		name := l[:colon]
+		for j := 0; j < len(name); j++ {
+			if !isTokenByte(name[j]) {
+				return nil, false
+			}
+		}
+		v := strings.Trim(l[colon+1:], " \t")
+		for j := 0; j < len(v); j++ {
+			if c := v[j]; (c < ' ' && c != '\t') || c == 0x7f {
+				return nil, false
+			}
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch key {
+		case "Transfer-Encoding":
+			return nil, false
+		case "Content-Length":
+			if cl >= 0 || v == "" || len(v) > 18 {
+				return nil, false
+			}
+			n := int64(0)
+			for j := 0; j < len(v); j++ {
+				if v[j] < '0' || v[j] > '9' {
+					return nil, false
+				}
+				n = n*10 + int64(v[j]-'0')
+			}
+			cl = n
+		case "Connection":
+			for _, f := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(f), "close") {
+					closeConn = true
+				}
+			}
+		}
+		vals[i] = v
+		if old, ok := h[key]; ok {
+			h[key] = append(old[:len(old):len(old)], v)
+		} else {
+			h[key] = vals[i : i+1 : i+1]
+		}
+	}
+	if cl < 0 {
+		return nil, false
+	}
+	_, _ = br.Discard(end + 4)
+	resp := &http.Response{
+		Status:        s[9:len(line)],
+		StatusCode:    code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		ContentLength: cl,
+		Close:         closeConn,
+		Body:          http.NoBody,
+	}
+	if !head && cl > 0 {
+		resp.Body = &lengthBody{br: br, left: cl}
+	}
+	return resp, true
+}
+
+func isTokenByte(c byte) bool {
+	return c > ' ' && c < 0x7f && strings.IndexByte("()<>@,;:\\\"/[]?={}", c) < 0
+}
+
+// lengthBody reads exactly a Content-Length body from the connection.
+type lengthBody struct {
+	br   *bufio.Reader
+	left int64
+}
+
+func (b *lengthBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.br.Read(p)
+	b.left -= int64(n)
+	if b.left == 0 {
+		return n, io.EOF
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *lengthBody) Close() error { return nil }

@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"reflect"
+	"testing"
+)
+
+var simpleResponseSeeds = []string{
+	"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello",
+	"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nX-A: 1\r\nX-A: 2\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+	"HTTP/1.1 200\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 204 No Content\r\n\r\n",
+	"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nX-Sp:   padded  \r\nContent-Length: 3\r\n\r\nabc",
+}
+
+// checkSimpleResponse: whenever the simple parser accepts a response,
+// http.ReadResponse reads the same status, headers, length, close flag and
+// body from the same bytes.
+func checkSimpleResponse(t *testing.T, raw []byte) {
+	got, ok := readSimpleResponse(bufio.NewReaderSize(bytes.NewReader(raw), 8<<10), false)
+	if !ok {
+		return
+	}
+	// Re-read from scratch: readSimpleResponse only looks at what one fill
+	// buffered, which bufio does on NewReader's first Peek.
+	br := bufio.NewReaderSize(bytes.NewReader(raw), 8<<10)
+	_, _ = br.Peek(1)
+	got, ok = readSimpleResponse(br, false)
+	if !ok {
+		t.Fatalf("second parse of %q disagrees", raw)
+	}
+	want, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), &http.Request{Method: http.MethodGet})
+	if err != nil {
+		t.Fatalf("simple parser accepted %q, ReadResponse rejects it: %v", raw, err)
+	}
+	gotBody, gerr := io.ReadAll(got.Body)
+	wantBody, werr := io.ReadAll(want.Body)
+	if got.StatusCode != want.StatusCode || got.Status != want.Status || got.ContentLength != want.ContentLength ||
+		got.Close != want.Close || !reflect.DeepEqual(got.Header, want.Header) || !bytes.Equal(gotBody, wantBody) || (gerr == nil) != (werr == nil) {
+		t.Fatalf("%q:\nsimple   %d %q len=%d close=%v %v body=%q err=%v\nnet/http %d %q len=%d close=%v %v body=%q err=%v", raw,
+			got.StatusCode, got.Status, got.ContentLength, got.Close, got.Header, gotBody, gerr,
+			want.StatusCode, want.Status, want.ContentLength, want.Close, want.Header, wantBody, werr)
+	}
+}
+
+func TestReadSimpleResponse(t *testing.T) {
+	accepted := 0
+	for _, raw := range simpleResponseSeeds {
+		checkSimpleResponse(t, []byte(raw))
+		br := bufio.NewReader(bytes.NewReader([]byte(raw)))
+		_, _ = br.Peek(1)
+		if _, ok := readSimpleResponse(br, false); ok {
+			accepted++
+		} else if br.Buffered() != len(raw) {
+			t.Errorf("%q: a rejected response consumed bytes", raw)
+		}
+	}
+	if accepted != 5 {
+		t.Errorf("simple parser accepted %d of the seeds, want 5 (200/404/close/no reason/padded)", accepted)
+	}
+}
+
+func FuzzSimpleResponse(f *testing.F) {
+	for _, s := range simpleResponseSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkSimpleResponse(t, raw) })
+}
