@@ -28,8 +28,10 @@
 #   REPORT             where the conformance report YAML goes
 #   WORKDIR            work directory (cluster state, logs), wiped at start
 #   VERSION            Coxswain's version, recorded in the report
+#   PROFILES           conformance profiles (default GATEWAY-HTTP)
 #   CONFORMANCE_ARGS   extra suite flags (e.g. -run-test=HTTPRouteSimpleSameNamespace)
 #   LOCK_WAIT          seconds to wait for another local cluster to stop (default 600)
+#   KEEP=1             leave the cluster running after the suite (Ctrl-C stops it)
 #
 # Steps: start `localcluster up` in the background (by PID), install the
 # Gateway API CRDs, Coxswain (config/default: the controller runs as a local
@@ -41,6 +43,7 @@ set -euo pipefail
 : "${LOCALCLUSTER:?}" "${COXSWAIN:?}" "${ECHO_BASIC:?}" "${ASSETS:?}" "${REPO:?}"
 : "${GATEWAY_API_CRDS:?}" "${TEST_BIN:?}" "${REPORT:?}" "${WORKDIR:?}"
 VERSION="${VERSION:-dev}"
+PROFILES="${PROFILES:-GATEWAY-HTTP}"
 CONFORMANCE_ARGS="${CONFORMANCE_ARGS:-}"
 LOCK_WAIT="${LOCK_WAIT:-600}"
 GATEWAY_CLASS=coxswain
@@ -138,7 +141,7 @@ echo "supported features (GatewayClass status): $features"
 args=(
 	-test.v -test.run '^TestConformance$' -test.timeout 60m
 	-gateway-class="$GATEWAY_CLASS"
-	-conformance-profiles=GATEWAY-HTTP
+	-conformance-profiles="$PROFILES"
 	-report-output="$REPORT"
 	-organization=coxswain-go -project=coxswain
 	-url=https://github.com/coxswain-go/coxswain -version="$VERSION"
@@ -168,4 +171,8 @@ else
 	[ "$rc" = 0 ] && rc=1
 fi
 echo "logs: $WORKDIR (pods: $WORKDIR/cluster/logs/pods)"
+if [ "${KEEP:-}" = 1 ]; then
+	echo "KEEP=1: the cluster keeps running; export KUBECONFIG=$KUBECONFIG; Ctrl-C stops it"
+	wait "$LC_PID" || true
+fi
 exit "$rc"
