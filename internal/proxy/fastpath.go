@@ -24,7 +24,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +178,8 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		fc.busy.Store(true)
-		if !fs.simpleRequestAhead(br) {
+		headLen, simple := fs.simpleRequestAhead(br)
+		if !simple {
 			// Hand the connection, unread bytes included, to net/http.
 			pc := &peekedConn{Conn: fc.nc, r: br}
 			if err := fs.handoff.give(pc); err != nil {
@@ -185,7 +188,11 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			handedOff = true
 			return
 		}
-		req, err := http.ReadRequest(br)
+		req, ok := parseSimpleRequest(br, headLen)
+		var err error
+		if !ok {
+			req, err = http.ReadRequest(br)
+		}
 		if err == nil && req.Host == "" {
 			err = errors.New("missing Host header")
 		}
@@ -208,24 +215,24 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 // simpleRequestAhead reports whether the buffered request head is one the
 // fast path serves: "GET" or "HEAD", HTTP/1.1, no body framing, no Upgrade,
 // no Expect. It waits for the whole head unless the head cannot be simple.
-func (fs *fastServer) simpleRequestAhead(br *bufio.Reader) bool {
+func (fs *fastServer) simpleRequestAhead(br *bufio.Reader) (int, bool) {
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		switch {
 		case bytes.HasPrefix(buf, []byte("GET ")) || bytes.HasPrefix(buf, []byte("HEAD ")):
 			if end := bytes.Index(buf, []byte("\r\n\r\n")); end >= 0 {
-				return simpleHead(buf[:end+2])
+				return end + 2, simpleHead(buf[:end+2])
 			}
 		case len(buf) < 5 && (bytes.HasPrefix([]byte("GET "), buf) || bytes.HasPrefix([]byte("HEAD "), buf)):
 			// Too short to tell yet.
 		default:
-			return false
+			return 0, false
 		}
 		if br.Buffered() >= br.Size() {
-			return false // a large head: net/http applies its own limits
+			return 0, false // a large head: net/http applies its own limits
 		}
 		if _, err := br.Peek(br.Buffered() + 1); err != nil {
-			return false // let net/http produce the error answer
+			return 0, false // let net/http produce the error answer
 		}
 	}
 }
@@ -500,3 +507,108 @@ func (w *fastWriter) finish() error {
 }
 
 var _ io.Writer = (*fastWriter)(nil)
+
+// parseSimpleRequest builds the request of a simple head (see simpleHead)
+// without http.ReadRequest's general machinery: an origin-form target
+// without escapes, valid token header names, plain values, one Host.
+// Anything else returns ok=false with nothing consumed, for
+// http.ReadRequest. head ends with the CRLF of the last header line.
+func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
+	buf, _ := br.Peek(headLen)
+	s := string(buf) // one allocation backs every field
+	line := s[:strings.Index(s, "\r\n")]
+	sp1 := strings.IndexByte(line, ' ')
+	sp2 := strings.LastIndexByte(line, ' ')
+	if sp1 <= 0 || sp2 <= sp1+1 || line[sp2+1:] != "HTTP/1.1" {
+		return nil, false
+	}
+	method, target := line[:sp1], line[sp1+1:sp2]
+	if method != http.MethodGet && method != http.MethodHead {
+		return nil, false
+	}
+	if target[0] != '/' || (len(target) > 1 && target[1] == '/') {
+		return nil, false
+	}
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c >= 0x7f || c == '%' || c == '#' {
+			return nil, false
+		}
+	}
+	path, query, _ := strings.Cut(target, "?")
+	rest := s[len(line)+2:]
+	lines := strings.Count(rest, "\r\n")
+	h := make(http.Header, lines)
+	vals := make([]string, lines)
+	host, hosts, closeConn := "", 0, false
+	for i := 0; i < lines; i++ {
+		eol := strings.Index(rest, "\r\n")
+		l := rest[:eol]
+		rest = rest[eol+2:]
+		colon := strings.IndexByte(l, ':')
+		if colon <= 0 {
+			return nil, false
+		}
+		name := l[:colon]
+		for j := 0; j < len(name); j++ {
+			if !isTokenByte(name[j]) {
+				return nil, false
+			}
+		}
+		v := strings.Trim(l[colon+1:], " \t")
+		for j := 0; j < len(v); j++ {
+			if c := v[j]; (c < ' ' && c != '\t') || c == 0x7f {
+				return nil, false
+			}
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch key {
+		case "Host":
+			host, hosts = v, hosts+1
+			continue
+		case "Connection":
+			for _, f := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(f), "close") {
+					closeConn = true
+				}
+			}
+		}
+		vals[i] = v
+		if old, ok := h[key]; ok {
+			h[key] = append(old[:len(old):len(old)], v)
+		} else {
+			h[key] = vals[i : i+1 : i+1]
+		}
+	}
+	if hosts != 1 || host == "" || !validHostHeader(host) {
+		return nil, false
+	}
+	_, _ = br.Discard(headLen + 2)
+	return &http.Request{
+		Method:     method,
+		URL:        &url.URL{Path: path, RawQuery: query},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     h,
+		Body:       http.NoBody,
+		Host:       host,
+		RequestURI: target,
+		Close:      closeConn,
+	}, true
+}
+
+// validHostHeader accepts the characters of a reg-name, IPv4 or bracketed
+// IPv6 host with an optional port; net/http applies the full rules to
+// anything else.
+func validHostHeader(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -94,3 +94,76 @@ func FuzzSimpleResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { checkSimpleResponse(t, raw) })
 }
+
+var simpleRequestSeeds = []string{
+	"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n",
+	"GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: a.example:8080\r\nUser-Agent: wrk\r\nAccept: */*\r\nX-A: 1\r\nx-a: 2\r\n\r\n",
+	"HEAD /h HTTP/1.1\r\nhost: A.Example\r\nConnection: close\r\n\r\n",
+	"GET /%41 HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+	"GET / HTTP/1.1\r\n\r\n",
+	"GET //x HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /x HTTP/1.1\r\nHost: a\r\nBad Name: 1\r\n\r\n",
+	"GET /x HTTP/1.1\r\nHost: [::1]:80\r\nX-Pad:  v  \r\n\r\n",
+	"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n",
+}
+
+// checkSimpleRequest: whenever the simple parser accepts a head, the
+// request equals what http.ReadRequest makes of the same bytes.
+func checkSimpleRequest(t *testing.T, raw []byte) {
+	end := bytes.Index(raw, []byte("\r\n\r\n"))
+	if end < 0 || !simpleHead(raw[:end+2]) {
+		return
+	}
+	br := bufio.NewReaderSize(bytes.NewReader(raw), 8<<10)
+	_, _ = br.Peek(1)
+	if br.Buffered() < end+4 {
+		return
+	}
+	got, ok := parseSimpleRequest(br, end+2)
+	if !ok {
+		if br.Buffered() != len(raw) {
+			t.Fatalf("%q: a rejected head consumed bytes", raw)
+		}
+		return
+	}
+	if br.Buffered() != len(raw)-end-4 {
+		t.Fatalf("%q: consumed %d bytes, want the head's %d", raw, len(raw)-br.Buffered(), end+4)
+	}
+	want, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		t.Fatalf("simple parser accepted %q, ReadRequest rejects it: %v", raw, err)
+	}
+	if got.Method != want.Method || got.URL.Path != want.URL.Path || got.URL.RawQuery != want.URL.RawQuery || got.Host != want.Host ||
+		got.RequestURI != want.RequestURI || got.Close != want.Close || got.Proto != want.Proto || !reflect.DeepEqual(got.Header, want.Header) || want.ContentLength != 0 {
+		t.Fatalf("%q:\nsimple   %s %q ? %q host=%q close=%v %v\nnet/http %s %q ? %q host=%q close=%v %v", raw,
+			got.Method, got.URL.Path, got.URL.RawQuery, got.Host, got.Close, got.Header,
+			want.Method, want.URL.Path, want.URL.RawQuery, want.Host, want.Close, want.Header)
+	}
+}
+
+func TestParseSimpleRequest(t *testing.T) {
+	accepted := 0
+	for _, raw := range simpleRequestSeeds {
+		checkSimpleRequest(t, []byte(raw))
+		end := bytes.Index([]byte(raw), []byte("\r\n\r\n"))
+		br := bufio.NewReader(bytes.NewReader([]byte(raw)))
+		_, _ = br.Peek(1)
+		if simpleHead([]byte(raw[:end+2])) {
+			if _, ok := parseSimpleRequest(br, end+2); ok {
+				accepted++
+			}
+		}
+	}
+	if accepted != 4 {
+		t.Errorf("simple request parser accepted %d seeds, want 4", accepted)
+	}
+}
+
+func FuzzSimpleRequest(f *testing.F) {
+	for _, s := range simpleRequestSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkSimpleRequest(t, raw) })
+}
