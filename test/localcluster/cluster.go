@@ -222,6 +222,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		cfg.Logf("stopped leftovers of an earlier run: %s", strings.Join(killed, ", "))
 	}
 	c.reg = newPIDRegistry(pidsFile)
+	mountsRecord := filepath.Join(state, "mounts")
+	if removed := removeRecordedMountTargets(mountsRecord); len(removed) > 0 {
+		cfg.Logf("removed mount targets an earlier run left: %s", strings.Join(removed, ", "))
+	}
 
 	var err error
 	c.net, err = newNetwork(cfg.Bridge, cfg.BridgeCIDR)
@@ -391,6 +395,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		apiHost: nodeIP, apiPort: strconv.Itoa(apiPort), shimPath: shim, hostMountNS: hostNS,
 		reg: c.reg, logf: cfg.Logf,
 		servingCert: keys.kubeletCertFile, servingKey: keys.kubeletKeyFile, caPEM: keys.caCertPEM,
+		mountsRecord: mountsRecord,
 	}
 	if err := c.kubelet.start(ctx); err != nil {
 		return fmt.Errorf("local kubelet: %w", err)
@@ -493,6 +498,7 @@ func (c *Cluster) Stop() error {
 	}
 	if c.reg != nil && len(errs) == 0 {
 		_ = os.Remove(c.reg.path)
+		_ = os.Remove(filepath.Join(StateDir(), "mounts")) // every pod released its targets
 	}
 	c.lock.release()
 	return errors.Join(errs...)
@@ -546,6 +552,7 @@ func Down(bridge string) error {
 	if _, err := killRecorded(filepath.Join(state, "pids")); err != nil {
 		return err
 	}
+	removeRecordedMountTargets(filepath.Join(state, "mounts"))
 	n, err := newNetwork(bridge, "10.244.0.1/16")
 	if err != nil {
 		return err

@@ -28,10 +28,11 @@ import (
 )
 
 // PlantLeftovers simulates a run that crashed: a recorded process still
-// running, a pod network namespace with a process in it, and the bridge. It
+// running, a pod network namespace with a process in it, the bridge, and a
+// recorded mount target (an empty directory on the host). It
 // holds the machine's cluster lock while it does so (waiting for another
 // cluster to stop), so it never touches a running cluster's state.
-func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, netns string) {
+func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, netns, mountTarget string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -70,6 +71,12 @@ func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, net
 		t.Fatal(err)
 	}
 
+	mountTarget = "/etc/coxswain-localcluster-stale-mount-target"
+	if err := os.Mkdir(mountTarget, 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	(&mountTargets{record: filepath.Join(StateDir(), "mounts")}).recordLocked(mountTarget)
+
 	netns = netnsPrefix + "stale000000"
 	if _, err := runIP("netns", "add", netns); err != nil {
 		t.Fatal(err)
@@ -88,5 +95,5 @@ func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, net
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return recordedPID, netnsPID, netns
+	return recordedPID, netnsPID, netns, mountTarget
 }

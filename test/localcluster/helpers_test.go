@@ -489,3 +489,40 @@ func TestRenderLog(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoveRecordedMountTargets(t *testing.T) {
+	root := t.TempDir()
+	emptyDir := filepath.Join(root, "a", "empty")
+	fullDir := filepath.Join(root, "full")
+	emptyFile := filepath.Join(root, "f")
+	fullFile := filepath.Join(root, "g")
+	for _, d := range []string{emptyDir, fullDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, data := range map[string]string{emptyFile: "", fullFile: "data", filepath.Join(fullDir, "x"): "x"} {
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record := filepath.Join(root, "mounts")
+	list := strings.Join([]string{filepath.Join(root, "a"), emptyDir, fullDir, emptyFile, fullFile, "/proc", "relative"}, "\n")
+	if err := os.WriteFile(record, []byte(list+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	removed := removeRecordedMountTargets(record)
+	if len(removed) != 3 {
+		t.Errorf("removed %v, want the empty directory, its (then empty) parent and the empty file", removed)
+	}
+	for _, p := range []string{filepath.Join(root, "a"), emptyFile, record} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s not removed", p)
+		}
+	}
+	for _, p := range []string{fullDir, fullFile} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+}

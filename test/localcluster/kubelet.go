@@ -23,6 +23,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,9 @@ type kubelet struct {
 	servingCert, servingKey string
 	caPEM                   []byte
 	apiPortNum              int
+	// mountsRecord lists the mount targets created on the host, so a run
+	// after a crash removes them (removeRecordedMountTargets).
+	mountsRecord string
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -83,7 +87,7 @@ func (k *kubelet) start(ctx context.Context) error {
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.runners = map[types.UID]*podRunner{}
 	k.binding = map[types.UID]bool{}
-	k.targets = &mountTargets{refs: map[string]int{}}
+	k.targets = &mountTargets{refs: map[string]int{}, record: k.mountsRecord}
 	for _, d := range []string{k.podsDir, k.logsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -450,8 +454,9 @@ func (k *kubelet) token(pod *corev1.Pod, audience string, exp int64) (string, er
 // - bind mounts need an existing target - and removes the ones it created
 // once no pod uses them any more. Existing paths are never removed.
 type mountTargets struct {
-	mu   sync.Mutex
-	refs map[string]int // paths this harness created -> pods using them
+	mu     sync.Mutex
+	refs   map[string]int // paths this harness created -> pods using them
+	record string         // file listing every path created ("" for none)
 }
 
 // forbiddenTarget reports mount targets the harness refuses.
@@ -503,9 +508,50 @@ func (m *mountTargets) ensure(target string, dir bool) ([]string, error) {
 			return nil, fmt.Errorf("creating mount target %s: %w", cur, err)
 		}
 		m.refs[cur] = 1
+		m.recordLocked(cur)
 		held = append(held, cur)
 	}
 	return held, nil
+}
+
+// recordLocked appends a created path to the record file.
+func (m *mountTargets) recordLocked(path string) {
+	if m.record == "" {
+		return
+	}
+	f, err := os.OpenFile(m.record, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(path + "\n")
+	_ = f.Close()
+}
+
+// removeRecordedMountTargets removes the mount targets an earlier run
+// recorded - only empty directories and empty files, deepest first - and
+// then the record.
+func removeRecordedMountTargets(record string) []string {
+	b, err := os.ReadFile(record)
+	if err != nil {
+		return nil
+	}
+	paths := strings.Split(strings.TrimSpace(string(b)), "\n")
+	sort.Sort(sort.Reverse(sort.StringSlice(paths)))
+	var removed []string
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) || forbiddenTarget(p) {
+			continue
+		}
+		st, err := os.Lstat(p)
+		if err != nil || (!st.IsDir() && st.Size() != 0) || (!st.IsDir() && !st.Mode().IsRegular()) {
+			continue
+		}
+		if os.Remove(p) == nil { // fails on non-empty directories
+			removed = append(removed, p)
+		}
+	}
+	_ = os.Remove(record)
+	return removed
 }
 
 func (m *mountTargets) release(held []string) {

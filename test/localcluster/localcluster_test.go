@@ -216,7 +216,7 @@ func TestLocalCluster(t *testing.T) {
 	echo := echoBasic(t)
 
 	// Leftovers of a crashed run are removed at start.
-	stalePID, staleNetnsPID, staleNetns := localcluster.PlantLeftovers(t, "cxbr0")
+	stalePID, staleNetnsPID, staleNetns, staleTarget := localcluster.PlantLeftovers(t, "cxbr0")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -235,6 +235,9 @@ func TestLocalCluster(t *testing.T) {
 		if localcluster.ProcessAlive(pid) {
 			t.Errorf("leftover process %d still runs after Start", pid)
 		}
+	}
+	if _, err := os.Stat(staleTarget); !os.IsNotExist(err) {
+		t.Errorf("leftover mount target %s still exists after Start (%v)", staleTarget, err)
 	}
 	if left, err := localcluster.HarnessNetns(); err != nil || slices.Contains(left, staleNetns) {
 		t.Errorf("leftover network namespace %s still exists after Start (%v)", staleNetns, err)
