@@ -142,6 +142,19 @@ func (c *Config) defaults() error {
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 2 * time.Minute
 	}
+	for _, b := range []*string{&c.Binaries.EchoBasic, &c.Binaries.Coxswain} {
+		if *b == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*b)
+		if err != nil {
+			return err
+		}
+		if st, err := os.Stat(abs); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("binary %s is not an executable file", abs)
+		}
+		*b = abs
+	}
 	if c.Logf == nil {
 		l := log.New(os.Stderr, "localcluster: ", log.LstdFlags)
 		c.Logf = l.Printf
