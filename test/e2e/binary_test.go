@@ -38,6 +38,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -141,6 +142,34 @@ func eventually(t testing.TB, timeout time.Duration, f func() string) {
 	}
 }
 
+// startEnvtest starts a kube-apiserver and etcd for the test and writes a
+// kubeconfig for an admin user, as a binary under test would get.
+func startEnvtest(t testing.TB) (*rest.Config, string) {
+	t.Helper()
+	env, err := testenv.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, path
+}
+
 func httpGet(url string) (int, string, error) {
 	c := &http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(url)
@@ -201,28 +230,7 @@ func TestBinary(t *testing.T) {
 	})
 
 	t.Run("controller elects itself leader, serves health and metrics, and releases the Lease on SIGTERM", func(t *testing.T) {
-		env, err := testenv.Environment()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := env.Start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Stop() })
-
-		user, err := env.ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kubeconfig, err := user.KubeConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg, kubeconfigPath := startEnvtest(t)
 
 		c, err := client.New(cfg, client.Options{})
 		if err != nil {

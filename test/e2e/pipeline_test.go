@@ -33,13 +33,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/provision"
-	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
 // pipeline is the controller binary and a shared proxy binary running
@@ -96,28 +94,8 @@ func (p *pipeline) get(host, path string) (int, string, error) {
 // a token, the trust bundle and the endpoints, and waits until it is ready.
 func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	bin := buildBinary(t)
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, kubeconfigPath := startEnvtest(t)
 	dir := t.TempDir()
-	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	c, err := client.New(cfg, client.Options{Scheme: controller.NewScheme()})
 	if err != nil {
 		t.Fatal(err)

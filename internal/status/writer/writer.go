@@ -336,78 +336,103 @@ func (w *Writer) mergeParents(existing, desired []gwv1.RouteParentStatus, genera
 	return out
 }
 
-func (w *Writer) httpRoute(ctx context.Context, d *translator.RouteStatus) error {
-	obj := &gwv1.HTTPRoute{}
+// routeKind is what the writer needs of one route kind: a fresh object, a
+// list, and where its status.parents live.
+type routeKind struct {
+	name    string
+	newObj  func() client.Object
+	newList func() client.ObjectList
+	items   func(client.ObjectList) []client.Object
+	parents func(client.Object) *[]gwv1.RouteParentStatus
+}
+
+var (
+	httpRouteKind = routeKind{
+		name:    "HTTPRoute",
+		newObj:  func() client.Object { return &gwv1.HTTPRoute{} },
+		newList: func() client.ObjectList { return &gwv1.HTTPRouteList{} },
+		items: func(l client.ObjectList) []client.Object {
+			items := l.(*gwv1.HTTPRouteList).Items
+			out := make([]client.Object, len(items))
+			for i := range items {
+				out[i] = &items[i]
+			}
+			return out
+		},
+		parents: func(o client.Object) *[]gwv1.RouteParentStatus { return &o.(*gwv1.HTTPRoute).Status.Parents },
+	}
+	grpcRouteKind = routeKind{
+		name:    "GRPCRoute",
+		newObj:  func() client.Object { return &gwv1.GRPCRoute{} },
+		newList: func() client.ObjectList { return &gwv1.GRPCRouteList{} },
+		items: func(l client.ObjectList) []client.Object {
+			items := l.(*gwv1.GRPCRouteList).Items
+			out := make([]client.Object, len(items))
+			for i := range items {
+				out[i] = &items[i]
+			}
+			return out
+		},
+		parents: func(o client.Object) *[]gwv1.RouteParentStatus { return &o.(*gwv1.GRPCRoute).Status.Parents },
+	}
+)
+
+// setParents replaces our entries of obj's status.parents with desired and
+// patches when that changed anything.
+func (w *Writer) setParents(ctx context.Context, k routeKind, obj client.Object, desired []gwv1.RouteParentStatus) error {
+	orig := obj.DeepCopyObject().(client.Object)
+	ps := k.parents(obj)
+	*ps = w.mergeParents(*ps, desired, obj.GetGeneration())
+	if apiequality.Semantic.DeepEqual(*k.parents(orig), *ps) {
+		return nil
+	}
+	return w.patch(ctx, k.name, obj, orig)
+}
+
+func (w *Writer) route(ctx context.Context, k routeKind, d *translator.RouteStatus) error {
+	obj := k.newObj()
 	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
 		return err
 	}
-	orig := obj.DeepCopy()
-	obj.Status.Parents = w.mergeParents(obj.Status.Parents, d.Parents, obj.Generation)
-	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
-		return nil
-	}
-	return w.patch(ctx, "HTTPRoute", obj, orig)
+	return w.setParents(ctx, k, obj, d.Parents)
+}
+
+func (w *Writer) httpRoute(ctx context.Context, d *translator.RouteStatus) error {
+	return w.route(ctx, httpRouteKind, d)
 }
 
 func (w *Writer) grpcRoute(ctx context.Context, d *translator.RouteStatus) error {
-	obj := &gwv1.GRPCRoute{}
-	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
-		return err
-	}
-	orig := obj.DeepCopy()
-	obj.Status.Parents = w.mergeParents(obj.Status.Parents, d.Parents, obj.Generation)
-	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
-		return nil
-	}
-	return w.patch(ctx, "GRPCRoute", obj, orig)
+	return w.route(ctx, grpcRouteKind, d)
 }
 
 // staleParents removes this controller's status.parents entries from routes
 // the translation no longer reports (their parentRefs left our Gateways).
 func (w *Writer) staleParents(ctx context.Context, res *translator.Result) error {
-	reported := func(list []translator.RouteStatus) map[types.NamespacedName]bool {
-		m := make(map[types.NamespacedName]bool, len(list))
-		for _, r := range list {
-			m[r.NamespacedName] = true
-		}
-		return m
-	}
-	httpSeen, grpcSeen := reported(res.HTTPRoutes), reported(res.GRPCRoutes)
 	var errs []error
-	hl := &gwv1.HTTPRouteList{}
-	if err := w.Client.List(ctx, hl); err != nil && !meta.IsNoMatchError(err) {
-		return err
-	}
-	for i := range hl.Items {
-		r := &hl.Items[i]
-		if httpSeen[client.ObjectKeyFromObject(r)] || !hasOurParent(r.Status.Parents) {
+	for _, kind := range []struct {
+		routeKind
+		reported []translator.RouteStatus
+	}{{httpRouteKind, res.HTTPRoutes}, {grpcRouteKind, res.GRPCRoutes}} {
+		seen := make(map[types.NamespacedName]bool, len(kind.reported))
+		for _, r := range kind.reported {
+			seen[r.NamespacedName] = true
+		}
+		list := kind.newList()
+		if err := w.Client.List(ctx, list); meta.IsNoMatchError(err) {
+			continue
+		} else if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		orig := r.DeepCopy()
-		r.Status.Parents = w.mergeParents(r.Status.Parents, nil, r.Generation)
-		if err := w.patch(ctx, "HTTPRoute", r, orig); err != nil {
-			if errors.Is(err, ErrNotLeader) {
-				return err
+		for _, obj := range kind.items(list) {
+			if seen[client.ObjectKeyFromObject(obj)] || !hasOurParent(*kind.parents(obj)) {
+				continue
 			}
-			errs = append(errs, err)
-		}
-	}
-	gl := &gwv1.GRPCRouteList{}
-	if err := w.Client.List(ctx, gl); err != nil && !meta.IsNoMatchError(err) {
-		return errors.Join(append(errs, err)...)
-	}
-	for i := range gl.Items {
-		r := &gl.Items[i]
-		if grpcSeen[client.ObjectKeyFromObject(r)] || !hasOurParent(r.Status.Parents) {
-			continue
-		}
-		orig := r.DeepCopy()
-		r.Status.Parents = w.mergeParents(r.Status.Parents, nil, r.Generation)
-		if err := w.patch(ctx, "GRPCRoute", r, orig); err != nil {
-			if errors.Is(err, ErrNotLeader) {
+			if err := w.setParents(ctx, kind.routeKind, obj, nil); errors.Is(err, ErrNotLeader) {
 				return err
+			} else if err != nil {
+				errs = append(errs, err)
 			}
-			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
