@@ -71,6 +71,9 @@ const (
 	EventInvalidAnnotation       = "InvalidAnnotation"
 	EventRouteConflict           = "RouteConflict"
 	EventNoInternalPortAvailable = "NoInternalPortAvailable"
+	// EventInternalPortRemapped: a shared Gateway listener's persisted
+	// internal port could not be kept and was reassigned.
+	EventInternalPortRemapped = "InternalPortRemapped"
 	EventInvalidTLSSecret        = "InvalidTLSSecret"
 	EventInvalidPath             = "InvalidPath"
 	EventInvalidBackend          = "InvalidBackend"

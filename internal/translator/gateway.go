@@ -236,12 +236,25 @@ func (t *translator) processGateways() {
 	}
 	assigned, unassigned := portalloc.Assign(t.res.InternalPorts, sharedKeys(t.gwOrder))
 	t.out.InternalPorts = assigned
+	persisted := make(map[portalloc.Key]int32, len(t.res.InternalPorts))
+	for _, a := range t.res.InternalPorts {
+		if _, dup := persisted[a.Key]; !dup {
+			persisted[a.Key] = a.Internal
+		}
+	}
 	for _, a := range assigned {
 		if gi := t.gateways[nn{Namespace: a.Namespace, Name: a.Name}]; gi != nil {
 			if gi.internal == nil {
 				gi.internal = map[int32]int32{}
 			}
 			gi.internal[a.Port] = a.Internal
+			// A persisted port that could not be kept (claimed twice, or
+			// out of range) moves: clients of the VIP Service are
+			// unaffected, but say so.
+			if old, ok := persisted[a.Key]; ok && old != a.Internal {
+				t.event(kindGateway, a.Namespace, a.Name, corev1.EventTypeNormal, status.EventInternalPortRemapped,
+					fmt.Sprintf("listener port %d moved from internal port %d to %d", a.Port, old, a.Internal))
+			}
 		}
 	}
 	for _, k := range unassigned {
