@@ -654,6 +654,13 @@ func TestFastPathAndHandoff(t *testing.T) {
 	if n := p.fastServed(port); n != 2 {
 		t.Errorf("fast path served %d requests, want 2", n)
 	}
+	// A head that arrives in pieces.
+	_, _ = io.WriteString(conn, "GET /split HTTP/1.1\r\nHo")
+	time.Sleep(20 * time.Millisecond)
+	_, _ = io.WriteString(conn, "st: a.example\r\n\r\n")
+	if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"/split"`) {
+		t.Fatalf("split head = %d %s", resp.StatusCode, body)
+	}
 	_, _ = io.WriteString(conn, "HEAD /head HTTP/1.1\r\nHost: a.example\r\n\r\n")
 	if resp, body := read("HEAD"); resp.StatusCode != 200 || body != "" || resp.ContentLength <= 0 {
 		t.Errorf("HEAD = %d, body %q, length %d", resp.StatusCode, body, resp.ContentLength)
@@ -670,8 +677,8 @@ func TestFastPathAndHandoff(t *testing.T) {
 	if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"/after"`) || !resp.Close {
 		t.Errorf("GET on the handed-off connection = %d %s close=%v", resp.StatusCode, body, resp.Close)
 	}
-	if n := p.fastServed(port); n != 4 {
-		t.Errorf("fast path served %d requests, want 4 (GET, GET, HEAD, chunked GET)", n)
+	if n := p.fastServed(port); n != 5 {
+		t.Errorf("fast path served %d requests, want 5 (GET, GET, split GET, HEAD, chunked GET)", n)
 	}
 
 	// HTTP/1.0 goes to net/http; Connection: close on the fast path closes.

@@ -59,7 +59,10 @@ type fastConn struct {
 	busy   atomic.Bool
 }
 
-const fastIdleTimeout = 120 * time.Second
+const (
+	fastIdleTimeout   = 120 * time.Second
+	fastHeaderTimeout = 30 * time.Second
+)
 
 func newFastServer(d *DataPlane, port int32, ln net.Listener) *fastServer {
 	return &fastServer{d: d, port: port, ln: ln, conns: map[*fastConn]struct{}{},
@@ -178,7 +181,7 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		fc.busy.Store(true)
-		headLen, simple := fs.simpleRequestAhead(br)
+		headLen, simple := fs.simpleRequestAhead(br, fc)
 		if !simple {
 			// Hand the connection, unread bytes included, to net/http.
 			pc := &peekedConn{Conn: fc.nc, r: br}
@@ -215,7 +218,8 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 // simpleRequestAhead reports whether the buffered request head is one the
 // fast path serves: "GET" or "HEAD", HTTP/1.1, no body framing, no Upgrade,
 // no Expect. It waits for the whole head unless the head cannot be simple.
-func (fs *fastServer) simpleRequestAhead(br *bufio.Reader) (int, bool) {
+func (fs *fastServer) simpleRequestAhead(br *bufio.Reader, fc *fastConn) (int, bool) {
+	partial := false
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		switch {
@@ -230,6 +234,12 @@ func (fs *fastServer) simpleRequestAhead(br *bufio.Reader) (int, bool) {
 		}
 		if br.Buffered() >= br.Size() {
 			return 0, false // a large head: net/http applies its own limits
+		}
+		if !partial {
+			// The head arrives in pieces: bound the wait as net/http's
+			// ReadHeaderTimeout does.
+			partial = true
+			_ = fc.nc.SetReadDeadline(time.Now().Add(fastHeaderTimeout))
 		}
 		if _, err := br.Peek(br.Buffered() + 1); err != nil {
 			return 0, false // let net/http produce the error answer
