@@ -226,6 +226,25 @@ func TestBinary(t *testing.T) {
 		if _, body, _ := httpGet("http://" + metrics + "/metrics"); !strings.Contains(body, `coxswain_proxy_info{gateway_name="",gateway_namespace="",mode="shared"} 1`) {
 			t.Errorf("/metrics lacks coxswain_proxy_info for the shared mode")
 		}
+
+		// Once the file appears the proxy applies it, turns ready and serves.
+		traffic := freeAddr(t)
+		_, port, _ := net.SplitHostPort(traffic)
+		doc := "scope: {kind: SharedPool}\nlisteners:\n- name: test\n  port: " + port + "\n  protocol: HTTP\n" +
+			"  virtualHosts:\n  - hostname: \"*\"\n    routes:\n    - id: hello\n      match: {}\n" +
+			"      directResponse: {statusCode: 200, body: hello from the snapshot file}\n"
+		if err := os.WriteFile(snap, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, func() string {
+			if code, body, _ := httpGet("http://" + health + "/readyz"); code != http.StatusOK {
+				return "readyz " + body
+			}
+			if code, body, err := httpGet("http://" + traffic + "/"); err != nil || code != http.StatusOK || !strings.Contains(body, "hello from the snapshot file") {
+				return "traffic: " + body
+			}
+			return ""
+		})
 		p.stop(t)
 	})
 
