@@ -64,3 +64,24 @@ func TestProxyFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// The Helm chart configures these two through the environment.
+func TestControllerFlagDefaultsFromEnvironment(t *testing.T) {
+	t.Setenv("COXSWAIN_DISCOVERY_CA_MODE", "external")
+	t.Setenv("COXSWAIN_SHARED_PROXY_REPLICAS", "5")
+	c := newControllerCommand()
+	f := c.Flags()
+	if got := f.Lookup("discovery-ca-mode").Value.String(); got != "external" {
+		t.Errorf("--discovery-ca-mode = %q, want external from the environment", got)
+	}
+	if got := f.Lookup("shared-proxy-replicas").Value.String(); got != "5" {
+		t.Errorf("--shared-proxy-replicas = %q, want 5 from the environment", got)
+	}
+	// An explicit flag still wins.
+	if err := f.Parse([]string{"--shared-proxy-replicas=3"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Lookup("shared-proxy-replicas").Value.String(); got != "3" {
+		t.Errorf("--shared-proxy-replicas = %q, want the flag's 3", got)
+	}
+}

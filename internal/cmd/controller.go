@@ -19,6 +19,7 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -72,8 +73,14 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+defaultNamespace+".")
 	f.StringVar(&o.proxyImage, "proxy-image", "coxswain:latest", "Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one.")
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
-	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", 2, "Replicas of the shared proxy Deployment.")
+	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", envInt32("COXSWAIN_SHARED_PROXY_REPLICAS", 2),
+		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")
 	o.discovery.AddFlags(f)
+	// The Helm chart sets these through the environment.
+	if v := os.Getenv("COXSWAIN_DISCOVERY_CA_MODE"); v != "" {
+		_ = f.Set("discovery-ca-mode", v)
+		f.Lookup("discovery-ca-mode").DefValue = v
+	}
 	return c
 }
 
@@ -151,6 +158,15 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	}
 	log.Info("starting controller", "leaderElection", o.leaderElect, "leaseNamespace", ns, "lease", LeaderElectionID)
 	return mgr.Start(cmd.Context())
+}
+
+// envInt32 reads a flag default from the environment; unset or invalid
+// values give def.
+func envInt32(name string, def int32) int32 {
+	if v, err := strconv.ParseInt(os.Getenv(name), 10, 32); err == nil {
+		return int32(v)
+	}
+	return def
 }
 
 // newLeaseLock returns the Lease lock with a unique identity
