@@ -29,6 +29,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
@@ -604,7 +605,9 @@ func sortConds(c []metav1.Condition) {
 func (t *translator) gatewayAddresses(gi *gatewayInfo) []gwv1.GatewayStatusAddress {
 	var svc *corev1.Service
 	if gi.dedicated {
-		svc = t.ix.dedSvc[nn{Namespace: gi.gw.Namespace, Name: dedicatedName(gi.gw)}]
+		// The Service name is shortened (hashed) when the Deployment's name
+		// is not a valid Service name; look it up as provision names it.
+		svc = t.ix.dedSvc[nn{Namespace: gi.gw.Namespace, Name: provision.DedicatedServiceName(gi.gw.Name, string(gi.gw.Spec.GatewayClassName))}]
 	} else {
 		svc = t.ix.vip[key(&gi.gw.ObjectMeta)]
 	}
