@@ -8,8 +8,11 @@ CONFORMANCE_TEST_BIN ?= $(LOCALBIN)/conformance.test
 CONFORMANCE_CHANNEL ?= standard
 # Comma-separated conformance profiles (GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS, ...).
 CONFORMANCE_PROFILES ?= GATEWAY-HTTP
+# default: GatewayClass coxswain (shared proxy pool); dedicated: GatewayClass
+# coxswain-dedicated, every Gateway gets its own proxy Deployment and Service.
+CONFORMANCE_MODE ?= default
 # The report follows the upstream naming: <channel>-<version>-<mode>-report.yaml.
-CONFORMANCE_REPORT ?= $(CURDIR)/$(CONFORMANCE_DIR)/reports/$(CONFORMANCE_CHANNEL)-$(VERSION)-default-report.yaml
+CONFORMANCE_REPORT ?= $(CURDIR)/$(CONFORMANCE_DIR)/reports/$(CONFORMANCE_CHANNEL)-$(VERSION)-$(CONFORMANCE_MODE)-report.yaml
 CONFORMANCE_WORKDIR ?= /tmp/coxswain-conformance
 # Extra suite flags, e.g. CONFORMANCE_ARGS='-run-test=HTTPRouteSimpleSameNamespace'.
 CONFORMANCE_ARGS ?=
@@ -26,7 +29,7 @@ conformance: localcluster-deps localcluster-assets echo-basic localcluster-bin c
 	ASSETS="$(ENVTEST_ASSETS_DIR)" REPO=$(CURDIR) \
 	GATEWAY_API_CRDS="$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/$(CONFORMANCE_CHANNEL)" \
 	TEST_BIN=$(CONFORMANCE_TEST_BIN) REPORT=$(CONFORMANCE_REPORT) WORKDIR=$(CONFORMANCE_WORKDIR) \
-	VERSION=$(VERSION) PROFILES=$(CONFORMANCE_PROFILES) CONFORMANCE_ARGS='$(CONFORMANCE_ARGS)' \
+	VERSION=$(VERSION) PROFILES=$(CONFORMANCE_PROFILES) MODE=$(CONFORMANCE_MODE) CONFORMANCE_ARGS='$(CONFORMANCE_ARGS)' \
 	$(CONFORMANCE_DIR)/run.sh
 
 .PHONY: test-conformance-unit

@@ -32,6 +32,9 @@
 #   CONFORMANCE_ARGS   extra suite flags (e.g. -run-test=HTTPRouteSimpleSameNamespace)
 #   LOCK_WAIT          seconds to wait for another local cluster to stop (default 600)
 #   KEEP=1             leave the cluster running after the suite (Ctrl-C stops it)
+#   MODE               default: GatewayClass coxswain, Gateways on the shared
+#                      proxy pool; dedicated: GatewayClass coxswain-dedicated
+#                      (parametersRef), every Gateway gets its own proxies
 #
 # Steps: start `localcluster up` in the background (by PID), install the
 # Gateway API CRDs, Coxswain (config/default: the controller runs as a local
@@ -46,7 +49,12 @@ VERSION="${VERSION:-dev}"
 PROFILES="${PROFILES:-GATEWAY-HTTP}"
 CONFORMANCE_ARGS="${CONFORMANCE_ARGS:-}"
 LOCK_WAIT="${LOCK_WAIT:-600}"
-GATEWAY_CLASS=coxswain
+MODE="${MODE:-default}"
+case "$MODE" in
+default) GATEWAY_CLASS=coxswain ;;
+dedicated) GATEWAY_CLASS=coxswain-dedicated ;;
+*) echo "conformance: MODE must be default or dedicated" >&2; exit 1 ;;
+esac
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'conformance: %s\n' "$*" >&2; exit 1; }
@@ -110,7 +118,31 @@ log "Coxswain (config/default)"
 kubectl apply --server-side -k "$REPO/config/default" >/dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 log "GatewayClass $GATEWAY_CLASS"
-kubectl apply --server-side -f - >/dev/null <<EOF
+if [ "$MODE" = dedicated ]; then
+	kubectl apply --server-side -f - >/dev/null <<EOF
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainGatewayParameters
+metadata:
+  name: conformance-dedicated
+  namespace: coxswain-system
+spec:
+  replicas: 1
+  serviceType: LoadBalancer
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata:
+  name: $GATEWAY_CLASS
+spec:
+  controllerName: coxswain-labs.dev/gateway-controller
+  parametersRef:
+    group: gateway.coxswain-labs.dev
+    kind: CoxswainGatewayParameters
+    name: conformance-dedicated
+    namespace: coxswain-system
+EOF
+else
+	kubectl apply --server-side -f - >/dev/null <<EOF
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata:
@@ -118,6 +150,7 @@ metadata:
 spec:
   controllerName: coxswain-labs.dev/gateway-controller
 EOF
+fi
 
 log "waiting for the controller and GatewayClass $GATEWAY_CLASS Accepted"
 ok=""
@@ -147,6 +180,7 @@ args=(
 	-url=https://github.com/coxswain-go/coxswain -version="$VERSION"
 	-contact=https://github.com/coxswain-go/coxswain/issues
 	-cleanup-base-resources=false
+	-mode="$MODE"
 )
 # The suite reads the supported features from the GatewayClass unless told
 # otherwise; a single test (-run-test) needs them named.
