@@ -65,6 +65,9 @@ for f in "$LOCALCLUSTER" "$COXSWAIN" "$ECHO_BASIC" "$ASSETS/kubectl" "$TEST_BIN"
 done
 [ -d "$GATEWAY_API_CRDS" ] || die "missing Gateway API CRD directory $GATEWAY_API_CRDS"
 
+# One run per work directory: a second run must not wipe a running one's.
+exec 9>"${WORKDIR%/}.lock"
+flock -w "$LOCK_WAIT" 9 || die "another conformance run still uses $WORKDIR"
 rm -rf "$WORKDIR"
 mkdir -p "$WORKDIR" "$(dirname "$REPORT")"
 READY="$WORKDIR/ready"
