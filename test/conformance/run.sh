@@ -116,7 +116,11 @@ done
 [ -f "$READY" ] || { tail -n 30 "$CLUSTER_LOG" >&2; die "the local cluster was not ready in time (log: $CLUSTER_LOG)"; }
 
 log "Gateway API CRDs ($GATEWAY_API_CRDS)"
-kubectl apply --server-side -f "$GATEWAY_API_CRDS" >/dev/null
+if [ -f "$GATEWAY_API_CRDS/kustomization.yaml" ]; then
+	kubectl apply --server-side -k "$GATEWAY_API_CRDS" >/dev/null # the experimental channel
+else
+	kubectl apply --server-side -f "$GATEWAY_API_CRDS" >/dev/null
+fi
 log "Coxswain (config/default)"
 kubectl apply --server-side -k "$REPO/config/default" >/dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
