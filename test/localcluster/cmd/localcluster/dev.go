@@ -204,7 +204,7 @@ func runChecks(ctx context.Context, checks []devCheck) error {
 }
 
 func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubectlRunner, o devOptions) ([]devCheck, error) {
-	if err := installBase(ctx, kubectl, o.gatewayCRDs, o.repo); err != nil {
+	if err := c.InstallBase(ctx, o.gatewayCRDs, o.repo); err != nil {
 		return nil, err
 	}
 	var demo strings.Builder
@@ -246,27 +246,6 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubect
 		fmt.Println("  (no Gateway or Ingress address published yet: kubectl get gateways,ingresses -A)")
 	}
 	return checks, nil
-}
-
-// installBase applies the Gateway API CRDs and config/default (Coxswain's
-// CRDs, RBAC, the controller Deployment and the discovery Services), and
-// waits for the CRDs.
-func installBase(ctx context.Context, kubectl kubectlRunner, gatewayCRDs, repo string) error {
-	steps := []struct {
-		what string
-		args []string
-	}{
-		{"Gateway API CRDs", []string{"apply", "--server-side", "-f", gatewayCRDs}},
-		{"Coxswain CRDs, RBAC, controller and discovery Services", []string{"apply", "--server-side", "-k", filepath.Join(repo, "config", "default")}},
-		{"CRDs established", []string{"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"}},
-	}
-	for _, s := range steps {
-		fmt.Printf("==> %s\n", s.what)
-		if out, err := kubectl.run(ctx, nil, s.args...); err != nil {
-			return fmt.Errorf("%s: %w\n%s", s.what, err, out)
-		}
-	}
-	return nil
 }
 
 func assetsDir(dir string) string {
