@@ -234,7 +234,7 @@ func (rt *route) matchRest(r *http.Request) bool {
 		return false
 	}
 	for i := range rt.headers {
-		if !rt.headers[i].match(r.Header) {
+		if !rt.headers[i].matchRequest(r) {
 			return false
 		}
 	}
@@ -246,18 +246,26 @@ func (rt *route) matchRest(r *http.Request) bool {
 	return true
 }
 
-func (m *headerMatch) match(h http.Header) bool {
-	vals := h[m.name]
-	for _, v := range vals {
-		if m.re != nil {
-			if m.re.MatchString(v) {
-				return true
-			}
-		} else if v == m.exact {
+// matchRequest matches the request's header values. net/http (and the
+// fast path) move the Host header, and HTTP/2's :authority, out of
+// r.Header into r.Host, so a match on Host looks there.
+func (m *headerMatch) matchRequest(r *http.Request) bool {
+	if m.name == "Host" {
+		return r.Host != "" && m.matchValue(r.Host)
+	}
+	for _, v := range r.Header[m.name] {
+		if m.matchValue(v) {
 			return true
 		}
 	}
 	return false
+}
+
+func (m *headerMatch) matchValue(v string) bool {
+	if m.re != nil {
+		return m.re.MatchString(v)
+	}
+	return v == m.exact
 }
 
 // match looks at the first value of the parameter, as Gateway API

@@ -74,6 +74,10 @@ func newRequest(t testing.TB, method, rawURL string, headers map[string]string) 
 	}
 	r := &http.Request{Method: method, URL: u, Host: u.Host, Header: http.Header{}}
 	for k, v := range headers {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			r.Host = v // as net/http parses it: Host is not in r.Header
+			continue
+		}
 		r.Header.Set(k, v)
 	}
 	return r
