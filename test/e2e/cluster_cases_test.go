@@ -214,16 +214,22 @@ func testTLSSNI(t *testing.T, e *lcEnv) {
 	e.apply(t, `
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {name: tls, namespace: e2e}
+metadata: {name: tls-a, namespace: e2e}
 spec:
   parentRefs: [{name: web, sectionName: https}]
-  hostnames: [a.example.com, b.example.com]
-  rules:
-  - matches: [{headers: [{name: Host, value: a.example.com}]}]
-    backendRefs: [{name: blue, port: 80}]
-  - backendRefs: [{name: green, port: 80}]
+  hostnames: [a.example.com]
+  rules: [{backendRefs: [{name: blue, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: tls-b, namespace: e2e}
+spec:
+  parentRefs: [{name: web, sectionName: https}]
+  hostnames: [b.example.com]
+  rules: [{backendRefs: [{name: green, port: 80}]}]
 `)
-	e.waitRouteAccepted(t, e2eNS, "tls", time.Minute)
+	e.waitRouteAccepted(t, e2eNS, "tls-a", time.Minute)
+	e.waitRouteAccepted(t, e2eNS, "tls-b", time.Minute)
 	gw := e.waitProgrammed(t, e2eNS, "web", time.Minute)
 	addr := net.JoinHostPort(gw.Status.Addresses[0].Value, "443")
 	for _, tc := range []struct{ host, service string }{{"a.example.com", "blue"}, {"b.example.com", "green"}} {

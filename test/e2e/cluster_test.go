@@ -30,12 +30,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
@@ -145,6 +147,7 @@ func TestLocalCluster(t *testing.T) {
 	crds := gatewayAPICRDs(t)
 	t.Logf("binaries built in %s", time.Since(began).Round(time.Millisecond))
 
+	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// The work directory (pod files and every log) is kept when a test fails.
@@ -156,6 +159,7 @@ func TestLocalCluster(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("LOCALCLUSTER_LOCK_WAIT")); err == nil {
 		lockWait = d
 	}
+	t0 := time.Now()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Dir:      dir,
 		Binaries: localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain},
@@ -175,6 +179,7 @@ func TestLocalCluster(t *testing.T) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
+	t.Logf("local cluster started in %s (including any wait for another cluster's lock)", time.Since(t0).Round(time.Millisecond))
 	started := time.Now()
 	cl, err := client.New(c.RESTConfig, client.Options{Scheme: controller.NewScheme()})
 	if err != nil {
@@ -244,7 +249,7 @@ spec:
 		t.Run(st.name, func(t *testing.T) { st.run(t, e) })
 		t.Logf("%s took %s", st.name, time.Since(t0).Round(time.Millisecond))
 	}
-	t.Logf("whole run %s (cluster and install %s)", time.Since(began).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+	t.Logf("whole run %s (from cluster start %s)", time.Since(began).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 }
 
 // apply server-side applies a YAML stream.
