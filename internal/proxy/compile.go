@@ -18,6 +18,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -131,28 +132,47 @@ type parsedCert struct {
 }
 
 // certSet selects a certificate by SNI: exact, then the longest wildcard
-// suffix, then the default.
+// suffix, then the default. Several certificates bound to the same
+// hostname (an HTTPS listener with more than one certificateRef shares the
+// listener's hostname) are told apart by their own names: the first whose
+// SANs cover the SNI wins, else the first of them.
 type certSet struct {
-	exact map[string]*tls.Certificate
-	wild  map[string]*tls.Certificate
-	def   *tls.Certificate
+	exact map[string][]*tls.Certificate
+	wild  map[string][]*tls.Certificate
+	def   []*tls.Certificate
 }
 
 func (c *certSet) get(serverName string) *tls.Certificate {
 	h := strings.ToLower(strings.TrimSuffix(serverName, "."))
 	if h != "" {
-		if crt, ok := c.exact[h]; ok {
-			return crt
+		if crts, ok := c.exact[h]; ok {
+			return pickBySAN(crts, h)
 		}
 		for i := 1; i < len(h); i++ {
 			if h[i] == '.' {
-				if crt, ok := c.wild[h[i+1:]]; ok {
-					return crt
+				if crts, ok := c.wild[h[i+1:]]; ok {
+					return pickBySAN(crts, h)
 				}
 			}
 		}
 	}
-	return c.def
+	return pickBySAN(c.def, h)
+}
+
+// pickBySAN returns the first certificate whose leaf covers serverName,
+// else the first one (nil for none).
+func pickBySAN(crts []*tls.Certificate, serverName string) *tls.Certificate {
+	if len(crts) == 0 {
+		return nil
+	}
+	if len(crts) > 1 && serverName != "" {
+		for _, crt := range crts {
+			if crt.Leaf != nil && crt.Leaf.VerifyHostname(serverName) == nil {
+				return crt
+			}
+		}
+	}
+	return crts[0]
 }
 
 // corsPolicy is a compiled CORS filter.
@@ -257,6 +277,12 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 		if err != nil {
 			return nil, fmt.Errorf("certificate %q: %w", c.Name, err)
 		}
+		if crt.Leaf == nil && len(crt.Certificate) > 0 {
+			// SNI selection among certificates sharing a hostname reads the leaf.
+			if leaf, err := x509.ParseCertificate(crt.Certificate[0]); err == nil {
+				crt.Leaf = leaf
+			}
+		}
 		st.certs[c.Name] = &parsedCert{certPEM: c.CertPEM, keyPEM: c.KeyPEM, cert: &crt}
 	}
 	for li := range s.Listeners {
@@ -275,22 +301,16 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 		}
 		lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: st.routeStats(prev, m, l.Name, "")}
 		if lr.tls {
-			cs := &certSet{exact: map[string]*tls.Certificate{}, wild: map[string]*tls.Certificate{}}
+			cs := &certSet{exact: map[string][]*tls.Certificate{}, wild: map[string][]*tls.Certificate{}}
 			for _, sc := range l.TLS.Certificates {
 				crt := st.certs[sc.Certificate].cert
 				switch {
 				case sc.Hostname == "":
-					if cs.def == nil {
-						cs.def = crt
-					}
+					cs.def = append(cs.def, crt)
 				case strings.HasPrefix(sc.Hostname, "*."):
-					if _, dup := cs.wild[sc.Hostname[2:]]; !dup {
-						cs.wild[sc.Hostname[2:]] = crt
-					}
+					cs.wild[sc.Hostname[2:]] = append(cs.wild[sc.Hostname[2:]], crt)
 				default:
-					if _, dup := cs.exact[sc.Hostname]; !dup {
-						cs.exact[sc.Hostname] = crt
-					}
+					cs.exact[sc.Hostname] = append(cs.exact[sc.Hostname], crt)
 				}
 			}
 			lr.certs = cs
