@@ -301,12 +301,11 @@ func TestFullThenDeltaThenFullAfterNack(t *testing.T) {
 	if !m5.GetFull() || m5.GetVersion() != mustVersion(t, v4) {
 		t.Fatalf("after a Nack of a full snapshot: expected a full v4 next, got full=%v version-is-v4=%v", m5.GetFull(), m5.GetVersion() == mustVersion(t, v4))
 	}
-	if got := metric(t, ts.reg, "coxswain_discovery_nacks_total", map[string]string{"scope": "shared"}); got != 2 {
-		t.Fatalf("coxswain_discovery_nacks_total{scope=shared} = %v, want 2", got)
-	}
-	if got := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"}); got != 3 {
-		t.Fatalf("full snapshots sent = %v, want 3", got)
-	}
+	// Counters move after the send: wait (bounded) for them.
+	eventually(t, "2 nacks and 3 full snapshots counted", func() bool {
+		return metric(t, ts.reg, "coxswain_discovery_nacks_total", map[string]string{"scope": "shared"}) == 2 &&
+			metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"}) == 3
+	})
 }
 
 func resourceKeys(m *discoveryv1.Snapshot) string {
@@ -352,14 +351,17 @@ func TestOneUnackedMessageAndCoalescing(t *testing.T) {
 	if m2.GetVersion() != want || m2.GetFull() {
 		t.Fatalf("expected one delta to the newest snapshot, got full=%v newest=%v", m2.GetFull(), m2.GetVersion() == want)
 	}
-	if got := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", nil); got != 1 {
-		// sent_total{type=full}=1 is the first label set gathered; check both.
-		t.Logf("sent(first label set) = %v", got)
-	}
-	full := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"})
-	delta := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "delta"})
-	if full != 1 || delta != 1 {
-		t.Fatalf("sent full=%v delta=%v, want 1 and 1", full, delta)
+	// The server counts a message after sending it, so the client can see
+	// m2 before the counter moves: wait (bounded) for it.
+	eventually(t, "one full and one delta counted", func() bool {
+		full := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"})
+		delta := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "delta"})
+		return full == 1 && delta == 1
+	})
+	// And no third message was ever sent: the intermediate rebuilds
+	// coalesced.
+	if full := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"}); full != 1 {
+		t.Fatalf("sent %v full snapshots, want 1", full)
 	}
 }
 
