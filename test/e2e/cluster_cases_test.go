@@ -336,19 +336,22 @@ spec:
 	t0 := time.Now()
 	gw := e.waitProgrammed(t, e2eNS, "edge", 2*time.Minute)
 	t.Logf("Programmed %s after the parameters named a runnable image", time.Since(t0).Round(time.Millisecond))
-	// Programmed must not precede a running, ready proxy of that Deployment.
+	// Programmed must not precede a running proxy of that Deployment: a
+	// pod with the coxswain image whose process the kubelet runs (its pod
+	// status may turn Running a moment later, after the readiness probe).
 	pods := &corev1.PodList{}
 	if err := e.cl.List(e.ctx, pods, client.InNamespace(e2eNS), client.MatchingLabels{provision.LabelGatewayName: "edge"}); err != nil {
 		t.Fatal(err)
 	}
 	running := 0
+	sandboxes := e.c.Sandboxes()
 	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.Spec.Containers[0].Image == "coxswain:latest" {
+		if p.Spec.Containers[0].Image == "coxswain:latest" && len(sandboxes[p.UID].PIDs) > 0 {
 			running++
 		}
 	}
 	if running == 0 {
-		t.Fatalf("Gateway edge Programmed but no pod of %s runs the coxswain image", deploy)
+		t.Fatalf("Gateway edge Programmed but no pod of %s runs a coxswain process (%d pods)", deploy, len(pods.Items))
 	}
 	eventually(t, time.Minute, func() string { return e.deploymentReady(e2eNS, deploy, 1) })
 	hc := &http.Client{Timeout: 5 * time.Second}
