@@ -359,6 +359,89 @@ spec:
 	t.Logf("dedicated Gateway edge at %s served by %s", gw.Status.Addresses[0].Value, r.Pod)
 }
 
+// testSharedProgrammedAfterBindAndAck: every shared proxy process is
+// stopped (SIGSTOP: connected, but neither binding nor acking); a new
+// Gateway of the shared class is Accepted but stays Programmed=False/Pending;
+// once the proxies continue (SIGCONT) it turns Programmed and serves.
+func testSharedProgrammedAfterBindAndAck(t *testing.T, e *lcEnv) {
+	pods := &corev1.PodList{}
+	if err := e.cl.List(e.ctx, pods, client.InNamespace(installNS), client.MatchingLabels(provision.SharedPoolSelector())); err != nil {
+		t.Fatal(err)
+	}
+	sandboxes := e.c.Sandboxes()
+	var pids []int
+	for _, p := range pods.Items {
+		pids = append(pids, sandboxes[p.UID].PIDs...)
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no shared proxy process found (%d pods)", len(pods.Items))
+	}
+	signal := func(sig syscall.Signal) {
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Errorf("kill -%d %d: %v", sig, pid, err)
+			}
+		}
+	}
+	signal(syscall.SIGSTOP)
+	continued := false
+	defer func() {
+		if !continued {
+			signal(syscall.SIGCONT)
+		}
+	}()
+	e.apply(t, `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: late, namespace: e2e}
+spec:
+  gatewayClassName: coxswain
+  listeners:
+  - {name: http, protocol: HTTP, port: 80}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: late, namespace: e2e}
+spec:
+  parentRefs: [{name: late}]
+  hostnames: [late.example.com]
+  rules:
+  - backendRefs: [{name: green, port: 80}]
+`)
+	eventually(t, time.Minute, func() string {
+		gw, err := e.gateway(e2eNS, "late")
+		if err != nil {
+			return err.Error()
+		}
+		acc := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionAccepted))
+		if acc == nil || acc.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("Gateway late not Accepted yet: %+v", acc)
+		}
+		return ""
+	})
+	var last *metav1.Condition
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		gw, err := e.gateway(e2eNS, "late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+		if last != nil && last.Status == metav1.ConditionTrue {
+			t.Fatalf("Gateway late Programmed while every shared proxy is stopped: %+v", last)
+		}
+	}
+	if last == nil || last.Status != metav1.ConditionFalse || last.Reason != string(gwv1.GatewayReasonPending) {
+		t.Fatalf("Gateway late with stopped proxies: want Programmed=False/Pending, got %+v", last)
+	}
+	t.Logf("proxies stopped: Programmed=%s/%s %q", last.Status, last.Reason, last.Message)
+	signal(syscall.SIGCONT)
+	continued = true
+	t0 := time.Now()
+	gw := e.waitProgrammed(t, e2eNS, "late", 2*time.Minute)
+	t.Logf("Programmed %s after the proxies continued", time.Since(t0).Round(time.Millisecond))
+	waitServes(t, &http.Client{Timeout: 5 * time.Second}, gatewayURL(gw, "http", 80)+"/", "late.example.com", "green", time.Minute)
+}
+
 // testControllerKilled: with two controller replicas, the leader is
 // SIGKILLed (and killed again whenever the local kubelet restarts it) under
 // a bounded request loop. No request fails, the proxies serve while no

@@ -243,6 +243,7 @@ spec:
 		{"Ingress", testIngress},
 		{"TLSSNI", testTLSSNI},
 		{"DedicatedProgrammedAfterBindAndAck", testDedicatedProgrammed},
+		{"SharedProgrammedAfterBindAndAck", testSharedProgrammedAfterBindAndAck},
 		{"ControllerKilled", testControllerKilled},
 	} {
 		t0 := time.Now()
