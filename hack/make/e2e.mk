@@ -8,6 +8,6 @@ E2E_TIMEOUT ?= 20m
 ##@ End-to-end
 
 .PHONY: test-e2e
-test-e2e: localcluster-deps localcluster-assets echo-basic coxswain-bin ## Run the local-cluster end-to-end tests (needs root; about 2 minutes once built).
+test-e2e: localcluster-deps localcluster-assets echo-basic coxswain-bin ## Run the local-cluster end-to-end tests (needs root; about a minute once built).
 	LOCALCLUSTER_ECHO_BASIC=$(ECHO_BASIC) LOCALCLUSTER_COXSWAIN=$(LOCALBIN)/coxswain KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" \
 		go test ./test/e2e/ -run '^TestLocalCluster$$' -count=1 -v -timeout $(E2E_TIMEOUT) $(TEST_ARGS)
