@@ -74,7 +74,7 @@ const (
 	// EventInternalPortRemapped: a shared Gateway listener's persisted
 	// internal port could not be kept and was reassigned.
 	EventInternalPortRemapped = "InternalPortRemapped"
-	EventInvalidTLSSecret        = "InvalidTLSSecret"
-	EventInvalidPath             = "InvalidPath"
-	EventInvalidBackend          = "InvalidBackend"
+	EventInvalidTLSSecret     = "InvalidTLSSecret"
+	EventInvalidPath          = "InvalidPath"
+	EventInvalidBackend       = "InvalidBackend"
 )
