@@ -107,8 +107,6 @@ type Provider struct {
 
 	mu   sync.Mutex
 	last *translator.Result
-	// missing holds the kinds the apiserver does not serve (set in Start).
-	missing map[string]bool
 	// lastEvent and prevEvent are the Unix nanoseconds of the two latest
 	// triggers, telling a lone change from a burst.
 	lastEvent, prevEvent atomic.Int64
@@ -169,7 +167,6 @@ func (p *Provider) Start(ctx context.Context) error {
 		},
 		DeleteFunc: func(any) { p.Trigger() },
 	}
-	p.missing = map[string]bool{}
 	for _, obj := range watched() {
 		inf, err := p.opts.Cache.GetInformer(ctx, obj)
 		if meta.IsNoMatchError(err) {
@@ -177,7 +174,6 @@ func (p *Provider) Start(ctx context.Context) error {
 			// our CRDs missing) is read as empty rather than stopping the
 			// controller.
 			p.opts.Log.Info("kind not served by the apiserver; treating it as empty", "kind", fmt.Sprintf("%T", obj), "error", err.Error())
-			p.missing[fmt.Sprintf("%T", obj)] = true
 			continue
 		}
 		if err != nil {
