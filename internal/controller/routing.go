@@ -28,8 +28,8 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
-	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/provider"
+	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
