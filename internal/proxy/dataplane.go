@@ -70,6 +70,21 @@ type Options struct {
 	// DisableLeanClient sends every request through net/http's Transport
 	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
 	DisableLeanClient bool
+	// HeaderTimeout bounds the arrival of one request head, from its first
+	// byte (default 30s); a head that takes longer is dropped.
+	HeaderTimeout time.Duration
+	// RequestBodyTimeout bounds each read of a request body, as nginx's
+	// client_body_timeout (default 60s); a request whose body stalls
+	// longer is answered 408.
+	RequestBodyTimeout time.Duration
+	// BodyDrainTimeout bounds how long an HTTP/1 connection may spend
+	// sending the rest of a body the proxy did not read (a 404, a
+	// redirect, a direct response) before its next request; past it the
+	// connection is closed (default 10s).
+	BodyDrainTimeout time.Duration
+	// EscapedSlashes is what a request whose path holds %2F or %5C gets
+	// (default EscapedSlashRedirect).
+	EscapedSlashes EscapedSlashAction
 }
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
@@ -140,6 +155,18 @@ func NewDataPlane(opts Options) *DataPlane {
 	}
 	if opts.MirrorTimeout <= 0 {
 		opts.MirrorTimeout = 10 * time.Second
+	}
+	if opts.HeaderTimeout <= 0 {
+		opts.HeaderTimeout = 30 * time.Second
+	}
+	if opts.RequestBodyTimeout <= 0 {
+		opts.RequestBodyTimeout = 60 * time.Second
+	}
+	if opts.BodyDrainTimeout <= 0 {
+		opts.BodyDrainTimeout = 10 * time.Second
+	}
+	if opts.EscapedSlashes == "" {
+		opts.EscapedSlashes = EscapedSlashRedirect
 	}
 	log := opts.Logger
 	if log == nil {
@@ -277,7 +304,7 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 	srv := &http.Server{
 		Handler:           &portHandler{d: d, port: bl.port, tls: bl.tls},
 		Protocols:         &p,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: d.opts.HeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 		ConnState:         d.connState,

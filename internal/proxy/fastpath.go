@@ -59,10 +59,9 @@ type fastConn struct {
 	busy   atomic.Bool
 }
 
-const (
-	fastIdleTimeout   = 120 * time.Second
-	fastHeaderTimeout = 30 * time.Second
-)
+// fastIdleTimeout is how long a keep-alive connection may wait for its
+// next request, as net/http's IdleTimeout of the listener's server.
+const fastIdleTimeout = 120 * time.Second
 
 func newFastServer(d *DataPlane, port int32, ln net.Listener) *fastServer {
 	return &fastServer{d: d, port: port, ln: ln, conns: map[*fastConn]struct{}{},
@@ -153,13 +152,19 @@ type fastBufs struct {
 
 func (fs *fastServer) serveConn(fc *fastConn) {
 	bufs := fastBufPool.Get().(*fastBufs)
+	src := &fastSource{nc: fc.nc}
 	br, bw := bufs.br, bufs.bw
-	br.Reset(fc.nc)
+	br.Reset(src)
 	bw.Reset(fc.nc)
 	handedOff := false
+	var watch *clientWatch
 	defer func() {
 		if p := recover(); p != nil && p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
 			fs.d.log.Error("panic serving a request", "panic", p)
+		}
+		if watch != nil {
+			// The connection closes below: the watch's read ends with it.
+			watch.abandon()
 		}
 		if !handedOff {
 			br.Reset(nil)
@@ -169,11 +174,21 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 		fs.release(fc, handedOff)
 	}()
 	w := &fastWriter{bw: bw}
+	_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
 	for {
 		if fs.closing.Load() {
 			return
 		}
-		_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
+		if watch != nil {
+			// The previous request's watch is the wait for this one: it
+			// ends with the next request's first byte, the client's
+			// close, or the idle timeout.
+			ok := watch.wait()
+			watch = nil
+			if !ok && br.Buffered() == 0 {
+				return
+			}
+		}
 		if fs.closing.Load() {
 			return // a drain began while the deadline was being set
 		}
@@ -181,10 +196,16 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		fc.busy.Store(true)
-		headLen, simple := fs.simpleRequestAhead(br, fc)
-		if !simple {
-			// Hand the connection, unread bytes included, to net/http.
-			pc := &peekedConn{Conn: fc.nc, r: br}
+		headDeadline := time.Now().Add(fs.d.opts.HeaderTimeout)
+		headLen, verdict := fs.scanHead(br, fc, headDeadline)
+		switch verdict {
+		case headTimedOut:
+			return // as net/http: a head that never completes is dropped
+		case headNotSimple:
+			// Hand the connection, unread bytes included, to net/http,
+			// which answers exactly as it would have on its own; its
+			// header timeout ends where this head's budget ends.
+			pc := &peekedConn{Conn: fc.nc, r: br, src: src, headDeadline: headDeadline}
 			if err := fs.handoff.give(pc); err != nil {
 				return
 			}
@@ -192,18 +213,21 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		req, ok := parseSimpleRequest(br, headLen)
-		var err error
 		if !ok {
-			req, err = http.ReadRequest(br)
-		}
-		if err == nil && req.Host == "" {
-			err = errors.New("missing Host header")
-		}
-		if err != nil {
-			_, _ = bw.WriteString("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			_ = bw.Flush()
+			// The head looked simple but a field is one the fast path does
+			// not vouch for: net/http decides, never a second parser.
+			pc := &peekedConn{Conn: fc.nc, r: br, src: src, headDeadline: headDeadline}
+			if err := fs.handoff.give(pc); err != nil {
+				return
+			}
+			handedOff = true
 			return
 		}
+		// While the request is served, a read on the connection notices
+		// the client going away and cancels the upstream exchange.
+		_ = fc.nc.SetReadDeadline(time.Time{})
+		watch = startClientWatch(src, br.Buffered() > 0)
+		req = req.WithContext(watch.ctx)
 		req.RemoteAddr = fc.remote
 		fs.served.Add(1)
 		w.reset(req)
@@ -212,39 +236,88 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		fc.busy.Store(false)
+		_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
 	}
 }
 
-// simpleRequestAhead reports whether the buffered request head is one the
-// fast path serves: "GET" or "HEAD", HTTP/1.1, no body framing, no Upgrade,
-// no Expect. It waits for the whole head unless the head cannot be simple.
-func (fs *fastServer) simpleRequestAhead(br *bufio.Reader, fc *fastConn) (int, bool) {
+// headVerdict is what the fast path makes of a buffered request head.
+type headVerdict int
+
+const (
+	headSimple    headVerdict = iota // the fast path serves it
+	headNotSimple                    // net/http gets the connection
+	headTimedOut                     // the head did not arrive in time
+)
+
+// scanHead waits for a whole request head and reports whether it is one
+// the fast path serves: "GET" or "HEAD", HTTP/1.1, CRLF line endings only,
+// no body framing, no Upgrade, no Expect. It hands off at the first byte
+// that rules the head out, so net/http answers malformed heads at once.
+func (fs *fastServer) scanHead(br *bufio.Reader, fc *fastConn, deadline time.Time) (int, headVerdict) {
 	partial := false
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		switch {
 		case bytes.HasPrefix(buf, []byte("GET ")) || bytes.HasPrefix(buf, []byte("HEAD ")):
-			if end := bytes.Index(buf, []byte("\r\n\r\n")); end >= 0 {
-				return end + 2, simpleHead(buf[:end+2])
+			end, ok := headEnd(buf)
+			if !ok {
+				return 0, headNotSimple
+			}
+			if end >= 0 {
+				if simpleHead(buf[:end+2]) {
+					return end + 2, headSimple
+				}
+				return 0, headNotSimple
 			}
 		case len(buf) < 5 && (bytes.HasPrefix([]byte("GET "), buf) || bytes.HasPrefix([]byte("HEAD "), buf)):
 			// Too short to tell yet.
 		default:
-			return 0, false
+			return 0, headNotSimple
 		}
 		if br.Buffered() >= br.Size() {
-			return 0, false // a large head: net/http applies its own limits
+			return 0, headNotSimple // a large head: net/http applies its own limits
 		}
 		if !partial {
 			// The head arrives in pieces: bound the wait as net/http's
-			// ReadHeaderTimeout does.
+			// ReadHeaderTimeout does, once per request.
 			partial = true
-			_ = fc.nc.SetReadDeadline(time.Now().Add(fastHeaderTimeout))
+			_ = fc.nc.SetReadDeadline(deadline)
 		}
 		if _, err := br.Peek(br.Buffered() + 1); err != nil {
-			return 0, false // let net/http produce the error answer
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return 0, headTimedOut
+			}
+			return 0, headNotSimple // let net/http produce the error answer
 		}
 	}
+}
+
+// headEnd finds the CRLF CRLF that ends a head (-1 while it has not
+// arrived). ok is false when a bare CR or LF comes first: such a head is
+// not the fast path's to parse.
+func headEnd(buf []byte) (int, bool) {
+	for i := 0; i < len(buf); i++ {
+		switch buf[i] {
+		case '\n':
+			return 0, false
+		case '\r':
+			if i+1 == len(buf) {
+				return -1, true
+			}
+			if buf[i+1] != '\n' {
+				return 0, false
+			}
+			if i+3 < len(buf) && buf[i+2] == '\r' && buf[i+3] == '\n' {
+				return i, true
+			}
+			if i+2 < len(buf) && buf[i+2] == '\n' {
+				return 0, false
+			}
+			i++ // past the LF
+		}
+	}
+	return -1, true
 }
 
 // simpleHead checks the request line's version and the header names.
@@ -320,7 +393,13 @@ func (l *handoffListener) Addr() net.Addr { return l.addr }
 // peekedConn replays bytes the fast path buffered before the handoff.
 type peekedConn struct {
 	net.Conn
-	r *bufio.Reader
+	r   *bufio.Reader
+	src *fastSource
+	// headDeadline ends the header budget of the head being handed off:
+	// net/http's first read deadline (its ReadHeaderTimeout) is cut to it,
+	// so a trickled head gets one budget, not two.
+	headDeadline time.Time
+	firstSet     bool
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) {
@@ -330,8 +409,101 @@ func (c *peekedConn) Read(p []byte) (int, error) {
 		}
 		c.r = nil
 	}
+	if c.src != nil {
+		if n, ok := c.src.takePending(p); ok {
+			return n, nil
+		}
+		c.src = nil
+	}
 	return c.Conn.Read(p)
 }
+
+func (c *peekedConn) SetReadDeadline(t time.Time) error {
+	if !c.firstSet {
+		c.firstSet = true
+		if !c.headDeadline.IsZero() && (t.IsZero() || c.headDeadline.Before(t)) {
+			t = c.headDeadline
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// fastSource is what the fast path's reader reads: the connection, after
+// a byte that a client watch read while a request was being served.
+type fastSource struct {
+	nc      net.Conn
+	pending byte
+	has     bool
+}
+
+func (s *fastSource) Read(p []byte) (int, error) {
+	if n, ok := s.takePending(p); ok {
+		return n, nil
+	}
+	return s.nc.Read(p)
+}
+
+func (s *fastSource) takePending(p []byte) (int, bool) {
+	if !s.has || len(p) == 0 {
+		return 0, false
+	}
+	p[0], s.has = s.pending, false
+	return 1, true
+}
+
+// errClientGone is the cancellation cause when a client closes its
+// connection while its request is being served.
+var errClientGone = errors.New("client closed the connection")
+
+// clientWatch reads from a connection while a request is served, as
+// net/http's background read does: when the client closes, the request's
+// context is canceled and the upstream exchange with it. A byte that
+// arrives instead (the next request) is kept for the fast path's reader.
+type clientWatch struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	src    *fastSource
+	err    error
+}
+
+func startClientWatch(src *fastSource, pipelined bool) *clientWatch {
+	cw := &clientWatch{done: make(chan struct{}), src: src}
+	cw.ctx, cw.cancel = context.WithCancelCause(context.Background())
+	if pipelined || src.has {
+		// The next request is already buffered: reading further would
+		// only delay it, so this request goes unwatched.
+		close(cw.done)
+		return cw
+	}
+	go func() {
+		defer close(cw.done)
+		var b [1]byte
+		n, err := src.nc.Read(b[:])
+		if n == 1 {
+			src.pending, src.has = b[0], true
+			return
+		}
+		cw.err = err
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			cw.cancel(errClientGone)
+		}
+	}()
+	return cw
+}
+
+// wait ends the request's context and waits for the watch's read: true when
+// the connection has a next request to read, false when it is over.
+func (cw *clientWatch) wait() bool {
+	cw.cancel(nil)
+	<-cw.done
+	return cw.src.has || cw.err == nil
+}
+
+// abandon ends the request's context; the read ends when the connection
+// closes.
+func (cw *clientWatch) abandon() { cw.cancel(nil) }
 
 // fastWriter is the http.ResponseWriter of the fast path: HTTP/1.1 with
 // Content-Length when the handler set one, else chunked.
@@ -569,6 +741,9 @@ func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 			if c := v[j]; (c < ' ' && c != '\t') || c == 0x7f {
 				return nil, false
 			}
+		}
+		if strings.IndexByte(name, '_') >= 0 {
+			continue // dropped, as nginx's underscores_in_headers off does
 		}
 		key := http.CanonicalHeaderKey(name)
 		switch key {

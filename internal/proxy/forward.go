@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,8 +46,103 @@ type portHandler struct {
 	tls  bool
 }
 
+// ServeHTTP serves what net/http parsed: requests the fast path handed
+// off, TLS listeners and HTTP/2.
 func (h *portHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	dropUnderscoreHeaders(r.Header)
+	var body *timedBody
+	if r.Body != nil && r.Body != http.NoBody {
+		body = &timedBody{rc: r.Body, ctl: http.NewResponseController(w), timeout: h.d.opts.RequestBodyTimeout}
+		r.Body = body
+	}
+	if r.ProtoMajor == 1 {
+		if len(r.TransferEncoding) > 0 {
+			// net/http drops a Content-Length that came with
+			// Transfer-Encoding, so whether both came cannot be told:
+			// close after responding, as RFC 9112 §6.1 requires when they
+			// did.
+			w.Header()["Connection"] = []string{"close"}
+		}
+		if body != nil {
+			// net/http reads what the handler left of the body before the
+			// next request (up to 256 KiB, else it closes): bound that.
+			defer body.boundDrain(h.d.opts.BodyDrainTimeout)
+		}
+	}
 	h.d.serve(w, r, h.port, h.tls)
+}
+
+// dropUnderscoreHeaders removes header fields whose names contain "_", as
+// nginx does by default (underscores_in_headers off): backends that map
+// "-" and "_" to the same variable (CGI, PHP, many frameworks) must not
+// receive an X_Forwarded_For the proxy never vetted.
+func dropUnderscoreHeaders(h http.Header) {
+	for k := range h {
+		if strings.IndexByte(k, '_') >= 0 {
+			delete(h, k)
+		}
+	}
+}
+
+// errBodyTimeout fails a request body read that waited too long.
+var errBodyTimeout = errors.New("request body read timed out")
+
+// timedBody bounds each read of a request body (nginx's
+// client_body_timeout) and remembers whether the body was read to its end.
+type timedBody struct {
+	rc       io.ReadCloser
+	ctl      *http.ResponseController
+	timeout  time.Duration
+	timedOut atomic.Bool
+	failed   atomic.Bool
+	eof      atomic.Bool
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	if b.timeout > 0 {
+		_ = b.ctl.SetReadDeadline(time.Now().Add(b.timeout))
+	}
+	n, err := b.rc.Read(p)
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		b.eof.Store(true)
+		if b.timeout > 0 {
+			// net/http's own read of the connection begins at the body's
+			// end; it must not inherit this deadline.
+			_ = b.ctl.SetReadDeadline(time.Time{})
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.timedOut.Store(true)
+		b.failed.Store(true)
+		err = errBodyTimeout
+	default:
+		b.failed.Store(true)
+	}
+	return n, err
+}
+
+func (b *timedBody) Close() error { return b.rc.Close() }
+
+// bodyFailed reports whether reading the client's body failed: with
+// errBodyTimeout when want is that, with any error when want is nil.
+func bodyFailed(r *http.Request, want error) bool {
+	tb, ok := r.Body.(*timedBody)
+	if !ok {
+		return false
+	}
+	if want == errBodyTimeout {
+		return tb.timedOut.Load()
+	}
+	return tb.failed.Load()
+}
+
+// boundDrain limits how long net/http may read an unread body after the
+// response (HTTP/1 only: an HTTP/2 stream's body is reset instead).
+func (b *timedBody) boundDrain(d time.Duration) {
+	if !b.eof.Load() && d > 0 {
+		_ = b.ctl.SetReadDeadline(time.Now().Add(d))
+	}
 }
 
 // exchange is the per-request bookkeeping, pooled.
@@ -133,6 +229,15 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 		ex.w = nil
 		exchangePool.Put(ex)
 	}()
+	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
+		// Neither is relayed: CONNECT would open a tunnel past the
+		// routes, TRACE echoes credentials back (nginx refuses both).
+		answer(ex, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	if !d.normalizeRequest(ex, r) {
+		return
+	}
 	if lr != nil {
 		if vh := lr.host(r.Host); vh != nil {
 			rt = vh.match(r.URL.Path, r)
@@ -320,12 +425,16 @@ outer:
 	return out
 }
 
+// upgradeType is the protocol a request asks to switch to, when the proxy
+// relays that switch: WebSocket only. Any other Upgrade (h2c above all,
+// which would tunnel later requests past the routes) is dropped with the
+// other hop-by-hop headers and the request is forwarded as a plain one.
 func upgradeType(h http.Header) string {
 	conn := h["Connection"]
 	for _, v := range conn {
 		for _, f := range strings.Split(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(f), "upgrade") {
-				if u := h["Upgrade"]; len(u) > 0 {
+				if u := h["Upgrade"]; len(u) == 1 && strings.EqualFold(strings.TrimSpace(u[0]), "websocket") {
 					return u[0]
 				}
 			}
@@ -471,11 +580,19 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		switch {
 		case limited != nil && limited.exceeded:
 			answer(ex, http.StatusRequestEntityTooLarge, "request body too large")
+		case bodyFailed(r, errBodyTimeout):
+			ex.Header()["Connection"] = []string{"close"}
+			answer(ex, http.StatusRequestTimeout, "request body timed out")
 		case errors.Is(context.Cause(ctx), errUpstreamTimeout) || errors.Is(err, context.DeadlineExceeded):
 			rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
 			answer(ex, http.StatusGatewayTimeout, "upstream timed out")
 		case r.Context().Err() != nil:
 			ex.status = 499 // the client went away; nothing to send
+		case bodyFailed(r, nil):
+			// The client's body was malformed (a broken chunk) or cut
+			// short: the fault is the client's, not the upstream's.
+			ex.Header()["Connection"] = []string{"close"}
+			answer(ex, http.StatusBadRequest, "malformed or incomplete request body")
 		default:
 			kind := "protocol"
 			var ne *net.OpError
