@@ -51,6 +51,9 @@ func newProxyCommand() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			if err := cfg.DataPlane.EscapedSlashes.Validate(); err != nil {
+				return err
+			}
 			log := ctrl.Log.WithName("proxy")
 			log.Info("starting proxy", "mode", cfg.Mode,
 				"gateway", cfg.GatewayNamespace+"/"+cfg.GatewayName, "health", cfg.HealthAddr, "metrics", cfg.MetricsAddr,
@@ -100,6 +103,10 @@ func newProxyCommand() *cobra.Command {
 	f.BoolVar(&accessLog, "access-log", true, "Write one JSON access log line per request to stdout (routes can turn it off).")
 	f.DurationVar(&cfg.DataPlane.DrainTimeout, "drain-timeout", 10*time.Second, "How long a removed listener may drain its connections.")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "How long in-flight requests may finish on SIGTERM.")
+	f.DurationVar(&cfg.DataPlane.HeaderTimeout, "header-timeout", 30*time.Second, "How long one request head may take to arrive; a slower one is dropped.")
+	f.DurationVar(&cfg.DataPlane.RequestBodyTimeout, "request-body-timeout", 60*time.Second, "How long a read of a request body may wait (nginx's client_body_timeout); a stalled body is answered 408.")
+	f.StringVar((*string)(&cfg.DataPlane.EscapedSlashes), "escaped-slashes", string(proxy.EscapedSlashRedirect),
+		"What a request whose path holds %2F or %5C gets: UnescapeAndRedirect (307 to the decoded, normalised path) or Reject (400).")
 	disc.AddFlags(f)
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c

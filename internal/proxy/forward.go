@@ -235,6 +235,18 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 		answer(ex, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	if r.RequestURI == "*" || r.URL.Path == "*" {
+		// The asterisk form belongs to OPTIONS alone (RFC 9112 §3.2.4),
+		// which is answered here: it asks about the server, not a route.
+		if r.Method == http.MethodOptions {
+			ex.Header()["Content-Length"] = []string{"0"}
+			ex.WriteHeader(http.StatusOK)
+			return
+		}
+		ex.Header()["Connection"] = []string{"close"}
+		answer(ex, http.StatusBadRequest, "the asterisk form is for OPTIONS only")
+		return
+	}
 	if !d.normalizeRequest(ex, r) {
 		return
 	}

@@ -18,6 +18,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -57,6 +58,15 @@ const (
 	// EscapedSlashReject answers 400.
 	EscapedSlashReject EscapedSlashAction = "Reject"
 )
+
+// Validate reports an action the proxy does not know.
+func (a EscapedSlashAction) Validate() error {
+	switch a {
+	case "", EscapedSlashRedirect, EscapedSlashReject:
+		return nil
+	}
+	return fmt.Errorf("unknown escaped-slash action %q (want %s or %s)", a, EscapedSlashRedirect, EscapedSlashReject)
+}
 
 var errBadEscape = errors.New("invalid percent-encoding in the request path")
 
