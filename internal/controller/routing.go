@@ -129,9 +129,16 @@ func (p publisher) Accept(_ context.Context, res *translator.Result) {
 // discoveryDataPlane adapts the discovery server to the status writer.
 type discoveryDataPlane struct{ srv *discovery.Server }
 
-func (d discoveryDataPlane) GatewayProgrammed(ns, name string, generation int64) (bool, int) {
-	proxies, ok := d.srv.GatewayDataPlane(ns, name, generation)
-	return ok, proxies
+func (d discoveryDataPlane) Gateway(ns, name string, generation int64) writer.GatewayDataPlane {
+	st := d.srv.GatewayState(ns, name, generation)
+	out := writer.GatewayDataPlane{Published: st.Published, Proxies: st.Proxies, Ready: st.Ready}
+	if st.Published {
+		out.Scope = st.Scope.String()
+	}
+	for _, r := range st.Rejections {
+		out.Rejections = append(out.Rejections, writer.Rejection{NodeID: r.NodeID, Version: r.Version, Generation: r.Generation, Detail: r.Detail})
+	}
+	return out
 }
 
 // DedicatedServiceAccountLookup returns the ServiceAccount a dedicated

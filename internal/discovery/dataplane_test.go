@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -170,5 +172,111 @@ func TestProgrammedInSharedPool(t *testing.T) {
 	})
 	if _, ok := ts.GatewayDataPlane("apps", "web", 6); ok {
 		t.Fatal("generation 6 was never acked")
+	}
+}
+
+// describe renders a GatewayState on one line for sequence comparisons.
+func describe(st discovery.GatewayState) string {
+	out := fmt.Sprintf("published=%v scope=%s proxies=%d ready=%d", st.Published, st.Scope, st.Proxies, st.Ready)
+	for _, r := range st.Rejections {
+		out += fmt.Sprintf(" rejected-by=%s(gen %d: %s)", r.NodeID, r.Generation, r.Detail)
+	}
+	return out
+}
+
+// changed runs action and waits for the server's data-plane change signal.
+func changed(t *testing.T, ts *testServer, what string, action func()) {
+	t.Helper()
+	for drained := false; !drained; {
+		select {
+		case <-ts.DataPlaneChanges():
+		default:
+			drained = true
+		}
+	}
+	action()
+	select {
+	case <-ts.DataPlaneChanges():
+	case <-time.After(waitFor):
+		t.Fatalf("no data-plane change after %s", what)
+	}
+}
+
+func TestGatewayStateCountsAndRejections(t *testing.T) {
+	p := newPKI(t)
+	ts := startServer(t, p, true, "")
+	send := func(st discoveryv1.Discovery_StreamClient, m *discoveryv1.ClientMessage) func() {
+		return func() {
+			if err := st.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := describe(ts.GatewayState("apps", "web", 1)); got != "published=false scope=shared proxies=0 ready=0" {
+		t.Fatalf("before any publish: %s", got)
+	}
+	changed(t, ts, "publish gen 1", func() {
+		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	svid := p.svidFor(t, "apps", "web-coxswain")
+	st1, _ := rawStream(t, ts.addr, p, svid)
+	st2, close2 := rawStream(t, ts.addr, p, svid)
+	changed(t, ts, "web-1 subscribes", send(st1, subscribe("web-1", dedicated)))
+	changed(t, ts, "web-2 subscribes", send(st2, subscribe("web-2", dedicated)))
+	m1, m2 := recvSnapshot(t, st1), recvSnapshot(t, st2)
+	var steps []string
+	record := func(step string, gen int64) {
+		steps = append(steps, step+": "+describe(ts.GatewayState("apps", "web", gen)))
+	}
+	record("two proxies connected", 1)
+	changed(t, ts, "web-1 binds", send(st1, nodeStatus(8080)))
+	changed(t, ts, "web-1 acks", send(st1, ack(m1)))
+	record("web-1 bound and acked", 1)
+	changed(t, ts, "web-2 nacks", send(st2, nack(m2, "listen :8080: address already in use")))
+	record("web-2 rejected the full snapshot", 1)
+	record("asked about generation 2", 2)
+
+	// Generation 2: web-1 gets a delta, web-2 (no baseline) a full snapshot.
+	changed(t, ts, "publish gen 2", func() {
+		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 2, []int32{8080}, "10.0.0.2")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	d1, f2 := recvSnapshot(t, st1), recvSnapshot(t, st2)
+	if d1.GetFull() || !f2.GetFull() {
+		t.Fatalf("expected a delta to web-1 and a full snapshot to web-2, got full=%v and full=%v", d1.GetFull(), f2.GetFull())
+	}
+	record("gen 2 published, web-2 still refuses gen 1", 2)
+	// A rejected delta is retried at once as a full snapshot: not reported.
+	send(st1, nack(d1, "delta received without a baseline"))()
+	if f1 := recvSnapshot(t, st1); !f1.GetFull() {
+		t.Fatal("a rejected delta is followed by a full snapshot")
+	} else {
+		record("web-1 rejected the delta", 2)
+		changed(t, ts, "web-1 acks gen 2", send(st1, ack(f1)))
+	}
+	changed(t, ts, "web-2 binds", send(st2, nodeStatus(8080)))
+	changed(t, ts, "web-2 acks gen 2", send(st2, ack(f2)))
+	record("both acked gen 2", 2)
+	changed(t, ts, "web-2 disconnects", close2)
+	record("web-2 gone", 2)
+
+	want := []string{
+		"two proxies connected: published=true scope=gateway/apps/web proxies=2 ready=0",
+		"web-1 bound and acked: published=true scope=gateway/apps/web proxies=2 ready=1",
+		"web-2 rejected the full snapshot: published=true scope=gateway/apps/web proxies=2 ready=1 rejected-by=web-2(gen 1: listen :8080: address already in use)",
+		"asked about generation 2: published=true scope=gateway/apps/web proxies=2 ready=0",
+		"gen 2 published, web-2 still refuses gen 1: published=true scope=gateway/apps/web proxies=2 ready=0",
+		"web-1 rejected the delta: published=true scope=gateway/apps/web proxies=2 ready=0",
+		"both acked gen 2: published=true scope=gateway/apps/web proxies=2 ready=2",
+		"web-2 gone: published=true scope=gateway/apps/web proxies=1 ready=1",
+	}
+	if got := strings.Join(steps, "\n"); got != strings.Join(want, "\n") {
+		t.Fatalf("GatewayState sequence:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if r := ts.GatewayState("apps", "web", 2).Rejections; len(r) != 0 {
+		t.Fatalf("an ack clears the proxy's rejection, got %v", r)
 	}
 }

@@ -114,6 +114,9 @@ type conn struct {
 	bound    map[int32]bool
 	reported bool // has sent a NodeStatus
 	acked    *published
+	// rejected is the proxy's NACK of a full snapshot, kept until it acks
+	// one: the server does not resend that version, so status reports it.
+	rejected *rejection
 }
 
 // NewServer builds a Server; Start or Serve runs it.
@@ -319,25 +322,10 @@ func (s *Server) DataPlaneChanges() <-chan struct{} { return s.changes }
 // whether it is programmed: at least one proxy serves it, and every
 // connected proxy of its scope has acked a snapshot that contains the
 // Gateway at generation ≥ generation and has reported that Gateway's ports
-// bound.
+// bound. GatewayState tells the details.
 func (s *Server) GatewayDataPlane(namespace, name string, generation int64) (proxies int, programmed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	scope, ok := s.scopeOfLocked(namespace, name)
-	if !ok {
-		return 0, false
-	}
-	programmed = true
-	for c := range s.conns {
-		if c.scope != scope {
-			continue
-		}
-		proxies++
-		if !c.servesLocked(namespace, name, generation) {
-			programmed = false
-		}
-	}
-	return proxies, programmed && proxies > 0
+	st := s.GatewayState(namespace, name, generation)
+	return st.Proxies, st.Programmed()
 }
 
 // scopeOfLocked finds the scope whose current snapshot serves the Gateway,
@@ -574,7 +562,7 @@ func (s *Server) handleClientMessage(c *conn, st *streamState, m *discoveryv1.Cl
 		st.pending, st.baseline, st.nackVersion = nil, p.pub, ""
 		s.metrics.acks.Inc()
 		s.mu.Lock()
-		c.acked = p.pub
+		c.acked, c.rejected = p.pub, nil
 		s.mu.Unlock()
 		s.signalDataPlane()
 	case *discoveryv1.ClientMessage_Nack:
@@ -587,7 +575,13 @@ func (s *Server) handleClientMessage(c *conn, st *streamState, m *discoveryv1.Cl
 		log.Info("proxy rejected a snapshot; its next snapshot is full", "version", p.pub.version, "full", p.full, "detail", msg.Nack.GetDetail())
 		st.pending, st.baseline = nil, nil
 		if p.full {
+			// Final for this version (a rejected delta is retried at once
+			// as a full snapshot, so only this one is reported).
 			st.nackVersion = p.pub.version
+			s.mu.Lock()
+			c.rejected = &rejection{pub: p.pub, detail: msg.Nack.GetDetail()}
+			s.mu.Unlock()
+			s.signalDataPlane()
 		}
 	case *discoveryv1.ClientMessage_NodeStatus:
 		bound := make(map[int32]bool, len(msg.NodeStatus.GetBoundPorts()))

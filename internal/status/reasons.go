@@ -66,6 +66,13 @@ const (
 
 	// ReasonReady is the DedicatedProxyReady=True reason.
 	ReasonReady = "Ready"
+	// ReasonSnapshotRejected is our Programmed=False reason when a proxy of
+	// the Gateway's scope refused the snapshot holding its current
+	// generation. None of the spec's reasons fits: Invalid blames the
+	// Gateway's spec, which may be fine (a port the node cannot bind, a
+	// proxy older than the controller), and Pending promises progress that
+	// will not come, since the refused snapshot is not resent.
+	ReasonSnapshotRejected = "SnapshotRejected"
 
 	// Event reasons (Warning Events recorded by the controller).
 	EventInvalidAnnotation       = "InvalidAnnotation"
@@ -77,4 +84,7 @@ const (
 	EventInvalidTLSSecret     = "InvalidTLSSecret"
 	EventInvalidPath          = "InvalidPath"
 	EventInvalidBackend       = "InvalidBackend"
+	// EventSnapshotRejected: a proxy refused the snapshot holding a
+	// Gateway's current generation (Warning on that Gateway).
+	EventSnapshotRejected = ReasonSnapshotRejected
 )

@@ -579,8 +579,10 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 			conds = append(conds, status.Programmed(false, status.ReasonNoResources,
 				fmt.Sprintf("no free internal port for listener ports %v", gi.unassigned), gen))
 		} else {
+			// The status writer replaces this with what the data plane
+			// confirmed when it gates Programmed on binds and acks.
 			conds = append(conds, status.Programmed(true, status.ReasonProgrammed,
-				"reflects the published snapshot; the data plane has not been confirmed yet", gen))
+				"Gateway is in the published snapshot", gen))
 		}
 	}
 	if gi.dedicated {

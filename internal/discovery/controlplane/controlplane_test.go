@@ -18,10 +18,12 @@ package controlplane_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,11 +66,18 @@ type recorder struct {
 	applied []*snapshot.Snapshot
 	bound   []int32
 	cb      func([]int32)
+	refuse  error // set: Apply fails with it, as a proxy that cannot bind
 }
 
 func (r *recorder) Apply(s *snapshot.Snapshot) error {
 	if err := snapshot.Validate(s); err != nil {
 		return err
+	}
+	r.mu.Lock()
+	refuse := r.refuse
+	r.mu.Unlock()
+	if refuse != nil {
+		return refuse
 	}
 	var ports []int32
 	for _, l := range s.Listeners {
@@ -232,6 +241,24 @@ func TestControllerAndProxyWiring(t *testing.T) {
 		n, ok := srv.GatewayDataPlane("apps", "gw", 1)
 		return n == 1 && ok
 	})
+	// The proxy refuses generation 2: the server reports the refusal with
+	// the proxy's node id and words, for the status writer.
+	dp.mu.Lock()
+	dp.refuse = errors.New("listen tcp :20081: bind: address already in use")
+	dp.mu.Unlock()
+	s2 := *s
+	s2.Gateways = []snapshot.GatewayRef{{Namespace: "apps", Name: "gw", Generation: 2, Ports: []int32{20080}}}
+	if err := srv.Publish([]*snapshot.Snapshot{&s2}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the refusal of generation 2", func() bool {
+		st := srv.GatewayState("apps", "gw", 2)
+		return len(st.Rejections) == 1 && st.Rejections[0].NodeID == "shared-proxy-0" &&
+			strings.Contains(st.Rejections[0].Detail, "bind: address already in use") && st.Ready == 0 && st.Proxies == 1
+	})
+	if st := srv.GatewayState("apps", "gw", 1); len(st.Rejections) != 1 || st.Ready != 1 {
+		t.Fatalf("generation 1 stays served (ready=%d) and its newer snapshot refused (%d rejections)", st.Ready, len(st.Rejections))
+	}
 	// The CA Secret was created in auto mode.
 	sec := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.CASecretName}, sec); err != nil {

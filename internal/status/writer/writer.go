@@ -51,10 +51,11 @@ import (
 // the Lease.
 type LeaderCheck func(ctx context.Context) (bool, error)
 
-// DataPlane reports whether the proxies of a Gateway's scope have bound its
-// ports and acked a snapshot holding the given generation.
+// DataPlane reports what the proxies of a Gateway's scope did with one
+// generation of it: how many are connected, how many bound its ports and
+// acked it, and which refused it.
 type DataPlane interface {
-	GatewayProgrammed(namespace, name string, generation int64) (programmed bool, proxies int)
+	Gateway(namespace, name string, generation int64) GatewayDataPlane
 }
 
 // EventRecorder records Kubernetes Events (the manager's recorder fits).
@@ -82,6 +83,9 @@ type Writer struct {
 
 	mu         sync.Mutex
 	lastEvents map[string]bool
+	// rejectionsSeen dedupes SnapshotRejected Events: key → when the
+	// rejection was last seen standing.
+	rejectionsSeen map[string]time.Time
 }
 
 var (
@@ -100,6 +104,7 @@ func (w *Writer) init() {
 			w.Now = time.Now
 		}
 		w.lastEvents = map[string]bool{}
+		w.rejectionsSeen = map[string]time.Time{}
 	})
 }
 
@@ -193,6 +198,7 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	if err := w.events(ctx, res.Events); err != nil {
 		errs = append(errs, err)
 	}
+	w.forgetRejections()
 	return errors.Join(errs...)
 }
 
@@ -250,38 +256,6 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 	return w.patch(ctx, "GatewayClass", obj, orig)
 }
 
-// gate turns a translator Programmed=True into Pending until the data plane
-// has bound and acked the Gateway's generation. Once the data plane has
-// programmed a generation, Programmed stays True for it (proxies
-// restarting or scaling do not flap status); a spec change re-arms it.
-func (w *Writer) gate(d *translator.GatewayStatus, generation int64, existing, conds []metav1.Condition) []metav1.Condition {
-	if w.DataPlane == nil {
-		return conds
-	}
-	c := meta.FindStatusCondition(conds, string(gwv1.GatewayConditionProgrammed))
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return conds
-	}
-	if prev := meta.FindStatusCondition(existing, string(gwv1.GatewayConditionProgrammed)); prev != nil &&
-		prev.Status == metav1.ConditionTrue && prev.ObservedGeneration == generation {
-		return conds
-	}
-	ok, proxies := w.DataPlane.GatewayProgrammed(d.Namespace, d.Name, generation)
-	if ok {
-		return conds
-	}
-	out := make([]metav1.Condition, len(conds))
-	copy(out, conds)
-	for i := range out {
-		if out[i].Type == string(gwv1.GatewayConditionProgrammed) {
-			out[i].Status = metav1.ConditionFalse
-			out[i].Reason = string(gwv1.GatewayReasonPending)
-			out[i].Message = fmt.Sprintf("Waiting for the data plane: %d connected proxies; every proxy of scope %s must bind the listeners and ack this generation", proxies, d.Scope.String())
-		}
-	}
-	return out
-}
-
 func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error {
 	obj := &gwv1.Gateway{}
 	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
@@ -289,7 +263,9 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	}
 	orig := obj.DeepCopy()
 	now := w.now()
-	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, w.gate(d, obj.Generation, orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
+	g := w.gateFor(d, obj.Generation)
+	w.recordRejections(obj, g)
+	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, g.apply(orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
 	obj.Status.Addresses = d.Status.Addresses
 	listeners := make([]gwv1.ListenerStatus, 0, len(d.Status.Listeners))
 	for _, dl := range d.Status.Listeners {
@@ -300,7 +276,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 			}
 		}
 		l := dl
-		l.Conditions, _ = status.MergeConditions(existing, w.gate(d, obj.Generation, existing, dl.Conditions), obj.Generation, now)
+		l.Conditions, _ = status.MergeConditions(existing, g.apply(existing, dl.Conditions), obj.Generation, now)
 		listeners = append(listeners, l)
 	}
 	obj.Status.Listeners = listeners

@@ -1,0 +1,104 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery
+
+import (
+	"sort"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// rejection is one proxy's NACK of a full snapshot.
+type rejection struct {
+	pub    *published
+	detail string
+}
+
+// GatewayState is what the data plane says about one generation of a
+// Gateway: the counts behind Programmed, and the proxies that refused it.
+type GatewayState struct {
+	// Published is false when no current snapshot holds the Gateway; the
+	// other fields are then zero.
+	Published bool
+	// Scope is the scope whose snapshot serves the Gateway.
+	Scope snapshot.Scope
+	// Proxies is the number of connected proxies of Scope.
+	Proxies int
+	// Ready counts those that acked a snapshot holding the Gateway at the
+	// asked generation or later and reported all its ports bound.
+	Ready int
+	// Rejections are the proxies of Scope whose last answer was a NACK of
+	// a full snapshot holding the Gateway at the asked generation or later,
+	// ordered by node id.
+	Rejections []Rejection
+}
+
+// Rejection is one proxy's refusal of a snapshot.
+type Rejection struct {
+	NodeID string
+	// Version of the refused snapshot, and the Gateway's generation in it.
+	Version    string
+	Generation int64
+	// Detail is the proxy's reason, as it sent it.
+	Detail string
+}
+
+// Programmed is the bind-and-ack rule: at least one proxy, and every
+// connected proxy of the scope ready.
+func (g GatewayState) Programmed() bool {
+	return g.Published && g.Proxies > 0 && g.Ready == g.Proxies
+}
+
+// GatewayState reports the data plane's state for generation of Gateway
+// namespace/name.
+func (s *Server) GatewayState(namespace, name string, generation int64) GatewayState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	scope, ok := s.scopeOfLocked(namespace, name)
+	if !ok {
+		return GatewayState{}
+	}
+	st := GatewayState{Published: true, Scope: scope}
+	for c := range s.conns {
+		if c.scope != scope {
+			continue
+		}
+		st.Proxies++
+		if c.servesLocked(namespace, name, generation) {
+			st.Ready++
+		}
+		if r, ok := c.rejectionLocked(namespace, name, generation); ok {
+			st.Rejections = append(st.Rejections, r)
+		}
+	}
+	sort.Slice(st.Rejections, func(i, j int) bool { return st.Rejections[i].NodeID < st.Rejections[j].NodeID })
+	return st
+}
+
+// rejectionLocked reports c's standing NACK when the refused snapshot
+// holds the Gateway at generation or later. A NACK of an older generation
+// says nothing about this one: the newer snapshot is on its way.
+func (c *conn) rejectionLocked(namespace, name string, generation int64) (Rejection, bool) {
+	if c.rejected == nil {
+		return Rejection{}, false
+	}
+	g := findGateway(c.rejected.pub.gateways, namespace, name)
+	if g == nil || g.Generation < generation {
+		return Rejection{}, false
+	}
+	return Rejection{NodeID: c.nodeID, Version: c.rejected.pub.version, Generation: g.Generation, Detail: c.rejected.detail}, true
+}
