@@ -31,7 +31,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// normalizeCase is one line of testdata/normalize.in.yaml: a request
+// normalizeCase is one line of testdata/normalize-targets.yaml: a request
 // target as a client sends it.
 type normalizeCase struct {
 	Target string `json:"target"`
@@ -48,11 +48,11 @@ type normalizeResult struct {
 }
 
 // TestPathNormalizationGolden routes each target of
-// testdata/normalize.in.yaml (a 403 route guards /admin, a second route
-// takes the rest) and compares the outcome with normalize.out.yaml.
+// testdata/normalize-targets.yaml (a 403 route guards /admin, a second route
+// takes the rest) and compares the outcome with normalize-targets.golden.yaml.
 // Regenerate with -update.
 func TestPathNormalizationGolden(t *testing.T) {
-	data, err := os.ReadFile("testdata/normalize.in.yaml")
+	data, err := os.ReadFile("testdata/normalize-targets.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPathNormalizationGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareGolden(t, "testdata/normalize.out.yaml", got)
+	compareGolden(t, "testdata/normalize-targets.golden.yaml", got)
 	for _, res := range results {
 		up, _, _ := strings.Cut(res.Upstream, "?")
 		if dec, err := url.PathUnescape(up); err == nil && res.Route == "rest" && (dec == "/admin" || strings.HasPrefix(dec, "/admin/")) {
