@@ -446,6 +446,7 @@ func (c *Client) relist(ctx context.Context) (string, error) {
 			c.rememberRemovalLocked(m)
 		}
 	}
+	c.pruneRemovalsLocked()
 	first := !c.ready
 	c.ready = true
 	c.cfg.Metrics.Members.Set(float64(len(c.members)))
@@ -512,6 +513,7 @@ func (c *Client) remove(name string) {
 	delete(c.refused, name)
 	if ok {
 		c.rememberRemovalLocked(m)
+		c.pruneRemovalsLocked()
 	}
 	c.cfg.Metrics.Members.Set(float64(len(c.members)))
 	c.mu.Unlock()

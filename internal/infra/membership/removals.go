@@ -61,7 +61,8 @@ func (c *Client) Removals() []Removal {
 	return out
 }
 
-// rememberRemovalLocked records that m left the membership. c.mu is held.
+// rememberRemovalLocked records that m left the membership; the caller
+// prunes afterwards (once for a batch). c.mu is held.
 func (c *Client) rememberRemovalLocked(m Member) {
 	if m.TrustSignature == nil {
 		return
@@ -71,7 +72,6 @@ func (c *Client) rememberRemovalLocked(m Member) {
 		at = old.SignedAt
 	}
 	c.removals[m.Name] = Removal{Name: m.Name, SignedAt: at, RemovedAt: c.cfg.Now().UTC()}
-	c.pruneRemovalsLocked()
 }
 
 // pruneRemovalsLocked applies the retention bounds. c.mu is held.

@@ -56,7 +56,8 @@ type Config struct {
 	ServerCertificate tls.Certificate
 	Log               logr.Logger
 	Metrics           *membership.Metrics
-	// Now is the clock of certificate verification (nil: time.Now).
+	// Now is the clock of certificate verification and of the membership's
+	// removal bookkeeping (nil: time.Now).
 	Now func() time.Time
 }
 
