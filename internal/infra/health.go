@@ -39,6 +39,11 @@ const (
 	// HealthyTimestampPeriod is the least time between two persisted
 	// lastHealthyProbeTime values.
 	HealthyTimestampPeriod = time.Minute
+	// DetailWritePeriod is the least time between two status writes of a
+	// Project that carry only details (see StatusTransition): the growing
+	// consecutiveFailures of an ongoing outage and the last error in a
+	// condition message.
+	DetailWritePeriod = time.Minute
 
 	// Condition reasons.
 	ReasonProbeSucceeded  = "ProbeSucceeded"
@@ -129,9 +134,42 @@ func NextStatus(cur infrav1alpha1.ProjectStatus, now Target, res *ProbeResult, a
 	return next
 }
 
-// StatusChanged reports whether next differs from cur (and so needs a patch).
+// StatusChanged reports whether next differs from cur.
 func StatusChanged(cur, next infrav1alpha1.ProjectStatus) bool {
 	return !equality.Semantic.DeepEqual(cur, next)
+}
+
+// StatusTransition reports whether next differs from cur in more than
+// details. A transition is a change of endpoint, generation, condition
+// status, reason or presence, of lastHealthyProbeTime (itself refreshed at
+// most once per HealthyTimestampPeriod), or the start or end of a failure
+// streak (consecutiveFailures turning non-zero or zero). Details are the
+// value of a non-zero consecutiveFailures and condition messages.
+func StatusTransition(cur, next infrav1alpha1.ProjectStatus) bool {
+	return StatusChanged(withoutDetails(cur), withoutDetails(next))
+}
+
+// WriteNeeded is the prober's write policy: a transition is written at once;
+// a change of details only when the last write of this Project is at least
+// DetailWritePeriod old (lastWrite zero: never written by this process).
+// During an outage this makes one write per minute per Project, not one per
+// probe.
+func WriteNeeded(cur, next infrav1alpha1.ProjectStatus, lastWrite, now time.Time) bool {
+	if !StatusChanged(cur, next) {
+		return false
+	}
+	return StatusTransition(cur, next) || lastWrite.IsZero() || !now.Before(lastWrite.Add(DetailWritePeriod))
+}
+
+func withoutDetails(s infrav1alpha1.ProjectStatus) infrav1alpha1.ProjectStatus {
+	out := *s.DeepCopy()
+	if out.ConsecutiveFailures > 0 {
+		out.ConsecutiveFailures = 1
+	}
+	for i := range out.Conditions {
+		out.Conditions[i].Message = ""
+	}
+	return out
 }
 
 func setReady(s *infrav1alpha1.ProjectStatus, status metav1.ConditionStatus, reason, msg string, gen int64, ts metav1.Time) {

@@ -29,6 +29,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,6 +111,19 @@ type Prober struct {
 	Concurrency int
 	Log         logr.Logger
 	Metrics     *ProberMetrics
+
+	// memory holds, per Project UID, what this process knows beyond the
+	// persisted status: the failure count of an outage (persisted at most
+	// once per DetailWritePeriod) and the time of its last write.
+	mu     sync.Mutex
+	memory map[types.UID]probeMemory
+}
+
+// probeMemory is the prober's in-process state of one Project.
+type probeMemory struct {
+	endpoint  string
+	failures  int32
+	lastWrite time.Time
 }
 
 func (p *Prober) defaults() error {
@@ -129,7 +145,40 @@ func (p *Prober) defaults() error {
 	if p.Metrics == nil {
 		p.Metrics = NewProberMetrics(nil)
 	}
+	p.mu.Lock()
+	if p.memory == nil {
+		p.memory = map[types.UID]probeMemory{}
+	}
+	p.mu.Unlock()
 	return nil
+}
+
+// recall returns the memory of proj (zero when there is none).
+func (p *Prober) recall(proj *infrav1alpha1.Project) probeMemory {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.memory[proj.UID]
+}
+
+func (p *Prober) remember(proj *infrav1alpha1.Project, m probeMemory) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.memory[proj.UID] = m
+}
+
+// forgetAllBut drops the memory of Projects that are gone.
+func (p *Prober) forgetAllBut(list *infrav1alpha1.ProjectList) {
+	keep := make(map[types.UID]bool, len(list.Items))
+	for i := range list.Items {
+		keep[list.Items[i].UID] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid := range p.memory {
+		if !keep[uid] {
+			delete(p.memory, uid)
+		}
+	}
 }
 
 // Run probes every Interval until ctx ends.
@@ -152,8 +201,8 @@ func (p *Prober) Run(ctx context.Context) error {
 }
 
 // RunOnce probes every Project once (at most Concurrency at a time, each
-// bounded by Timeout) and patches the status of those whose health changed.
-// It returns the number of status patches written.
+// bounded by Timeout) and patches the status of those whose health changed,
+// following WriteNeeded. It returns the number of status patches written.
 func (p *Prober) RunOnce(ctx context.Context) (int, error) {
 	if err := p.defaults(); err != nil {
 		return 0, err
@@ -162,6 +211,7 @@ func (p *Prober) RunOnce(ctx context.Context) (int, error) {
 	if err := p.Client.List(ctx, &list); err != nil {
 		return 0, fmt.Errorf("listing projects: %w", err)
 	}
+	p.forgetAllBut(&list)
 	sem := make(chan struct{}, p.Concurrency)
 	var (
 		wg      sync.WaitGroup
@@ -206,8 +256,21 @@ func (p *Prober) probeOne(ctx context.Context, proj *infrav1alpha1.Project) (boo
 	}
 	p.Metrics.Probes.WithLabelValues(result).Inc()
 
-	next := NextStatus(proj.Status, target, &ProbeResult{Target: target, Err: err}, p.Clock.Now())
-	if !StatusChanged(proj.Status, next) {
+	now := p.Clock.Now()
+	mem := p.recall(proj)
+	// Count failures from what this process saw, which is ahead of the
+	// persisted count during an outage.
+	working := *proj.Status.DeepCopy()
+	if mem.endpoint == working.ObservedEndpoint && mem.failures > working.ConsecutiveFailures {
+		working.ConsecutiveFailures = mem.failures
+	}
+	next := NextStatus(working, target, &ProbeResult{Target: target, Err: err}, now)
+	SetAgentCACondition(&next, proj.Spec, proj.Generation, now)
+	p.reportAgentCA(proj, next)
+	// The probe happened whether or not the patch below lands.
+	mem.endpoint, mem.failures = next.ObservedEndpoint, next.ConsecutiveFailures
+	p.remember(proj, mem)
+	if !WriteNeeded(proj.Status, next, mem.lastWrite, now) {
 		return false, nil
 	}
 	patched := proj.DeepCopy()
@@ -220,6 +283,17 @@ func (p *Prober) probeOne(ctx context.Context, proj *infrav1alpha1.Project) (boo
 		}
 		return false, fmt.Errorf("patching status of project %s: %w", proj.Name, err)
 	}
+	mem.lastWrite = now
+	p.remember(proj, mem)
 	p.Metrics.Patches.Inc()
 	return true, nil
+}
+
+// reportAgentCA logs when the AgentCAValid condition turns False.
+func (p *Prober) reportAgentCA(proj *infrav1alpha1.Project, next infrav1alpha1.ProjectStatus) {
+	c := meta.FindStatusCondition(next.Conditions, ConditionAgentCAValid)
+	if c == nil || c.Status != metav1.ConditionFalse || meta.IsStatusConditionFalse(proj.Status.Conditions, ConditionAgentCAValid) {
+		return
+	}
+	p.Log.Info("project agentCA.certificates is not valid PEM certificates; relays refuse it", "project", proj.Name, "error", c.Message)
 }

@@ -208,6 +208,15 @@ type Config struct {
 	Metrics  *Metrics
 	// MinBackoff and MaxBackoff bound the wait between failed attempts.
 	MinBackoff, MaxBackoff time.Duration
+	// Removed seeds the remembered removals (for example from the relay's
+	// snapshot file); see Removal.
+	Removed []Removal
+	// RemovalRetention and MaxRemovals bound the remembered removals
+	// (defaults DefaultRemovalRetention and DefaultMaxRemovals).
+	RemovalRetention time.Duration
+	MaxRemovals      int
+	// Now is the clock of removal bookkeeping (nil: time.Now).
+	Now func() time.Time
 }
 
 // Client maintains the membership of one shard.
@@ -221,6 +230,8 @@ type Client struct {
 	// Project, so that status-only updates of a refused object are not
 	// reported again.
 	refused map[string]int64
+	// removals remembers the newest accepted signedAt of removed Projects.
+	removals map[string]Removal
 }
 
 // New creates a Client; Run starts it.
@@ -240,6 +251,15 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = 10 * time.Second
 	}
+	if cfg.RemovalRetention <= 0 {
+		cfg.RemovalRetention = DefaultRemovalRetention
+	}
+	if cfg.MaxRemovals <= 0 {
+		cfg.MaxRemovals = DefaultMaxRemovals
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	scheme := runtime.NewScheme()
 	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -248,22 +268,47 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("infra-apiserver client: %w", err)
 	}
-	c := &Client{cfg: cfg, kube: kube, members: map[string]Member{}, refused: map[string]int64{}}
+	c := &Client{cfg: cfg, kube: kube, members: map[string]Member{}, refused: map[string]int64{}, removals: map[string]Removal{}}
+	for _, r := range cfg.Removed {
+		r.SignedAt, r.RemovedAt = r.SignedAt.UTC(), r.RemovedAt.UTC()
+		c.removals[r.Name] = r
+	}
+	c.pruneRemovalsLocked()
 	for _, m := range cfg.Seed {
-		if m.ShardID != cfg.ShardID {
-			cfg.Log.Info("ignoring seeded project of another shard", "project", m.Name, "shardID", m.ShardID)
+		if err := c.seedable(m); err != nil {
+			cfg.Log.Info("ignoring seeded project", "project", m.Name, "error", err.Error())
 			continue
-		}
-		if cfg.Keys != nil {
-			if err := cfg.Keys.Verify(m.fields(), m.TrustSignature); err != nil {
-				cfg.Log.Info("ignoring seeded project whose trust signature does not verify", "project", m.Name, "error", err.Error())
-				continue
-			}
 		}
 		c.members[m.Name] = m
 	}
 	cfg.Metrics.Members.Set(float64(len(c.members)))
 	return c, nil
+}
+
+// seedable checks a seeded member as an observed one would be checked.
+func (c *Client) seedable(m Member) error {
+	if m.ShardID != c.cfg.ShardID {
+		return fmt.Errorf("assigned to shard %s", m.ShardID)
+	}
+	if c.cfg.Keys != nil {
+		if err := c.cfg.Keys.Verify(m.fields(), m.TrustSignature); err != nil {
+			return err
+		}
+		if err := c.checkRemovalLocked(m.Name, m.TrustSignature.SignedAt.Time); err != nil {
+			return err
+		}
+	}
+	return validAgentCA(m.Certificates)
+}
+
+// validAgentCA accepts an absent agent CA (no agent can authenticate) and
+// PEM certificates that parse.
+func validAgentCA(certs string) error {
+	if certs == "" {
+		return nil
+	}
+	_, err := trust.ParseAgentCA(certs)
+	return err
 }
 
 // Ready reports whether the first list succeeded.
@@ -398,8 +443,10 @@ func (c *Client) relist(ctx context.Context) (string, error) {
 			gone = append(gone, m)
 			delete(c.members, name)
 			delete(c.refused, name)
+			c.rememberRemovalLocked(m)
 		}
 	}
+	c.pruneRemovalsLocked()
 	first := !c.ready
 	c.ready = true
 	c.cfg.Metrics.Members.Set(float64(len(c.members)))
@@ -464,6 +511,10 @@ func (c *Client) remove(name string) {
 	m, ok := c.members[name]
 	delete(c.members, name)
 	delete(c.refused, name)
+	if ok {
+		c.rememberRemovalLocked(m)
+		c.pruneRemovalsLocked()
+	}
 	c.cfg.Metrics.Members.Set(float64(len(c.members)))
 	c.mu.Unlock()
 	if ok {
@@ -493,28 +544,15 @@ func (c *Client) observe(p *infrav1alpha1.Project) bool {
 
 	c.mu.Lock()
 	prev, had := c.members[p.Name]
-	next := obs
-	var refusal error
-	if c.cfg.Keys != nil {
-		var prevAcc *trust.Accepted
-		if had {
-			prevAcc = &trust.Accepted{Fields: prev.fields()}
-			if prev.TrustSignature != nil {
-				prevAcc.Signature = *prev.TrustSignature
-			}
-		}
-		decision, acc, err := trust.Decide(c.cfg.Keys, prevAcc, obs.fields(), obs.TrustSignature)
-		switch decision {
-		case trust.Refuse:
-			refusal = err
-			if had {
-				// Keep the accepted signed values; apply the rest.
-				next = prev
-				next.Ready = obs.Ready
-			}
-		default:
-			next.TrustSignature = acc.Signature.DeepCopy()
-		}
+	next, refusal := c.decideLocked(prev, had, obs)
+	if refusal != nil && had {
+		// Keep the accepted signed values; apply the rest.
+		next = prev
+		next.Ready = obs.Ready
+	}
+	if refusal == nil && !had {
+		// The member now carries the newest accepted signedAt.
+		delete(c.removals, p.Name)
 	}
 	repeat := false
 	if refusal != nil {
@@ -554,6 +592,40 @@ func (c *Client) observe(p *infrav1alpha1.Project) bool {
 	return true
 }
 
+// decideLocked applies the trust rule to an observation: a change of signed
+// fields needs a valid signature not older than the accepted one (or, for a
+// Project seen again after its removal, than the one accepted before it),
+// and the agent CA must parse. It returns the member to keep on acceptance,
+// or the refusal. c.mu is held.
+func (c *Client) decideLocked(prev Member, had bool, obs Member) (Member, error) {
+	next := obs
+	if c.cfg.Keys != nil {
+		var prevAcc *trust.Accepted
+		if had {
+			prevAcc = &trust.Accepted{Fields: prev.fields()}
+			if prev.TrustSignature != nil {
+				prevAcc.Signature = *prev.TrustSignature
+			}
+		}
+		decision, acc, err := trust.Decide(c.cfg.Keys, prevAcc, obs.fields(), obs.TrustSignature)
+		if decision == trust.Refuse {
+			return prev, err
+		}
+		next.TrustSignature = acc.Signature.DeepCopy()
+		if !had {
+			if err := c.checkRemovalLocked(obs.Name, acc.Signature.SignedAt.Time); err != nil {
+				return prev, err
+			}
+		}
+	}
+	if !had || next.Certificates != prev.Certificates {
+		if err := validAgentCA(next.Certificates); err != nil {
+			return prev, err
+		}
+	}
+	return next, nil
+}
+
 func (c *Client) reportRefusal(p *infrav1alpha1.Project, kept *Member, err error) {
 	reason := "invalid"
 	switch {
@@ -565,6 +637,8 @@ func (c *Client) reportRefusal(p *infrav1alpha1.Project, kept *Member, err error
 		reason = "stale"
 	case errors.Is(err, trust.ErrBadSignature):
 		reason = "bad_signature"
+	case errors.Is(err, trust.ErrInvalidAgentCA):
+		reason = "invalid_agent_ca"
 	}
 	c.cfg.Metrics.TrustRefused.WithLabelValues(reason).Inc()
 	c.cfg.Log.Info("refusing a change of signed project fields; keeping the last accepted values",

@@ -18,8 +18,15 @@ package membership
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	encpem "encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"os"
 	"sync"
@@ -78,8 +85,31 @@ var (
 	t0     = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 )
 
+var (
+	pemMu    sync.Mutex
+	pemCache = map[string]string{}
+)
+
+// pem returns a self-signed CA certificate named s, as PEM; the same name
+// gives the same certificate within a test run.
 func pem(s string) string {
-	return "-----BEGIN CERTIFICATE-----\n" + s + "\n-----END CERTIFICATE-----\n"
+	pemMu.Lock()
+	defer pemMu.Unlock()
+	if c, ok := pemCache[s]; ok {
+		return c
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: s}, IsCA: true,
+		BasicConstraintsValid: true, NotBefore: t0, NotAfter: t0.Add(365 * 24 * time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, k.Public(), k)
+	if err != nil {
+		panic(err)
+	}
+	pemCache[s] = string(encpem.EncodeToMemory(&encpem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return pemCache[s]
 }
 
 func sign(t *testing.T, p *infrav1alpha1.Project, s trust.Signer, at time.Time) {

@@ -56,7 +56,8 @@ type Config struct {
 	ServerCertificate tls.Certificate
 	Log               logr.Logger
 	Metrics           *membership.Metrics
-	// Now is the clock of certificate verification (nil: time.Now).
+	// Now is the clock of certificate verification and of the membership's
+	// removal bookkeeping (nil: time.Now).
 	Now func() time.Time
 }
 
@@ -90,6 +91,7 @@ func New(cfg Config) (*Relay, error) {
 	r := &Relay{cfg: cfg, dirty: make(chan struct{}, 1)}
 	mc, err := membership.New(membership.Config{
 		ShardID: cfg.ShardID, RESTConfig: cfg.RESTConfig, Keys: cfg.Keys, Seed: snap.Members(),
+		Removed: snap.RemovedProjects, Now: cfg.Now,
 		Log: cfg.Log.WithName("membership"), Metrics: cfg.Metrics,
 		OnEvent: func(ev membership.Event) {
 			if ev.Type != membership.TrustRefused {
@@ -120,7 +122,7 @@ func (r *Relay) markDirty() {
 func (r *Relay) WriteSnapshot() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	err := WriteSnapshot(r.cfg.SnapshotPath, SnapshotOf(r.cfg.ShardID, r.Membership.Members()))
+	err := WriteSnapshot(r.cfg.SnapshotPath, SnapshotOf(r.cfg.ShardID, r.Membership.Members(), r.Membership.Removals()))
 	r.writeErr = err
 	return err
 }
@@ -183,9 +185,6 @@ func ParseAgentID(cert *x509.Certificate) (AgentIdentity, error) {
 // that project's accepted agentCA.certificates (during a rotation those hold
 // the current and the next CA, so both chain).
 func (r *Relay) VerifyAgent(rawCerts [][]byte) (AgentIdentity, error) {
-	if len(rawCerts) == 0 {
-		return AgentIdentity{}, errors.New("no agent certificate")
-	}
 	certs := make([]*x509.Certificate, 0, len(rawCerts))
 	for _, raw := range rawCerts {
 		c, err := x509.ParseCertificate(raw)
@@ -193,6 +192,15 @@ func (r *Relay) VerifyAgent(rawCerts [][]byte) (AgentIdentity, error) {
 			return AgentIdentity{}, fmt.Errorf("agent certificate: %w", err)
 		}
 		certs = append(certs, c)
+	}
+	return r.VerifyAgentChain(certs)
+}
+
+// VerifyAgentChain is VerifyAgent for parsed certificates (leaf first), as
+// crypto/tls and net/http hand them over.
+func (r *Relay) VerifyAgentChain(certs []*x509.Certificate) (AgentIdentity, error) {
+	if len(certs) == 0 {
+		return AgentIdentity{}, errors.New("no agent certificate")
 	}
 	id, err := ParseAgentID(certs[0])
 	if err != nil {
@@ -202,9 +210,18 @@ func (r *Relay) VerifyAgent(rawCerts [][]byte) (AgentIdentity, error) {
 	if !ok {
 		return AgentIdentity{}, fmt.Errorf("agent %s: project %s is not in this shard's membership", id.ID, id.Project)
 	}
-	roots := x509.NewCertPool()
-	if m.Certificates == "" || !roots.AppendCertsFromPEM([]byte(m.Certificates)) {
+	if m.Certificates == "" {
 		return AgentIdentity{}, fmt.Errorf("agent %s: project %s has no agent CA", id.ID, id.Project)
+	}
+	// Membership only admits certificates that parse; parse strictly anyway
+	// so that a bad block can never shrink the roots silently.
+	cas, err := trust.ParseAgentCA(m.Certificates)
+	if err != nil {
+		return AgentIdentity{}, fmt.Errorf("agent %s: project %s: %w", id.ID, id.Project, err)
+	}
+	roots := x509.NewCertPool()
+	for _, ca := range cas {
+		roots.AddCert(ca)
 	}
 	inter := x509.NewCertPool()
 	for _, c := range certs[1:] {
@@ -218,19 +235,31 @@ func (r *Relay) VerifyAgent(rawCerts [][]byte) (AgentIdentity, error) {
 }
 
 // TLSConfig is the agent listener's TLS configuration.
+//
+// The agent check runs in VerifyConnection, not VerifyPeerCertificate:
+// crypto/tls skips VerifyPeerCertificate when a client resumes a session
+// (TLS 1.2 session tickets and TLS 1.3 PSKs alike) but calls
+// VerifyConnection on every handshake, resumed or not, with the peer
+// certificates restored from the session. Verifying there means an agent
+// whose project left the membership, or whose CA was dropped by
+// `rotate-ca finish`, is refused on its next connection instead of for the
+// lifetime of its session ticket, while resumption keeps its cost benefit
+// for agents that are still trusted.
 func (r *Relay) TLSConfig() *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{r.cfg.ServerCertificate},
-		ClientAuth:   tls.RequireAnyClientCert,
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			_, err := r.VerifyAgent(raw)
-			if err != nil {
-				r.cfg.Log.Info("refused agent certificate", "error", err.Error())
-			}
-			return err
-		},
+		MinVersion:       tls.VersionTLS12,
+		Certificates:     []tls.Certificate{r.cfg.ServerCertificate},
+		ClientAuth:       tls.RequireAnyClientCert,
+		VerifyConnection: r.verifyConnection,
 	}
+}
+
+func (r *Relay) verifyConnection(cs tls.ConnectionState) error {
+	_, err := r.VerifyAgentChain(cs.PeerCertificates)
+	if err != nil {
+		r.cfg.Log.Info("refused agent certificate", "resumed", cs.DidResume, "error", err.Error())
+	}
+	return err
 }
 
 // Handler serves verified agents. GET /v1/agent/identity answers with the
@@ -242,9 +271,12 @@ func (r *Relay) Handler() http.Handler {
 			http.Error(w, "client certificate required", http.StatusUnauthorized)
 			return
 		}
-		id, err := ParseAgentID(req.TLS.PeerCertificates[0])
+		// A kept-alive connection outlives membership changes: verify the
+		// agent again on every request, not only at the handshake.
+		id, err := r.VerifyAgentChain(req.TLS.PeerCertificates)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusForbidden)
+			r.cfg.Log.Info("refused agent request", "error", err.Error())
+			http.Error(w, "agent certificate not accepted", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -137,15 +137,19 @@ func serverCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
 }
 
 type running struct {
-	relay *Relay
-	addr  string
-	stop  func()
+	relay   *Relay
+	addr    string
+	stop    func()
+	log     *logLines
+	metrics *membership.Metrics
 }
 
 func startRelay(t *testing.T, shard string, rc *rest.Config, snapshot string, cert tls.Certificate) *running {
 	t.Helper()
+	log, lines := captureLog(t)
+	metrics := membership.NewMetrics(nil)
 	r, err := New(Config{ShardID: shard, RESTConfig: rc, Keys: trusttest.KeySet(signer), SnapshotPath: snapshot,
-		ServerCertificate: cert, Log: testr.New(t), Metrics: membership.NewMetrics(nil)})
+		ServerCertificate: cert, Log: log, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +178,7 @@ func startRelay(t *testing.T, shard string, rc *rest.Config, snapshot string, ce
 		}
 	}
 	t.Cleanup(stop)
-	return &running{relay: r, addr: l.Addr().String(), stop: stop}
+	return &running{relay: r, addr: l.Addr().String(), stop: stop, log: lines, metrics: metrics}
 }
 
 // call makes a fresh mTLS connection as agent and returns the identity the
@@ -427,6 +431,24 @@ func TestSnapshotFile(t *testing.T) {
 			t.Errorf("%s: loaded", name)
 		}
 	}
+	// Version 1 files (before removedProjects) still load.
+	v1 := filepath.Join(dir, "v1.json")
+	_ = os.WriteFile(v1, []byte(`{"version":1,"shardID":"x","projects":[{"name":"a","apiServerEndpoint":"a:1"}]}`), 0o600)
+	if got, ok, err := LoadSnapshot(v1); err != nil || !ok || len(got.Projects) != 1 {
+		t.Fatalf("version 1 file: %+v %v %v", got, ok, err)
+	}
+	// Removals round-trip.
+	removed := []membership.Removal{{Name: "r", SignedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		RemovedAt: time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)}}
+	if err := WriteSnapshot(path, SnapshotOf("x", nil, removed)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := LoadSnapshot(path); err != nil || len(got.RemovedProjects) != 1 || got.RemovedProjects[0].Name != "r" ||
+		!got.RemovedProjects[0].SignedAt.Equal(removed[0].SignedAt) || !got.RemovedProjects[0].RemovedAt.Equal(removed[0].RemovedAt) {
+		t.Fatalf("removals round trip: %+v %v", got, err)
+	}
+	_ = os.Remove(v1)
+
 	// A snapshot of another shard is refused on start.
 	other := filepath.Join(dir, "other.json")
 	if err := WriteSnapshot(other, Snapshot{Version: SnapshotVersion, ShardID: uuid.NewString(), Projects: []SnapshotProject{}}); err != nil {

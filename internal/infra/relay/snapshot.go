@@ -30,16 +30,20 @@ import (
 	"github.com/coxswain-go/coxswain/internal/infra/membership"
 )
 
-// SnapshotVersion is the version of the snapshot file format.
-const SnapshotVersion = 1
+// SnapshotVersion is the version of the snapshot file format the relay
+// writes. Version 2 added removedProjects; version 1 files still load.
+const SnapshotVersion = 2
 
 // Snapshot is the relay's snapshot file: the accepted trust of each project
-// in membership. It holds no private key material: never sealedKey,
-// wrappedDataKey or any next* field.
+// in membership, and the newest accepted signedAt of removed projects (so
+// that a relay restart does not forget them, see membership.Removal). It
+// holds no private key material: never sealedKey, wrappedDataKey or any
+// next* field.
 type Snapshot struct {
-	Version  int               `json:"version"`
-	ShardID  string            `json:"shardID"`
-	Projects []SnapshotProject `json:"projects"`
+	Version         int                  `json:"version"`
+	ShardID         string               `json:"shardID"`
+	Projects        []SnapshotProject    `json:"projects"`
+	RemovedProjects []membership.Removal `json:"removedProjects,omitempty"`
 }
 
 // SnapshotProject is one project's accepted trust.
@@ -51,9 +55,10 @@ type SnapshotProject struct {
 	TrustSignature    *infrav1alpha1.TrustSignature `json:"trustSignature,omitempty"`
 }
 
-// SnapshotOf builds a snapshot from the membership.
-func SnapshotOf(shardID string, members []membership.Member) Snapshot {
-	s := Snapshot{Version: SnapshotVersion, ShardID: shardID, Projects: []SnapshotProject{}}
+// SnapshotOf builds a snapshot from the membership and its remembered
+// removals.
+func SnapshotOf(shardID string, members []membership.Member, removed []membership.Removal) Snapshot {
+	s := Snapshot{Version: SnapshotVersion, ShardID: shardID, Projects: []SnapshotProject{}, RemovedProjects: removed}
 	for _, m := range members {
 		s.Projects = append(s.Projects, SnapshotProject{Name: m.Name, APIServerEndpoint: m.APIServerEndpoint,
 			AgentCACerts: m.Certificates, RelayRoots: m.RelayRoots, TrustSignature: m.TrustSignature})
@@ -135,8 +140,8 @@ func LoadSnapshot(path string) (s Snapshot, ok bool, err error) {
 	if err := dec.Decode(&s); err != nil {
 		return Snapshot{}, false, fmt.Errorf("parsing relay snapshot %s: %w", path, err)
 	}
-	if s.Version != SnapshotVersion {
-		return Snapshot{}, false, fmt.Errorf("relay snapshot %s has version %d, want %d", path, s.Version, SnapshotVersion)
+	if s.Version < 1 || s.Version > SnapshotVersion {
+		return Snapshot{}, false, fmt.Errorf("relay snapshot %s has version %d, want 1 to %d", path, s.Version, SnapshotVersion)
 	}
 	return s, true, nil
 }
