@@ -27,19 +27,11 @@ import (
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 )
 
+// The AgentCAValid condition and its reasons (see api/infra/v1alpha1).
 const (
-	// ConditionAgentCAValid reports whether spec.agentCA.certificates parse
-	// as PEM certificates. It is a condition of its own rather than a Ready
-	// reason: the project API server can be perfectly healthy while relays
-	// refuse its broken agent CA, and both facts must be visible at once.
-	// The condition is absent while the Project has no agentCA.
-	ConditionAgentCAValid = "AgentCAValid"
-	// ReasonAgentCAParsed: every block of agentCA.certificates is a
-	// certificate.
-	ReasonAgentCAParsed = "AgentCAParsed"
-	// ReasonInvalidAgentCA: agentCA.certificates does not parse; relays
-	// refuse the change (or the Project, on first sight).
-	ReasonInvalidAgentCA = "InvalidAgentCA"
+	ConditionAgentCAValid = infrav1alpha1.ConditionAgentCAValid
+	ReasonAgentCAParsed   = infrav1alpha1.ReasonAgentCAParsed
+	ReasonInvalidAgentCA  = infrav1alpha1.ReasonInvalidAgentCA
 )
 
 // SetAgentCACondition sets (or removes) the AgentCAValid condition of s from

@@ -28,6 +28,19 @@ const (
 	// ConditionReady reports whether the project API server answers its
 	// readiness probe.
 	ConditionReady = "Ready"
+
+	// ConditionAgentCAValid reports whether spec.agentCA.certificates parse
+	// as PEM certificates. It is a condition of its own rather than a Ready
+	// reason: the project API server can be healthy while relays refuse its
+	// broken agent CA, and both facts must be visible at once. It is absent
+	// while the Project has no agentCA.
+	ConditionAgentCAValid = "AgentCAValid"
+	// ReasonAgentCAParsed: every block of agentCA.certificates is a
+	// certificate.
+	ReasonAgentCAParsed = "AgentCAParsed"
+	// ReasonInvalidAgentCA: agentCA.certificates does not parse; relays
+	// refuse the change (or the Project, on first sight).
+	ReasonInvalidAgentCA = "InvalidAgentCA"
 )
 
 // ProjectSpec is the desired state of one project on one shard.
@@ -138,7 +151,9 @@ type TrustSignature struct {
 type ProjectStatus struct {
 	// conditions hold Ready: True after a successful probe of the project
 	// API server, False after three consecutive failures, Unknown after an
-	// endpoint change until the new endpoint answers.
+	// endpoint change until the new endpoint answers; and AgentCAValid:
+	// False (reason InvalidAgentCA) when spec.agentCA.certificates does not
+	// parse, so relays refuse it.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
