@@ -36,6 +36,12 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// DefaultMaxResponseHeaderBytes is the default cap on an upstream's
+// response head. nginx answers 502 beyond proxy_buffer_size (4 or 8 KiB);
+// this default is generous for backends with large cookie sets and still
+// keeps one hostile head from growing the heap without bound.
+const DefaultMaxResponseHeaderBytes = 1 << 20
+
 // Options configure a DataPlane. The zero value is usable.
 type Options struct {
 	// BindHost is the address listeners bind ("" is every address; tests
@@ -56,6 +62,9 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	// DialTimeout bounds connecting to an upstream (default 5s).
 	DialTimeout time.Duration
+	// MaxResponseHeaderBytes caps the response head an upstream may send
+	// (default 1 MiB); a larger one is answered 502.
+	MaxResponseHeaderBytes int64
 	// MirrorConcurrency bounds in-flight mirrored requests (default 128);
 	// more are dropped.
 	MirrorConcurrency int
@@ -132,6 +141,9 @@ func NewDataPlane(opts Options) *DataPlane {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if opts.MaxResponseHeaderBytes <= 0 {
+		opts.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
+	}
 	if opts.MirrorConcurrency <= 0 {
 		opts.MirrorConcurrency = 128
 	}
@@ -166,20 +178,21 @@ func NewDataPlane(opts Options) *DataPlane {
 			p.SetHTTP1(true)
 		}
 		return &http.Transport{
-			DialContext:           dialer.DialContext,
-			Protocols:             &p,
-			MaxIdleConns:          0,
-			MaxIdleConnsPerHost:   opts.MaxIdleConnsPerHost,
-			IdleConnTimeout:       90 * time.Second,
-			DisableCompression:    true,
-			ExpectContinueTimeout: time.Second,
-			WriteBufferSize:       16 << 10,
-			ReadBufferSize:        16 << 10,
+			DialContext:            dialer.DialContext,
+			Protocols:              &p,
+			MaxIdleConns:           0,
+			MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: opts.MaxResponseHeaderBytes,
+			DisableCompression:     true,
+			ExpectContinueTimeout:  time.Second,
+			WriteBufferSize:        16 << 10,
+			ReadBufferSize:         16 << 10,
 		}
 	}
 	d.h1, d.h2c = newTransport(false), newTransport(true)
 	if !opts.DisableLeanClient {
-		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost)
+		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost, 90*time.Second, opts.MaxResponseHeaderBytes)
 	}
 	return d
 }
