@@ -62,6 +62,9 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	// DialTimeout bounds connecting to an upstream (default 5s).
 	DialTimeout time.Duration
+	// UpstreamIdleTimeout is how long an idle upstream connection is kept
+	// for reuse (default 90s).
+	UpstreamIdleTimeout time.Duration
 	// MaxResponseHeaderBytes caps the response head an upstream may send
 	// (default 1 MiB); a larger one is answered 502.
 	MaxResponseHeaderBytes int64
@@ -79,6 +82,10 @@ type Options struct {
 	// DisableLeanClient sends every request through net/http's Transport
 	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
 	DisableLeanClient bool
+
+	// reapInterval overrides how often idle upstream connections are
+	// reaped (tests).
+	reapInterval time.Duration
 }
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
@@ -88,7 +95,7 @@ type DataPlane struct {
 	m         *metrics
 	alog      *accessLogger
 	state     atomic.Pointer[state]
-	h1, h2c   *http.Transport
+	h1, h2c   *addrTransports
 	lean      *h1Client
 	mirrorSem chan struct{}
 
@@ -141,6 +148,12 @@ func NewDataPlane(opts Options) *DataPlane {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if opts.UpstreamIdleTimeout <= 0 {
+		opts.UpstreamIdleTimeout = 90 * time.Second
+	}
+	if opts.reapInterval <= 0 {
+		opts.reapInterval = reapInterval(opts.UpstreamIdleTimeout)
+	}
 	if opts.MaxResponseHeaderBytes <= 0 {
 		opts.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
 	}
@@ -170,30 +183,14 @@ func NewDataPlane(opts Options) *DataPlane {
 	empty := []int32{}
 	d.ports.Store(&empty)
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
-	newTransport := func(h2c bool) *http.Transport {
-		var p http.Protocols
-		if h2c {
-			p.SetUnencryptedHTTP2(true)
-		} else {
-			p.SetHTTP1(true)
-		}
-		return &http.Transport{
-			DialContext:            dialer.DialContext,
-			Protocols:              &p,
-			MaxIdleConns:           0,
-			MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
-			IdleConnTimeout:        90 * time.Second,
-			MaxResponseHeaderBytes: opts.MaxResponseHeaderBytes,
-			DisableCompression:     true,
-			ExpectContinueTimeout:  time.Second,
-			WriteBufferSize:        16 << 10,
-			ReadBufferSize:         16 << 10,
-		}
+	newTransport := func(h2c bool) func() *http.Transport {
+		return func() *http.Transport { return newUpstreamTransport(opts, dialer, h2c) }
 	}
-	d.h1, d.h2c = newTransport(false), newTransport(true)
+	d.h1, d.h2c = newAddrTransports(newTransport(false)), newAddrTransports(newTransport(true))
 	if !opts.DisableLeanClient {
-		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost, 90*time.Second, opts.MaxResponseHeaderBytes)
+		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost, opts.UpstreamIdleTimeout, opts.MaxResponseHeaderBytes)
 	}
+	d.startReaper(opts.reapInterval)
 	return d
 }
 
@@ -252,6 +249,7 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 		opened = append(opened, &boundListener{port: port, tls: isTLS, ln: ln, done: make(chan struct{})})
 	}
 	d.state.Store(st)
+	d.dropUpstreams(prev, st)
 	changed := len(opened) > 0
 	for _, bl := range opened {
 		d.bound[bl.port] = bl
