@@ -26,7 +26,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +85,8 @@ type Options struct {
 	// reapInterval overrides how often idle upstream connections are
 	// reaped (tests).
 	reapInterval time.Duration
+	// listen binds listeners (default net.Listen; tests inject failures).
+	listen func(network, address string) (net.Listener, error)
 }
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
@@ -157,6 +158,9 @@ func NewDataPlane(opts Options) *DataPlane {
 	if opts.MaxResponseHeaderBytes <= 0 {
 		opts.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
 	}
+	if opts.listen == nil {
+		opts.listen = net.Listen
+	}
 	if opts.MirrorConcurrency <= 0 {
 		opts.MirrorConcurrency = 128
 	}
@@ -227,31 +231,18 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 		return false, nil, err
 	}
 	// Bind what is new before publishing, so a bind failure leaves the old
-	// state untouched.
-	var opened []*boundListener
-	for _, port := range st.ports() {
-		isTLS := st.listeners[port]
-		if bl := d.bound[port]; bl != nil && bl.tls == isTLS {
-			continue
-		}
-		if bl := d.bound[port]; bl != nil {
-			// The protocol changed on this port: the old listener must go
-			// before the new one can bind.
-			d.unbind(bl)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(d.opts.BindHost, strconv.Itoa(int(port))))
-		if err != nil {
-			for _, o := range opened {
-				_ = o.ln.Close()
-			}
-			return false, nil, fmt.Errorf("bind listener port %d: %w", port, err)
-		}
-		opened = append(opened, &boundListener{port: port, tls: isTLS, ln: ln, done: make(chan struct{})})
+	// state and every old listener untouched.
+	opened, err := d.bindListeners(st)
+	if err != nil {
+		return false, nil, err
 	}
 	d.state.Store(st)
 	d.dropUpstreams(prev, st)
 	changed := len(opened) > 0
 	for _, bl := range opened {
+		if old := d.bound[bl.port]; old != nil {
+			d.unbind(old) // the protocol changed: drain the old listener
+		}
 		d.bound[bl.port] = bl
 		d.serveListener(bl)
 	}
@@ -261,12 +252,7 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 			changed = true
 		}
 	}
-	ports := make([]int32, 0, len(d.bound))
-	for p := range d.bound {
-		ports = append(ports, p)
-	}
-	slices.Sort(ports)
-	d.ports.Store(&ports)
+	ports := d.publishPorts()
 	if prev == nil || prev.version != st.version {
 		d.m.setVersion(st.version)
 	}
