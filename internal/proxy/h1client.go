@@ -194,7 +194,9 @@ func readCappedHead(br *bufio.Reader, lim *headLimit, mreq *http.Request) (*http
 	resp, err := readResponseHead(br, mreq)
 	if err != nil {
 		if lim.exhausted() && !errors.Is(err, errResponseHeadTooLarge) {
-			err = fmt.Errorf("%w: more than %d bytes (%w)", errResponseHeadTooLarge, lim.max, err)
+			// %v, not %w: a truncated head must not look like a stale
+			// connection (io.ErrUnexpectedEOF) and be retried.
+			err = fmt.Errorf("%w: more than %d bytes (%v)", errResponseHeadTooLarge, lim.max, err)
 		}
 		return nil, err
 	}
