@@ -26,7 +26,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +34,12 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
+
+// DefaultMaxResponseHeaderBytes is the default cap on an upstream's
+// response head. nginx answers 502 beyond proxy_buffer_size (4 or 8 KiB);
+// this default is generous for backends with large cookie sets and still
+// keeps one hostile head from growing the heap without bound.
+const DefaultMaxResponseHeaderBytes = 1 << 20
 
 // Options configure a DataPlane. The zero value is usable.
 type Options struct {
@@ -56,6 +61,12 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	// DialTimeout bounds connecting to an upstream (default 5s).
 	DialTimeout time.Duration
+	// UpstreamIdleTimeout is how long an idle upstream connection is kept
+	// for reuse (default 90s).
+	UpstreamIdleTimeout time.Duration
+	// MaxResponseHeaderBytes caps the response head an upstream may send
+	// (default 1 MiB); a larger one is answered 502.
+	MaxResponseHeaderBytes int64
 	// MirrorConcurrency bounds in-flight mirrored requests (default 128);
 	// more are dropped.
 	MirrorConcurrency int
@@ -85,6 +96,12 @@ type Options struct {
 	// EscapedSlashes is what a request whose path holds %2F or %5C gets
 	// (default EscapedSlashRedirect).
 	EscapedSlashes EscapedSlashAction
+
+	// reapInterval overrides how often idle upstream connections are
+	// reaped (tests).
+	reapInterval time.Duration
+	// listen binds listeners (default net.Listen; tests inject failures).
+	listen func(network, address string) (net.Listener, error)
 }
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
@@ -94,7 +111,7 @@ type DataPlane struct {
 	m         *metrics
 	alog      *accessLogger
 	state     atomic.Pointer[state]
-	h1, h2c   *http.Transport
+	h1, h2c   *addrTransports
 	lean      *h1Client
 	mirrorSem chan struct{}
 
@@ -147,6 +164,18 @@ func NewDataPlane(opts Options) *DataPlane {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if opts.UpstreamIdleTimeout <= 0 {
+		opts.UpstreamIdleTimeout = 90 * time.Second
+	}
+	if opts.reapInterval <= 0 {
+		opts.reapInterval = reapInterval(opts.UpstreamIdleTimeout)
+	}
+	if opts.MaxResponseHeaderBytes <= 0 {
+		opts.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
+	}
+	if opts.listen == nil {
+		opts.listen = net.Listen
+	}
 	if opts.MirrorConcurrency <= 0 {
 		opts.MirrorConcurrency = 128
 	}
@@ -185,29 +214,14 @@ func NewDataPlane(opts Options) *DataPlane {
 	empty := []int32{}
 	d.ports.Store(&empty)
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
-	newTransport := func(h2c bool) *http.Transport {
-		var p http.Protocols
-		if h2c {
-			p.SetUnencryptedHTTP2(true)
-		} else {
-			p.SetHTTP1(true)
-		}
-		return &http.Transport{
-			DialContext:           dialer.DialContext,
-			Protocols:             &p,
-			MaxIdleConns:          0,
-			MaxIdleConnsPerHost:   opts.MaxIdleConnsPerHost,
-			IdleConnTimeout:       90 * time.Second,
-			DisableCompression:    true,
-			ExpectContinueTimeout: time.Second,
-			WriteBufferSize:       16 << 10,
-			ReadBufferSize:        16 << 10,
-		}
+	newTransport := func(h2c bool) func() *http.Transport {
+		return func() *http.Transport { return newUpstreamTransport(opts, dialer, h2c) }
 	}
-	d.h1, d.h2c = newTransport(false), newTransport(true)
+	d.h1, d.h2c = newAddrTransports(newTransport(false)), newAddrTransports(newTransport(true))
 	if !opts.DisableLeanClient {
-		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost)
+		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost, opts.UpstreamIdleTimeout, opts.MaxResponseHeaderBytes)
 	}
+	d.startReaper(opts.reapInterval)
 	return d
 }
 
@@ -244,30 +258,18 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 		return false, nil, err
 	}
 	// Bind what is new before publishing, so a bind failure leaves the old
-	// state untouched.
-	var opened []*boundListener
-	for _, port := range st.ports() {
-		isTLS := st.listeners[port]
-		if bl := d.bound[port]; bl != nil && bl.tls == isTLS {
-			continue
-		}
-		if bl := d.bound[port]; bl != nil {
-			// The protocol changed on this port: the old listener must go
-			// before the new one can bind.
-			d.unbind(bl)
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(d.opts.BindHost, strconv.Itoa(int(port))))
-		if err != nil {
-			for _, o := range opened {
-				_ = o.ln.Close()
-			}
-			return false, nil, fmt.Errorf("bind listener port %d: %w", port, err)
-		}
-		opened = append(opened, &boundListener{port: port, tls: isTLS, ln: ln, done: make(chan struct{})})
+	// state and every old listener untouched.
+	opened, err := d.bindListeners(st)
+	if err != nil {
+		return false, nil, err
 	}
 	d.state.Store(st)
+	d.dropUpstreams(prev, st)
 	changed := len(opened) > 0
 	for _, bl := range opened {
+		if old := d.bound[bl.port]; old != nil {
+			d.unbind(old) // the protocol changed: drain the old listener
+		}
 		d.bound[bl.port] = bl
 		d.serveListener(bl)
 	}
@@ -277,12 +279,7 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 			changed = true
 		}
 	}
-	ports := make([]int32, 0, len(d.bound))
-	for p := range d.bound {
-		ports = append(ports, p)
-	}
-	slices.Sort(ports)
-	d.ports.Store(&ports)
+	ports := d.publishPorts()
 	if prev == nil || prev.version != st.version {
 		d.m.setVersion(st.version)
 	}

@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -39,6 +40,7 @@ type h1Client struct {
 	dialer      *net.Dialer
 	maxIdle     int
 	idleTimeout time.Duration
+	maxHead     int64
 
 	mu   sync.Mutex
 	idle map[string][]*h1Conn
@@ -46,6 +48,7 @@ type h1Client struct {
 
 type h1Conn struct {
 	nc     net.Conn
+	lim    headLimit // between nc and br
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	addr   string
@@ -62,8 +65,8 @@ var methodRequests = map[string]*http.Request{
 	http.MethodHead: {Method: http.MethodHead},
 }
 
-func newH1Client(dialer *net.Dialer, maxIdle int) *h1Client {
-	return &h1Client{dialer: dialer, maxIdle: maxIdle, idleTimeout: 90 * time.Second, idle: map[string][]*h1Conn{}}
+func newH1Client(dialer *net.Dialer, maxIdle int, idleTimeout time.Duration, maxHead int64) *h1Client {
+	return &h1Client{dialer: dialer, maxIdle: maxIdle, idleTimeout: idleTimeout, maxHead: maxHead, idle: map[string][]*h1Conn{}}
 }
 
 func (c *h1Client) get(addr string) *h1Conn {
@@ -113,7 +116,10 @@ func (c *h1Client) dial(ctx context.Context, addr string) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10), bw: bufio.NewWriterSize(nc, 4<<10), addr: addr}, nil
+	pc := &h1Conn{nc: nc, bw: bufio.NewWriterSize(nc, 4<<10), addr: addr}
+	pc.lim = headLimit{r: nc, max: c.maxHead, left: -1}
+	pc.br = bufio.NewReaderSize(&pc.lim, 8<<10)
+	return pc, nil
 }
 
 // roundTrip sends a bodiless request and returns the response whose Body
@@ -167,32 +173,59 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 		}
 		return nil, err
 	}
+	resp, err := readCappedHead(pc.br, &pc.lim, mreq)
+	if err != nil {
+		stop()
+		if reused && ctx.Err() == nil && pc.br.Buffered() == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) {
+			return nil, errStaleConn
+		}
+		return nil, err
+	}
+	resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
+	return resp, nil
+}
+
+// readCappedHead reads the response heads of one exchange within the
+// head limit, then lifts the limit for the body. bufio and textproto can
+// swallow the limit's error behind a partial line, so an exhausted budget
+// is what reports a head that is too large (as in http.Transport).
+func readCappedHead(br *bufio.Reader, lim *headLimit, mreq *http.Request) (*http.Response, error) {
+	lim.arm()
+	resp, err := readResponseHead(br, mreq)
+	if err != nil {
+		if lim.exhausted() && !errors.Is(err, errResponseHeadTooLarge) {
+			// %v, not %w: a truncated head must not look like a stale
+			// connection (io.ErrUnexpectedEOF) and be retried.
+			err = fmt.Errorf("%w: more than %d bytes (%v)", errResponseHeadTooLarge, lim.max, err)
+		}
+		return nil, err
+	}
+	lim.disarm()
+	return resp, nil
+}
+
+// readResponseHead reads the final response head of a bodiless request,
+// skipping informational answers. The head limit is armed by the caller.
+func readResponseHead(br *bufio.Reader, mreq *http.Request) (*http.Response, error) {
 	// Wait for the first bytes, then take the simple path when the whole
 	// head is there and qualifies.
-	if _, err := pc.br.Peek(1); err == nil {
-		if resp, ok := readSimpleResponse(pc.br, mreq.Method == http.MethodHead); ok {
+	if _, err := br.Peek(1); err == nil {
+		if resp, ok := readSimpleResponse(br, mreq.Method == http.MethodHead); ok {
 			resp.Request = mreq
-			resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
 			return resp, nil
 		}
 	}
 	for {
-		resp, err := http.ReadResponse(pc.br, mreq)
+		resp, err := http.ReadResponse(br, mreq)
 		if err != nil {
-			stop()
-			if reused && ctx.Err() == nil && pc.br.Buffered() == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) {
-				return nil, errStaleConn
-			}
 			return nil, err
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			if resp.StatusCode == http.StatusSwitchingProtocols {
-				stop()
 				return nil, errors.New("upstream switched protocols without an upgrade request")
 			}
 			continue // informational answers are not forwarded
 		}
-		resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
 		return resp, nil
 	}
 }
@@ -307,6 +340,13 @@ func readSimpleResponse(br *bufio.Reader, head bool) (*http.Response, bool) {
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) || (len(line) > 12 && line[12] != ' ') {
 		return nil, false
 	}
+	for _, c := range line[12:] {
+		// reason-phrase = *( HTAB / SP / VCHAR / obs-text ); a bare LF
+		// would end the line for net/http and shift the whole head.
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return nil, false
+		}
+	}
 	code := 0
 	for _, c := range line[9:12] {
 		if c < '0' || c > '9' {
@@ -361,11 +401,7 @@ func readSimpleResponse(br *bufio.Reader, head bool) (*http.Response, bool) {
 			}
 			cl = n
 		case "Connection":
-			for _, f := range strings.Split(v, ",") {
-				if strings.EqualFold(strings.TrimSpace(f), "close") {
-					closeConn = true
-				}
-			}
+			closeConn = closeConn || hasCloseToken(v)
 		}
 		vals[i] = v
 		if old, ok := h[key]; ok {
@@ -376,6 +412,9 @@ func readSimpleResponse(br *bufio.Reader, head bool) (*http.Response, bool) {
 	}
 	if cl < 0 {
 		return nil, false
+	}
+	if closeConn {
+		delete(h, "Connection") // as net/http does once it has noted the close
 	}
 	_, _ = br.Discard(end + 4)
 	resp := &http.Response{
@@ -393,6 +432,29 @@ func readSimpleResponse(br *bufio.Reader, head bool) (*http.Response, bool) {
 		resp.Body = &lengthBody{br: br, left: cl}
 	}
 	return resp, true
+}
+
+// hasCloseToken reports whether a Connection value lists "close", by
+// net/http's rules: comma-separated, trimmed of spaces and tabs, compared
+// ASCII case-insensitively (no Unicode folding: "cloſe" is not "close").
+func hasCloseToken(v string) bool {
+	for f := range strings.SplitSeq(v, ",") {
+		f = strings.Trim(f, " \t")
+		if len(f) != len("close") {
+			continue
+		}
+		match := true
+		for i := 0; i < len(f); i++ {
+			if c := f[i]; c != "close"[i] && c != "CLOSE"[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 func isTokenByte(c byte) bool {

@@ -19,9 +19,11 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,23 +41,23 @@ var simpleResponseSeeds = []string{
 	"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\nx",
 	"HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 1\r\n\r\nx",
 	"HTTP/1.1 200 OK\r\nX-Sp:   padded  \r\nContent-Length: 3\r\n\r\nabc",
+	"HTTP/1.1 200 \n\r\nContent-Length:0\r\n\r\n", // bare LF ends net/http's status line
 }
 
 // checkSimpleResponse: whenever the simple parser accepts a response,
 // http.ReadResponse reads the same status, headers, length, close flag and
 // body from the same bytes.
 func checkSimpleResponse(t *testing.T, raw []byte) {
-	got, ok := readSimpleResponse(bufio.NewReaderSize(bytes.NewReader(raw), 8<<10), false)
-	if !ok {
-		return
-	}
-	// Re-read from scratch: readSimpleResponse only looks at what one fill
-	// buffered, which bufio does on NewReader's first Peek.
+	// readSimpleResponse only looks at what is buffered: one fill, which
+	// bufio does on the first Peek.
 	br := bufio.NewReaderSize(bytes.NewReader(raw), 8<<10)
 	_, _ = br.Peek(1)
-	got, ok = readSimpleResponse(br, false)
+	got, ok := readSimpleResponse(br, false)
 	if !ok {
-		t.Fatalf("second parse of %q disagrees", raw)
+		if br.Buffered() != min(len(raw), 8<<10) {
+			t.Fatalf("%q: a rejected response consumed bytes", raw)
+		}
+		return
 	}
 	want, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), &http.Request{Method: http.MethodGet})
 	if err != nil {
@@ -93,6 +95,91 @@ func FuzzSimpleResponse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) { checkSimpleResponse(t, raw) })
+}
+
+// readHeadsLikeNetHTTP reads response heads with http.ReadResponse the
+// way http.Transport does for a bodiless request (informational answers
+// skipped, 101 refused) and reports how many bytes all the heads took.
+func readHeadsLikeNetHTTP(raw []byte) (*http.Response, int, error) {
+	src := bytes.NewReader(raw)
+	br := bufio.NewReader(src)
+	for {
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+		if err != nil {
+			return nil, 0, err
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			return nil, 0, errors.New("101")
+		}
+		if resp.StatusCode >= 200 {
+			return resp, len(raw) - src.Len() - br.Buffered(), nil
+		}
+	}
+}
+
+// checkResponseHeadCap: the lean client's head reader with a cap of max
+// bytes accepts exactly what net/http accepts whose heads fit in max
+// bytes together (http.Transport's MaxResponseHeaderBytes rule), and
+// reads the same response from it.
+func checkResponseHeadCap(t *testing.T, raw []byte, max int64) {
+	want, headLen, werr := readHeadsLikeNetHTTP(raw)
+	lim := headLimit{r: bytes.NewReader(raw), max: max}
+	br := bufio.NewReaderSize(&lim, 8<<10)
+	got, gerr := readCappedHead(br, &lim, &http.Request{Method: http.MethodGet})
+	switch {
+	case werr != nil:
+		if gerr == nil {
+			t.Fatalf("%q (cap %d): lean reader accepted what net/http rejects: %v", raw, max, werr)
+		}
+		return
+	case int64(headLen) > max:
+		if !errors.Is(gerr, errResponseHeadTooLarge) {
+			t.Fatalf("%q: heads of %d bytes over a cap of %d: got %v, want errResponseHeadTooLarge", raw, headLen, max, gerr)
+		}
+		return
+	case gerr != nil:
+		t.Fatalf("%q: heads of %d bytes within a cap of %d rejected: %v", raw, headLen, max, gerr)
+	}
+	gotBody, gerr := io.ReadAll(got.Body)
+	wantBody, werr := io.ReadAll(want.Body)
+	if got.StatusCode != want.StatusCode || got.Status != want.Status || got.ContentLength != want.ContentLength ||
+		got.Close != want.Close || !reflect.DeepEqual(got.Header, want.Header) || !bytes.Equal(gotBody, wantBody) || (gerr == nil) != (werr == nil) {
+		t.Fatalf("%q (cap %d):\nlean     %d %q len=%d close=%v %v body=%q err=%v\nnet/http %d %q len=%d close=%v %v body=%q err=%v", raw, max,
+			got.StatusCode, got.Status, got.ContentLength, got.Close, got.Header, gotBody, gerr,
+			want.StatusCode, want.Status, want.ContentLength, want.Close, want.Header, wantBody, werr)
+	}
+}
+
+var responseHeadSeeds = append([]string{
+	"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+	"HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("v", 9000) + "\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc",
+	"HTTP/1.1 200 OK\r\nConnection: keep-alive,\tClose \r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nConnection: clo\u017fe\r\nContent-Length: 1\r\n\r\nx",
+	"HTTP/1.1 200 OK\r\nConnection: close\u00a0\r\nContent-Length: 1\r\n\r\nx",
+}, simpleResponseSeeds...)
+
+func TestResponseHeadCapExact(t *testing.T) {
+	for _, raw := range responseHeadSeeds {
+		_, headLen, err := readHeadsLikeNetHTTP([]byte(raw))
+		if err != nil {
+			headLen = len(raw)
+		}
+		for _, max := range []int64{1, int64(headLen) - 1, int64(headLen), int64(headLen) + 1, 1 << 20} {
+			if max > 0 {
+				checkResponseHeadCap(t, []byte(raw), max)
+			}
+		}
+	}
+}
+
+func FuzzResponseHeadCap(f *testing.F) {
+	for _, s := range responseHeadSeeds {
+		f.Add([]byte(s), uint16(len(s)/2))
+		f.Add([]byte(s), uint16(len(s)))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, max uint16) { checkResponseHeadCap(t, raw, int64(max)+1) })
 }
 
 var simpleRequestSeeds = []string{

@@ -1,0 +1,99 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"time"
+)
+
+// The lean client has no goroutine per connection watching it while it
+// is idle (that is what keeps its requests cheap), so nothing notices
+// when an upstream closes a pooled connection or leaves the snapshot:
+// without reaping, such sockets sit in CLOSE_WAIT until a request happens
+// to pick them. The data plane drops the pools of addresses that leave
+// the snapshot on Apply and calls reap on a timer.
+
+// drop closes the idle connections of addrs and forgets their pools.
+func (c *h1Client) drop(addrs []string) {
+	c.mu.Lock()
+	var closing []*h1Conn
+	for _, addr := range addrs {
+		closing = append(closing, c.idle[addr]...)
+		delete(c.idle, addr)
+	}
+	c.mu.Unlock()
+	closeConns(closing)
+}
+
+// reap closes idle connections that are past the idle timeout, that the
+// upstream closed (or wrote to unasked), or whose address is not live.
+// It checks one address's pool at a time, out of the pool, so that no
+// request can pick a connection while it is being probed and requests to
+// other addresses never wait for the probes.
+func (c *h1Client) reap(now time.Time, live map[string]struct{}) {
+	c.mu.Lock()
+	addrs := make([]string, 0, len(c.idle))
+	for addr := range c.idle {
+		addrs = append(addrs, addr)
+	}
+	c.mu.Unlock()
+	for _, addr := range addrs {
+		if _, ok := live[addr]; !ok {
+			c.drop([]string{addr})
+			continue
+		}
+		c.mu.Lock()
+		taken := c.idle[addr]
+		delete(c.idle, addr)
+		c.mu.Unlock()
+		keep := taken[:0]
+		var closing []*h1Conn
+		for _, pc := range taken {
+			if now.Sub(pc.idleAt) >= c.idleTimeout || peerClosed(pc.nc) {
+				closing = append(closing, pc)
+				continue
+			}
+			keep = append(keep, pc)
+		}
+		closeConns(closing)
+		c.giveBack(addr, keep)
+	}
+}
+
+// giveBack returns probed connections to the front of their pool: they
+// are older than any put there meanwhile, and get takes from the back.
+func (c *h1Client) giveBack(addr string, conns []*h1Conn) {
+	if len(conns) == 0 {
+		return
+	}
+	c.mu.Lock()
+	merged := append(conns, c.idle[addr]...)
+	var excess []*h1Conn
+	if len(merged) > c.maxIdle {
+		excess = merged[:len(merged)-c.maxIdle]
+		merged = merged[len(merged)-c.maxIdle:]
+	}
+	c.idle[addr] = merged
+	c.mu.Unlock()
+	closeConns(excess)
+}
+
+func closeConns(conns []*h1Conn) {
+	for _, pc := range conns {
+		_ = pc.nc.Close()
+	}
+}

@@ -1,0 +1,181 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// listenerSwitchRig serves one backend on listeners whose protocols a
+// test chooses per port, with clients for both protocols.
+type listenerSwitchRig struct {
+	t         *testing.T
+	p         *testPlane
+	backend   *testBackend
+	cert      snapshot.Certificate
+	plain     *http.Client
+	tlsClient *http.Client
+}
+
+func newListenerSwitchRig(t *testing.T, set func(*Options)) *listenerSwitchRig {
+	r := &listenerSwitchRig{t: t, p: newPlaneWith(t, set), backend: startBackend(t, "a", false, nil), cert: testCert(t, "a.example.com")}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM([]byte(r.cert.CertPEM))
+	r.plain = client()
+	r.tlsClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "a.example.com"}}}
+	t.Cleanup(r.plain.CloseIdleConnections)
+	t.Cleanup(r.tlsClient.CloseIdleConnections)
+	return r
+}
+
+// snapshot has an HTTPS listener on each port marked true, HTTP on the
+// others.
+func (r *listenerSwitchRig) snapshot(ports map[int32]bool) *snapshot.Snapshot {
+	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", r.backend)}, Certificates: []snapshot.Certificate{r.cert}}
+	for port, isTLS := range ports {
+		l := httpListener(port, vh)
+		if isTLS {
+			l.Protocol = snapshot.ProtocolHTTPS
+			l.TLS = &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: r.cert.Name}}}
+		}
+		s.Listeners = append(s.Listeners, l)
+	}
+	snapshot.Normalize(s)
+	return s
+}
+
+// get fetches / on port with the protocol's client and reports the
+// status and whether the connection was reused; 0 when the request failed.
+func (r *listenerSwitchRig) get(port int32, isTLS bool) (code int, reused bool) {
+	c, scheme := r.plain, "http"
+	if isTLS {
+		c, scheme = r.tlsClient, "https"
+	}
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s://127.0.0.1:%d/", scheme, port), nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}))
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // a drained body lets the connection be reused
+	_ = resp.Body.Close()
+	return resp.StatusCode, reused
+}
+
+// serves fails the test unless port answers 200 over its protocol and
+// refuses the other one.
+func (r *listenerSwitchRig) serves(port int32, isTLS bool, when string) {
+	r.t.Helper()
+	if code, _ := r.get(port, isTLS); code != http.StatusOK {
+		r.t.Errorf("%s: port %d over TLS=%v answered %d, want 200", when, port, isTLS, code)
+	}
+	if code, _ := r.get(port, !isTLS); code == http.StatusOK {
+		r.t.Errorf("%s: port %d also serves TLS=%v", when, port, !isTLS)
+	}
+}
+
+// TestProtocolSwitchBindsFirst: a snapshot that switches a port from
+// HTTP to HTTPS and adds a port that cannot be bound fails without
+// touching the old listener, whose keep-alive connections go on; the
+// switch alone works, in both directions.
+func TestProtocolSwitchBindsFirst(t *testing.T) {
+	r := newListenerSwitchRig(t, func(*Options) {})
+	a := freePort(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	b := int32(taken.Addr().(*net.TCPAddr).Port)
+
+	r.p.mustApply(t, r.snapshot(map[int32]bool{a: false}))
+	if code, _ := r.get(a, false); code != http.StatusOK {
+		t.Fatalf("HTTP on port %d answered %d", a, code)
+	}
+	err = r.p.Apply(r.snapshot(map[int32]bool{a: true, b: false}))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("port %d", b)) {
+		t.Fatalf("Apply with port %d taken: %v, want its bind error", b, err)
+	}
+	if code, reused := r.get(a, false); code != http.StatusOK || !reused {
+		t.Errorf("after the failed Apply: HTTP on port %d answered %d (connection reused %v), want 200 on the old connection", a, code, reused)
+	}
+	r.serves(a, false, "after the failed Apply")
+	if got := r.p.BoundPorts(); len(got) != 1 || got[0] != a {
+		t.Errorf("BoundPorts = %v, want [%d]", got, a)
+	}
+
+	r.p.mustApply(t, r.snapshot(map[int32]bool{a: true}))
+	r.serves(a, true, "after switching to HTTPS")
+	r.p.mustApply(t, r.snapshot(map[int32]bool{a: false}))
+	r.serves(a, false, "after switching back to HTTP")
+}
+
+// TestProtocolSwitchRestoresOnFailure: when binding the new protocol on a
+// switched port fails, every port switched so far serves its old
+// protocol again and the Apply fails.
+func TestProtocolSwitchRestoresOnFailure(t *testing.T) {
+	var mu sync.Mutex
+	failOnce := map[string]bool{}
+	r := newListenerSwitchRig(t, func(o *Options) {
+		o.listen = func(network, address string) (net.Listener, error) {
+			mu.Lock()
+			fail := failOnce[address]
+			delete(failOnce, address)
+			mu.Unlock()
+			if fail {
+				return nil, &net.OpError{Op: "listen", Net: network, Err: syscall.EADDRINUSE}
+			}
+			return net.Listen(network, address)
+		}
+	})
+	a, c := freePort(t), freePort(t)
+	if c < a {
+		a, c = c, a // ports switch in order: a first, then c fails
+	}
+	r.p.mustApply(t, r.snapshot(map[int32]bool{a: false, c: false}))
+	mu.Lock()
+	failOnce[fmt.Sprintf("127.0.0.1:%d", c)] = true
+	mu.Unlock()
+	if err := r.p.Apply(r.snapshot(map[int32]bool{a: true, c: true})); err == nil {
+		t.Fatal("Apply succeeded although the bind of the switched port failed")
+	}
+	r.serves(a, false, "after the failed switch, the port switched first")
+	r.serves(c, false, "after the failed switch, the port that failed")
+	if got := r.p.BoundPorts(); len(got) != 2 {
+		t.Errorf("BoundPorts = %v, want both ports", got)
+	}
+	r.p.mustApply(t, r.snapshot(map[int32]bool{a: true, c: true}))
+	r.serves(a, true, "after a retried switch")
+	r.serves(c, true, "after a retried switch")
+}

@@ -1,0 +1,52 @@
+//go:build linux || darwin
+
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerClosed reports whether an idle upstream connection is unusable: the
+// upstream closed or reset it, or sent bytes nobody asked for. It peeks
+// without blocking and without consuming, so a healthy connection is left
+// exactly as it was. Only call it on a connection no one else is reading.
+func peerClosed(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	alive := false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, rerr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		// EAGAIN: nothing to read, the connection is idle as it should
+		// be. EINTR: unknown, look again next time. Anything else (0
+		// bytes: EOF; data; an error) makes it unusable.
+		alive = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK || rerr == unix.EINTR
+		return true
+	})
+	return err != nil || !alive
+}

@@ -1,0 +1,106 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"time"
+)
+
+// maxReapInterval bounds how long a connection the upstream closed may
+// sit in CLOSE_WAIT in the lean client's pool. Each round probes every
+// idle connection with one non-blocking syscall.
+const maxReapInterval = 5 * time.Second
+
+// reapInterval is how often idle upstream connections are checked.
+func reapInterval(idleTimeout time.Duration) time.Duration {
+	return min(idleTimeout/2, maxReapInterval)
+}
+
+// liveAddrs are the endpoint addresses a state may send requests to.
+func liveAddrs(st *state) map[string]struct{} {
+	live := map[string]struct{}{}
+	if st == nil {
+		return live
+	}
+	for _, es := range st.sets {
+		for _, ep := range es.eps {
+			live[ep.addr] = struct{}{}
+		}
+	}
+	return live
+}
+
+// goneAddrs are the addresses of prev that next no longer has.
+func goneAddrs(prev, next *state) []string {
+	if prev == nil {
+		return nil
+	}
+	live := liveAddrs(next)
+	var gone []string
+	for addr := range liveAddrs(prev) {
+		if _, ok := live[addr]; !ok {
+			gone = append(gone, addr)
+		}
+	}
+	return gone
+}
+
+// dropUpstreams closes the idle upstream connections of the addresses
+// that left the snapshot, in both upstream clients.
+func (d *DataPlane) dropUpstreams(prev, next *state) {
+	gone := goneAddrs(prev, next)
+	if len(gone) == 0 {
+		return
+	}
+	if d.lean != nil {
+		d.lean.drop(gone)
+	}
+	d.h1.drop(gone)
+	d.h2c.drop(gone)
+}
+
+// startReaper reaps idle upstream connections every interval until the
+// data plane is shut down: idle past the timeout, closed by the upstream,
+// or left behind for an address that is gone (a request that was in
+// flight when its address was dropped pools its connection afterwards).
+// A timer rather than a goroutine: nothing is left running after
+// Shutdown but one last tick that sees it.
+func (d *DataPlane) startReaper(interval time.Duration) {
+	var seen *state
+	var live map[string]struct{}
+	var tick func()
+	tick = func() {
+		d.mu.Lock()
+		closed := d.closed
+		d.mu.Unlock()
+		if closed {
+			return
+		}
+		if st := d.state.Load(); st != nil {
+			if st != seen {
+				seen, live = st, liveAddrs(st)
+			}
+			if d.lean != nil {
+				d.lean.reap(time.Now(), live)
+			}
+			d.h1.retain(live)
+			d.h2c.retain(live)
+		}
+		time.AfterFunc(interval, tick)
+	}
+	time.AfterFunc(interval, tick)
+}
