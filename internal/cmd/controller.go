@@ -71,7 +71,9 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8083", "Address of the /metrics endpoint; 0 disables it.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+LeaderElectionID+".")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+defaultNamespace+".")
-	f.StringVar(&o.proxyImage, "proxy-image", "coxswain:latest", "Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one.")
+	f.StringVar(&o.proxyImage, "proxy-image", os.Getenv(EnvProxyImage),
+		"Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one. "+
+			"Default: $"+EnvProxyImage+", else the image of the controller's own container (read from its Pod), else "+builtinProxyImage+".")
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
 	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", envInt32("COXSWAIN_SHARED_PROXY_REPLICAS", 2),
 		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")
@@ -119,6 +121,10 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	proxyImage, err := controllerProxyImage(cmd.Context(), o.proxyImage, mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
 	// Discovery: the CA, the bootstrap server (every replica) and the
 	// leader-only snapshot stream.
 	disc, _, err := controlplane.AddToManager(mgr, o.discovery, controlplane.Options{
@@ -131,7 +137,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	routing := controller.RoutingOptions{
 		InstallNamespace:    ns,
 		ManageSharedPool:    o.manageSharedPool,
-		ProxyImage:          o.proxyImage,
+		ProxyImage:          proxyImage,
 		SharedProxyReplicas: o.sharedProxyReplicas,
 		Discovery:           disc,
 	}
@@ -145,7 +151,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		Client:           mgr.GetClient(),
 		Recorder:         mgr.GetEventRecorder("coxswain-controller"),
 		InstallNamespace: ns,
-		DefaultImage:     o.proxyImage,
+		DefaultImage:     proxyImage,
 	}
 	if err := dedicated.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the dedicated proxy reconciler: %w", err)

@@ -131,6 +131,9 @@ func (r *DedicatedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(specOrMetadataChanged)).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(specOrMetadataChanged)).
+		// Which Gateway keeps contested dedicated object names depends on
+		// its namesakes too.
+		Watches(&gwv1.Gateway{}, namesakeHandler(r.Client)).
 		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
 		Watches(&gatewayv1alpha1.CoxswainGatewayParameters{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfParams)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allGateways), builder.WithPredicates(trustBundle)).
@@ -172,6 +175,21 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		class = &c
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
+	}
+
+	if len(provision.ParamsRefs(&gw, class)) > 0 {
+		// An older Gateway of the namespace has the names this one's
+		// objects would take: provision nothing (the translator refuses
+		// it), and remove what it may have had.
+		conflict, err := dedicatedNameConflict(ctx, r.Client, &gw)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if conflict != nil {
+			r.warn(&gw, EventNameConflict, conflict.Message())
+			logger.Info("refusing dedicated proxies: name taken", "name", conflict.Name, "holder", conflict.Holder.String())
+			return ctrl.Result{}, r.prune(ctx, &gw, nil)
+		}
 	}
 
 	var params []gatewayv1alpha1.CoxswainGatewayParameters
@@ -220,6 +238,11 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.warn(&gw, provision.EventPodTemplateSanitized, "ignored in podTemplate: "+strings.Join(rendered.Sanitized, "; "))
 	}
 
+	for _, obj := range rendered.Objects() {
+		if err := r.removeForeign(ctx, &gw, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if err := r.handOffReplicas(ctx, rendered.Deployment); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -237,6 +260,47 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		keep[u.GetKind()+"/"+u.GetName()] = true
 	}
 	return ctrl.Result{}, r.prune(ctx, &gw, keep)
+}
+
+// removeForeign deletes the live object named like desired when another
+// Gateway owns it (a namesake that held the name before, or an earlier
+// Gateway of the same name): a Gateway never adopts another's objects.
+// Recreating the ServiceAccount invalidates the tokens of the other
+// Gateway's proxies, which could otherwise still pass discovery's check for
+// this Gateway's scope; a Deployment's selector could not change anyway.
+func (r *DedicatedReconciler) removeForeign(ctx context.Context, gw *gwv1.Gateway, desired client.Object) error {
+	gvk, err := r.Client.GroupVersionKindFor(desired)
+	if err != nil {
+		return err
+	}
+	o, err := r.Client.Scheme().New(gvk)
+	if err != nil {
+		return err
+	}
+	live, ok := o.(client.Object)
+	if !ok {
+		return fmt.Errorf("%s is not an object", gvk)
+	}
+	switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	for _, ref := range live.GetOwnerReferences() {
+		if ref.Kind != "Gateway" || ref.UID == gw.UID {
+			continue
+		}
+		log.FromContext(ctx).Info("deleting an object another Gateway owns before applying ours",
+			"kind", gvk.Kind, "name", live.GetName(), "owner", ref.Name)
+		uid := live.GetUID()
+		err := r.Client.Delete(ctx, live, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete %s %s/%s of Gateway %s: %w", gvk.Kind, live.GetNamespace(), live.GetName(), ref.Name, err)
+		}
+		return nil
+	}
+	return nil
 }
 
 // replicasHandoffManager keeps a Deployment's replica count while its
@@ -410,7 +474,7 @@ func (r *DedicatedReconciler) gatewaysOfClass(ctx context.Context, obj client.Ob
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gw)})
 		}
 	}
-	return out
+	return withNamesakes(ctx, r.Client, out)
 }
 
 func (r *DedicatedReconciler) gatewaysOfParams(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -428,7 +492,7 @@ func (r *DedicatedReconciler) gatewaysOfParams(ctx context.Context, obj client.O
 	for _, key := range provision.ParamsUsers(client.ObjectKeyFromObject(obj), gws.Items, classes.Items) {
 		out = append(out, reconcile.Request{NamespacedName: key})
 	}
-	return out
+	return withNamesakes(ctx, r.Client, out)
 }
 
 func (r *DedicatedReconciler) allGateways(ctx context.Context, _ client.Object) []reconcile.Request {

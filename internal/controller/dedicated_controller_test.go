@@ -336,6 +336,79 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		}
 	})
 
+	It("gives contested dedicated names to the older Gateway only, and hands them over when it goes", func() {
+		ns := dedNamespace("ded-names")
+		Expect(k8sClient.Create(ctx, &gatewayparamsv1alpha1.CoxswainGatewayParameters{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		})).To(Succeed())
+		// "web-internal" of class C and "web" of class "internal-"+C both
+		// name their objects web-internal-C.
+		short := "nc-" + suffix
+		for _, className := range []string{short, "internal-" + short} {
+			class := &gwv1.GatewayClass{
+				ObjectMeta: metav1.ObjectMeta{Name: className},
+				Spec: gwv1.GatewayClassSpec{ControllerName: provision.ControllerName, ParametersRef: &gwv1.ParametersReference{
+					Group: provision.ParametersGroup, Kind: provision.ParametersKind, Name: "p", Namespace: ptr.To(gwv1.Namespace(ns)),
+				}},
+			}
+			Expect(k8sClient.Create(ctx, class)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, class))).To(Succeed()) })
+		}
+		gateway := func(name, className string) *gwv1.Gateway {
+			return &gwv1.Gateway{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: gwv1.GatewaySpec{GatewayClassName: gwv1.ObjectName(className),
+					Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}},
+			}
+		}
+		contested := "web-internal-" + short
+		holder, refused := gateway("web-internal", short), gateway("web", "internal-"+short)
+		lookup := DedicatedServiceAccountLookup(k8sClient)
+		provisionedFor := func(gw *gwv1.Gateway) func(Gomega) {
+			return func(g Gomega) {
+				d := getDeployment(ns, contested)(g)
+				g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--gateway-name", gw.Name))
+				g.Expect(d.OwnerReferences).To(ConsistOf(HaveField("UID", gw.UID)))
+				var sa corev1.ServiceAccount
+				g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: contested}, &sa)).To(Succeed())
+				g.Expect(sa.OwnerReferences).To(ConsistOf(HaveField("UID", gw.UID)))
+			}
+		}
+
+		By("provisioning the first Gateway")
+		Expect(k8sClient.Create(ctx, holder)).To(Succeed())
+		Eventually(provisionedFor(holder), dedTimeout, dedInterval).Should(Succeed())
+		// creationTimestamp has one-second resolution: make the second
+		// Gateway strictly younger (a tie would go to "web" by name).
+		time.Sleep(1100 * time.Millisecond)
+
+		By("refusing the younger namesake: a Warning naming the holder, its objects left alone")
+		Expect(k8sClient.Create(ctx, refused)).To(Succeed())
+		Eventually(warningEvents(ns, refused.Name, EventNameConflict), dedTimeout, dedInterval).
+			Should(ContainElement(HaveField("Note", And(ContainSubstring(contested), ContainSubstring(ns+"/web-internal")))))
+		Consistently(provisionedFor(holder), 2*time.Second, dedInterval).Should(Succeed())
+
+		By("authorising the ServiceAccount for the holder's scope only")
+		sa, ok := lookup(ns, holder.Name)
+		Expect(ok).To(BeTrue())
+		Expect(sa).To(Equal(contested))
+		_, ok = lookup(ns, refused.Name)
+		Expect(ok).To(BeFalse(), "the refused Gateway's scope must not map to the holder's ServiceAccount")
+
+		By("handing the names over when the holder goes, recreating (not adopting) its objects")
+		var oldSA corev1.ServiceAccount
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: contested}, &oldSA)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, holder)).To(Succeed())
+		// envtest runs no garbage collector: the holder's objects stay until
+		// the new holder replaces them.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(refused), refused)).To(Succeed())
+		Eventually(provisionedFor(refused), dedTimeout, dedInterval).Should(Succeed())
+		var newSA corev1.ServiceAccount
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: contested}, &newSA)).To(Succeed())
+		Expect(newSA.UID).NotTo(Equal(oldSA.UID), "the old holder's ServiceAccount (and its proxies' tokens) must not be reused")
+		Eventually(func() bool { _, ok := lookup(ns, refused.Name); return ok }, dedTimeout, dedInterval).Should(BeTrue())
+	})
+
 	It("provisions the dedicated Gateway of config/samples", func() {
 		samplesDir := filepath.Join(testenv.RepoRoot(), "config", "samples")
 		for _, file := range []string{"gateway_v1alpha1_coxswaingatewayparameters.yaml", "gateway_v1_gatewayclass.yaml", "gateway_v1_gateway.yaml"} {

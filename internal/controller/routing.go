@@ -143,7 +143,9 @@ func (d discoveryDataPlane) Gateway(ns, name string, generation int64) writer.Ga
 
 // DedicatedServiceAccountLookup returns the ServiceAccount a dedicated
 // Gateway's proxies must present ({gateway}-{gatewayclass}), read from the
-// cache; ok is false for unknown Gateways.
+// cache; ok is false for unknown Gateways and for Gateways refused because
+// an older Gateway has that name, so one ServiceAccount is never authorised
+// for two Gateways' scopes.
 func DedicatedServiceAccountLookup(c client.Reader) func(ns, name string) (string, bool) {
 	return func(ns, name string) (string, bool) {
 		ctx := context.Background()
@@ -160,6 +162,9 @@ func DedicatedServiceAccountLookup(c client.Reader) func(ns, name string) (strin
 			return "", false
 		}
 		if _, dedicated, err := provision.Resolve(gw, class, params.Items); err != nil || !dedicated {
+			return "", false
+		}
+		if conflict, err := dedicatedNameConflict(ctx, c, gw); err != nil || conflict != nil {
 			return "", false
 		}
 		return provision.DedicatedName(gw.Name, class.Name), true

@@ -182,10 +182,8 @@ func BuildBundle(manifests, samples []*unstructured.Unstructured, opts BundleOpt
 		}
 		deploymentSAs[sa] = true
 		if d.GetName() == ControllerDeployment {
-			for i := range dep.Spec.Template.Spec.Containers {
-				if dep.Spec.Template.Spec.Containers[i].Name == "coxswain" {
-					dep.Spec.Template.Spec.Containers[i].Image = opts.Image
-				}
+			if err := setControllerImage(&dep, opts.Image); err != nil {
+				return nil, err
 			}
 		}
 		lbls := dep.Labels
@@ -371,6 +369,27 @@ func BuildBundle(manifests, samples []*unstructured.Unstructured, opts BundleOpt
 	SortObjects(b.Others)
 	b.CSV = csv
 	return b, nil
+}
+
+// setControllerImage sets the controller container's image and, so that the
+// proxies it provisions run the same image, its ProxyImageEnv (which
+// config/default renders; its absence is an error).
+func setControllerImage(dep *appsv1.Deployment, image string) error {
+	for i := range dep.Spec.Template.Spec.Containers {
+		c := &dep.Spec.Template.Spec.Containers[i]
+		if c.Name != ControllerContainer {
+			continue
+		}
+		c.Image = image
+		for j := range c.Env {
+			if c.Env[j].Name == ProxyImageEnv {
+				c.Env[j].Value = image
+				return nil
+			}
+		}
+		return fmt.Errorf("Deployment %s: container %s sets no %s; config/default must render it", dep.Name, ControllerContainer, ProxyImageEnv)
+	}
+	return fmt.Errorf("Deployment %s has no container %s", dep.Name, ControllerContainer)
 }
 
 func schemaDescription(crd *apiextensionsv1.CustomResourceDefinition) string {

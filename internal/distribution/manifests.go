@@ -49,6 +49,12 @@ const (
 	// ControllerDeployment and ControllerServiceAccount name the controller.
 	ControllerDeployment     = "coxswain-controller"
 	ControllerServiceAccount = "coxswain-controller"
+	// ControllerContainer is the controller Deployment's container.
+	ControllerContainer = "coxswain"
+	// ProxyImageEnv is the controller's environment variable naming the
+	// image of the proxies it provisions; every install path sets it to the
+	// controller container's own image (internal/cmd reads it).
+	ProxyImageEnv = "COXSWAIN_PROXY_IMAGE"
 	// ProxyServiceAccount is the shared proxy's identity; it must hold no
 	// Kubernetes API rights.
 	ProxyServiceAccount = "coxswain-shared-proxy"

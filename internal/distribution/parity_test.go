@@ -119,7 +119,7 @@ func installManifest(t *testing.T) (string, []*unstructured.Unstructured) {
 
 // TestInstallManifestIsCurrent: a dist/install.yaml left by an earlier
 // `make build-installer` must still be what config/default renders (only the
-// controller image, IMG, may differ).
+// controller image, IMG, and the proxy image that follows it may differ).
 func TestInstallManifestIsCurrent(t *testing.T) {
 	name, objs := installManifest(t)
 	if name != "dist/install.yaml" {
@@ -134,6 +134,13 @@ func TestInstallManifestIsCurrent(t *testing.T) {
 				cs, _, _ := unstructured.NestedSlice(c.Object, "spec", "template", "spec", "containers")
 				for _, x := range cs {
 					delete(x.(map[string]any), "image")
+					// The proxy image follows the controller image.
+					env, _ := x.(map[string]any)["env"].([]any)
+					for _, e := range env {
+						if v := e.(map[string]any); v["name"] == ProxyImageEnv {
+							delete(v, "value")
+						}
+					}
 				}
 				_ = unstructured.SetNestedSlice(c.Object, cs, "spec", "template", "spec", "containers")
 			}

@@ -64,6 +64,11 @@ const (
 	ReasonBackendNotFound            = string(gwv1.RouteReasonBackendNotFound)
 	ReasonInvalidKind                = string(gwv1.RouteReasonInvalidKind)
 
+	// ReasonNameConflict: Accepted=False on a Gateway whose dedicated object
+	// names ({gateway}-{gatewayclass}) an older Gateway of its namespace
+	// already has.
+	ReasonNameConflict = "NameConflict"
+
 	// ReasonReady is the DedicatedProxyReady=True reason.
 	ReasonReady = "Ready"
 	// ReasonSnapshotRejected is our Programmed=False reason when a proxy of

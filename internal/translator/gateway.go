@@ -124,13 +124,24 @@ type gatewayInfo struct {
 	class *classInfo
 	// paramsErr: Accepted=False InvalidParameters; not served.
 	paramsErr string
-	dedicated bool
-	ready     bool
-	listeners []*listenerInfo
+	// nameConflict: Accepted=False NameConflict; not served, because an
+	// older Gateway has the dedicated object names this one needs.
+	nameConflict string
+	dedicated    bool
+	ready        bool
+	listeners    []*listenerInfo
 	// internal maps Gateway port to shared internal port.
 	internal   map[int32]int32
 	unassigned []int32
 	served     bool
+}
+
+// refusal says why a Gateway that is not served was refused.
+func (g *gatewayInfo) refusal() string {
+	if g.paramsErr != "" {
+		return g.paramsErr
+	}
+	return g.nameConflict
 }
 
 func (g *gatewayInfo) servedShared() bool    { return g.served && (!g.dedicated || !g.ready) }
@@ -184,7 +195,38 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 		}
 		out = append(out, gi)
 	}
+	refuseDedicatedNameConflicts(out)
 	return out
+}
+
+// refuseDedicatedNameConflicts refuses every Gateway whose dedicated object
+// names an older Gateway of its namespace already has (see
+// provision.DedicatedNameConflicts): it is not served at all, so no scope
+// of its is published and discovery never serves it. Every Gateway that
+// asks for dedicated proxies takes part, valid parameters or not, as in the
+// dedicated reconciler.
+func refuseDedicatedNameConflicts(gis []*gatewayInfo) {
+	var asking []*gwv1.Gateway
+	for _, gi := range gis {
+		if asksDedicated(gi) {
+			asking = append(asking, gi.gw)
+		}
+	}
+	conflicts := provision.DedicatedNameConflicts(asking)
+	for _, gi := range gis {
+		c, ok := conflicts[key(&gi.gw.ObjectMeta)]
+		if !ok || gi.paramsErr != "" {
+			continue
+		}
+		gi.nameConflict = c.Message()
+		gi.served, gi.dedicated, gi.ready = false, false, false
+	}
+}
+
+// asksDedicated: the Gateway or its class has a parametersRef (provision.ParamsRefs).
+func asksDedicated(gi *gatewayInfo) bool {
+	inf := gi.gw.Spec.Infrastructure
+	return (inf != nil && inf.ParametersRef != nil) || gi.class.gc.Spec.ParametersRef != nil
 }
 
 func dedicatedName(gw *gwv1.Gateway) string {
@@ -558,6 +600,10 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 	case gi.paramsErr != "":
 		conds = append(conds,
 			status.Accepted(false, status.ReasonInvalidParameters, gi.paramsErr, gen),
+			status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen))
+	case gi.nameConflict != "":
+		conds = append(conds,
+			status.Accepted(false, status.ReasonNameConflict, gi.nameConflict, gen),
 			status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen))
 	case !anyAccepted:
 		conds = append(conds,

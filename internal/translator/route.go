@@ -165,7 +165,7 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 		var acc metav1.Condition
 		switch {
 		case !gi.served:
-			acc = status.Accepted(false, status.ReasonNoMatchingParent, "parent Gateway is not accepted: "+gi.paramsErr, gen)
+			acc = status.Accepted(false, status.ReasonNoMatchingParent, "parent Gateway is not accepted: "+gi.refusal(), gen)
 		default:
 			acc = t.attachToGateway(cr, gi, ref)
 		}

@@ -186,7 +186,9 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &lcEnv{c: c, cl: cl, ctx: ctx}
-	if err := c.InstallBase(ctx, crds, testenv.RepoRoot()); err != nil {
+	// Installed as `make deploy IMG=installedImage` would: the proxies
+	// must follow (ProxyImageIsTheInstalledImage).
+	if err := c.InstallBaseWithImage(ctx, crds, testenv.RepoRoot(), installedImage); err != nil {
 		t.Fatal(err)
 	}
 	e.apply(t, `
@@ -242,6 +244,7 @@ spec:
 		{"WeightedBackends", testWeightedBackends},
 		{"Ingress", testIngress},
 		{"TLSSNI", testTLSSNI},
+		{"ProxyImageIsTheInstalledImage", testProxyImageIsTheInstalledImage},
 		{"DedicatedProgrammedAfterBindAndAck", testDedicatedProgrammed},
 		{"SharedProgrammedAfterBindAndAck", testSharedProgrammedAfterBindAndAck},
 		{"ControllerKilled", testControllerKilled},

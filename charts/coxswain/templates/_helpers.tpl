@@ -13,3 +13,9 @@
 {{- define "coxswain.ownedFlags" -}}
 --leader-elect --metrics-bind-address --zap-log-level
 {{- end }}
+
+{{/* Environment variables the chart owns; config/manager's own values for
+     them are replaced. */}}
+{{- define "coxswain.ownedEnv" -}}
+COXSWAIN_PROXY_IMAGE COXSWAIN_DISCOVERY_CA_MODE COXSWAIN_SHARED_PROXY_REPLICAS
+{{- end }}
