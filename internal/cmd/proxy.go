@@ -99,7 +99,9 @@ func newProxyCommand() *cobra.Command {
 	f.StringVar(&cfg.DataPlane.BindHost, "bind-host", "", "Address the traffic listeners bind (empty: every address).")
 	f.BoolVar(&accessLog, "access-log", true, "Write one JSON access log line per request to stdout (routes can turn it off).")
 	f.DurationVar(&cfg.DataPlane.DrainTimeout, "drain-timeout", 10*time.Second, "How long a removed listener may drain its connections.")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "How long in-flight requests may finish on SIGTERM.")
+	f.DurationVar(&cfg.DrainWindow, "shutdown-drain-window", 5*time.Second,
+		"On SIGTERM, how long to keep accepting and serving while load balancers stop sending new connections: /readyz answers 503 and every response closes its connection (HTTP/2: GOAWAY). 0 closes the listeners at once.")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "After the drain window, how long in-flight requests may finish before the proxy exits.")
 	disc.AddFlags(f)
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c

@@ -46,6 +46,7 @@ type portHandler struct {
 }
 
 func (h *portHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.d.closeWhenDraining(w)
 	h.d.serve(w, r, h.port, h.tls)
 }
 
