@@ -50,8 +50,8 @@ const (
 	// minGraceAfterPreStop is what the kubelet leaves a container after its
 	// preStop hook, however long the hook took.
 	minGraceAfterPreStop = 2 * time.Second
-	maxBackoff       = 10 * time.Second // crash-restart backoff cap
-	tick             = 250 * time.Millisecond
+	maxBackoff           = 10 * time.Second // crash-restart backoff cap
+	tick                 = 250 * time.Millisecond
 )
 
 // Reasons the local kubelet reports.
