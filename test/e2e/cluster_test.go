@@ -244,6 +244,9 @@ spec:
 		{"TLSSNI", testTLSSNI},
 		{"DedicatedProgrammedAfterBindAndAck", testDedicatedProgrammed},
 		{"SharedProgrammedAfterBindAndAck", testSharedProgrammedAfterBindAndAck},
+		{"HitlessSharedRollout", testHitlessSharedRollout},
+		{"HitlessDedicatedRollout", testHitlessDedicatedRollout},
+		{"HitlessSharedScaleDown", testHitlessSharedScaleDown},
 		{"ControllerKilled", testControllerKilled},
 	} {
 		t0 := time.Now()
