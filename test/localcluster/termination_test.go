@@ -79,6 +79,16 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 	labels := map[string]string{"app": "term"}
 	dep.Spec.Selector.MatchLabels, dep.Spec.Template.Labels, svc.Spec.Selector = labels, labels, labels
 	spec := &dep.Spec.Template.Spec
+	// Plain HTTP only: no TLS volume, whose mount target the main test
+	// checks is removed once the echo pods are gone.
+	spec.Volumes, spec.Containers[0].VolumeMounts = nil, nil
+	var env []corev1.EnvVar
+	for _, e := range spec.Containers[0].Env {
+		if e.Name != "TLS_SERVER_CERT" && e.Name != "TLS_SERVER_PRIVKEY" {
+			env = append(env, e)
+		}
+	}
+	spec.Containers[0].Env = env
 	spec.TerminationGracePeriodSeconds = ptr.To[int64](40)
 	spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 		Sleep: &corev1.SleepAction{Seconds: int64(preStop / time.Second)},
@@ -91,8 +101,11 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 		t.Fatal(err)
 	}
 	defer func() {
+		// Remove the rest at once (grace period 0: no preStop sleep).
 		_ = cs.AppsV1().Deployments(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
 		_ = cs.CoreV1().Services(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
+		_ = cs.CoreV1().Pods(testNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+			metav1.ListOptions{LabelSelector: "app=term"})
 	}()
 	endpoints := func() (map[string]discoveryv1.EndpointConditions, error) {
 		slices, err := cs.DiscoveryV1().EndpointSlices(testNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=term"})
