@@ -102,9 +102,11 @@ func newProxyCommand() *cobra.Command {
 	f.StringVar(&cfg.DataPlane.BindHost, "bind-host", "", "Address the traffic listeners bind (empty: every address).")
 	f.BoolVar(&accessLog, "access-log", true, "Write one JSON access log line per request to stdout (routes can turn it off).")
 	f.DurationVar(&cfg.DataPlane.DrainTimeout, "drain-timeout", 10*time.Second, "How long a removed listener may drain its connections.")
+	f.DurationVar(&cfg.DrainWindow, "shutdown-drain-window", 5*time.Second,
+		"On SIGTERM, how long to keep accepting and serving while load balancers stop sending new connections: /readyz answers 503 and every response closes its connection (HTTP/2: GOAWAY). 0 closes the listeners at once.")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "After the drain window, how long in-flight requests may finish before the proxy exits.")
 	f.Int64Var(&cfg.DataPlane.MaxResponseHeaderBytes, "max-response-header-bytes", proxy.DefaultMaxResponseHeaderBytes,
 		"Largest response head an upstream may send; a larger one is answered 502.")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "How long in-flight requests may finish on SIGTERM.")
 	f.DurationVar(&cfg.DataPlane.HeaderTimeout, "header-timeout", 30*time.Second, "How long one request head may take to arrive; a slower one is dropped.")
 	f.DurationVar(&cfg.DataPlane.RequestBodyTimeout, "request-body-timeout", 60*time.Second, "How long a read of a request body may wait (nginx's client_body_timeout); a stalled body is answered 408.")
 	f.StringVar((*string)(&cfg.DataPlane.EscapedSlashes), "escaped-slashes", string(proxy.EscapedSlashRedirect),

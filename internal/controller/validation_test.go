@@ -225,6 +225,21 @@ var _ = Describe("API validation", func() {
 		Entry("CoxswainGatewayParameters empty image",
 			validGatewayParameters(set("", "spec", "image")),
 			"spec.image: Invalid value"),
+		Entry("CoxswainGatewayParameters shutdown grace period not above preStop + drain + 1",
+			validGatewayParameters(set(map[string]any{"preStopSleepSeconds": int64(3), "drainSeconds": int64(10), "terminationGracePeriodSeconds": int64(14)}, "spec", "shutdown")),
+			"terminationGracePeriodSeconds must be greater than preStopSleepSeconds + drainSeconds + 1"),
+		Entry("CoxswainGatewayParameters shutdown grace period within the default preStop + drain",
+			validGatewayParameters(set(map[string]any{"terminationGracePeriodSeconds": int64(8)}, "spec", "shutdown")),
+			"terminationGracePeriodSeconds must be greater than preStopSleepSeconds + drainSeconds + 1"),
+		Entry("CoxswainGatewayParameters negative drainSeconds",
+			validGatewayParameters(set(map[string]any{"drainSeconds": int64(-1)}, "spec", "shutdown")),
+			"spec.shutdown.drainSeconds: Invalid value: -1"),
+		Entry("CoxswainGatewayParameters maxResponseHeaderBytes below 4 KiB",
+			validGatewayParameters(set(int64(4095), "spec", "maxResponseHeaderBytes")),
+			"spec.maxResponseHeaderBytes: Invalid value: 4095"),
+		Entry("CoxswainGatewayParameters maxResponseHeaderBytes above 64 MiB",
+			validGatewayParameters(set(int64(64<<20+1), "spec", "maxResponseHeaderBytes")),
+			"spec.maxResponseHeaderBytes: Invalid value: 67108865"),
 		Entry("CoxswainGatewayParameters podTemplate.spec is not an object",
 			validGatewayParameters(set("hostNetwork", "spec", "podTemplate", "spec")),
 			"spec.podTemplate.spec: Invalid value: \"string\": spec.podTemplate.spec in body must be of type object"),
@@ -255,6 +270,19 @@ var _ = Describe("API validation", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
 		Expect(unstructured.SetNestedField(p.Object, "p-1.shard-b.svc:443", "spec", "apiServerEndpoint")).To(Succeed())
 		Expect(k8sClient.Update(ctx, p)).To(Succeed())
+	})
+
+	It("accepts a shutdown block whose grace period leaves time after preStop and drain, and the header cap bounds", func() {
+		for _, u := range []*unstructured.Unstructured{
+			validGatewayParameters(set(map[string]any{"preStopSleepSeconds": int64(3), "drainSeconds": int64(10), "terminationGracePeriodSeconds": int64(15)}, "spec", "shutdown")),
+			validGatewayParameters(set(map[string]any{"preStopSleepSeconds": int64(0), "drainSeconds": int64(0), "terminationGracePeriodSeconds": int64(2)}, "spec", "shutdown")),
+			validGatewayParameters(set(map[string]any{"drainSeconds": int64(60)}, "spec", "shutdown")),
+			validGatewayParameters(set(int64(4096), "spec", "maxResponseHeaderBytes")),
+			validGatewayParameters(set(int64(64<<20), "spec", "maxResponseHeaderBytes")),
+		} {
+			Expect(k8sClient.Create(ctx, u)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, u)).To(Succeed())
+		}
 	})
 
 	It("defaults only inside the autoscaling block, so unset fields can fall back to the class", func() {

@@ -182,7 +182,9 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 		"--gateway-namespace", gw.Namespace,
 	}
 	args = append(args, discoveryArgs(in.InstallNamespace)...)
+	args = append(args, eff.proxyArgs()...)
 	proxy := proxyContainer(image, args, resources)
+	proxy.Lifecycle = eff.Shutdown.orDefault().lifecycle()
 	proxy.Env = append(proxy.Env,
 		corev1.EnvVar{Name: EnvLogLevel, Value: string(eff.LogLevel)},
 		corev1.EnvVar{Name: EnvAccessLog, Value: strconv.FormatBool(eff.AccessLog)},
@@ -210,6 +212,7 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: copyStrings(infraAnnotations)},
 		Spec:       proxyPodSpec(name, proxy, volumes),
 	}
+	base.Spec.TerminationGracePeriodSeconds = eff.Shutdown.orDefault().gracePeriod()
 	tmpl, unknown, err := MergePodTemplate(base, eff.PodTemplates)
 	if err != nil {
 		return nil, fmt.Errorf("render dedicated proxies of Gateway %s/%s: %w", gw.Namespace, gw.Name, err)

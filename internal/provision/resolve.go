@@ -63,6 +63,12 @@ type Effective struct {
 	AccessLog bool
 	// LogLevel is the proxy's log verbosity.
 	LogLevel gatewayv1alpha1.LogLevel
+	// Shutdown is the resolved shutdown block (preStop sleep, drain, grace
+	// period).
+	Shutdown ShutdownSettings
+	// MaxResponseHeaderBytes caps upstream response heads; nil leaves the
+	// proxy's built-in default (1 MiB).
+	MaxResponseHeaderBytes *int32
 	// Sources are the parameters objects that contributed, class first.
 	Sources []types.NamespacedName
 }
@@ -181,8 +187,9 @@ func Resolve(gw *gwv1.Gateway, class *gwv1.GatewayClass, params []gatewayv1alpha
 }
 
 // overlay applies the layers in order (class first, Gateway last): a field a
-// later layer sets wins; resources and autoscaling replace as whole blocks;
-// podTemplates stack.
+// later layer sets wins; resources, autoscaling and shutdown replace as whole
+// blocks (so the API's check that a block's grace period fits its drain
+// holds for the result); podTemplates stack.
 func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []types.NamespacedName) Effective {
 	var s gatewayv1alpha1.CoxswainGatewayParametersSpec
 	e := Effective{Sources: sources}
@@ -212,6 +219,12 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 		if in.LogLevel != nil {
 			s.LogLevel = in.LogLevel
 		}
+		if in.Shutdown != nil {
+			s.Shutdown = in.Shutdown
+		}
+		if in.MaxResponseHeaderBytes != nil {
+			s.MaxResponseHeaderBytes = in.MaxResponseHeaderBytes
+		}
 		if in.PodTemplate != nil {
 			e.PodTemplates = append(e.PodTemplates, Layer{Source: sources[i], Patch: in.PodTemplate})
 		}
@@ -235,6 +248,8 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 	if s.LogLevel != nil {
 		e.LogLevel = *s.LogLevel
 	}
+	e.Shutdown = ResolveShutdown(s.Shutdown)
+	e.MaxResponseHeaderBytes = s.MaxResponseHeaderBytes
 	if a := s.Autoscaling; a != nil && a.Enabled {
 		as := a.DeepCopy()
 		if as.MinReplicas == nil {

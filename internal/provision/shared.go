@@ -65,8 +65,11 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 		ObjectMeta:                   meta(SharedPoolName),
 		AutomountServiceAccountToken: ptrTo(false),
 	}
+	shutdown := DefaultShutdown()
 	args := append([]string{"serve", "proxy", "--shared"}, discoveryArgs(installNS)...)
+	args = append(args, shutdown.proxyArgs()...)
 	proxy := proxyContainer(image, args, DefaultResources())
+	proxy.Lifecycle = shutdown.lifecycle()
 	volumes := proxyVolumes(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: TrustBundleConfigMapName},
 		Items:                []corev1.KeyToPath{{Key: TrustBundleKey, Path: TrustBundleKey}},
@@ -75,6 +78,7 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 		ObjectMeta: metav1.ObjectMeta{Labels: copyStrings(labels)},
 		Spec:       proxyPodSpec(SharedPoolName, proxy, volumes),
 	}
+	tmpl.Spec.TerminationGracePeriodSeconds = shutdown.gracePeriod()
 	ApplyEnvelope(&tmpl, Envelope{
 		ServiceAccountName: SharedPoolName,
 		ReservedLabels:     labels,

@@ -60,7 +60,14 @@ type Config struct {
 	// Source, when set, feeds snapshots to the data plane (the discovery
 	// client); it runs until ctx ends.
 	Source func(ctx context.Context, dp *DataPlane, reg prometheus.Registerer) error
-	// ShutdownTimeout bounds the graceful drain on exit (default 25s).
+	// DrainWindow is how long the proxy keeps accepting and serving after
+	// ctx ends (SIGTERM) before it closes its listeners: /readyz answers
+	// 503 at once and every response ends its connection (Connection: close,
+	// HTTP/2 GOAWAY), so clients move to other replicas while the
+	// Service's endpoints converge. Zero closes the listeners at once.
+	DrainWindow time.Duration
+	// ShutdownTimeout bounds, after the drain window, how long in-flight
+	// requests may finish once the listeners are closed (default 25s).
 	ShutdownTimeout time.Duration
 }
 
@@ -86,6 +93,9 @@ func (c Config) Validate() error {
 // with 404, so it must not receive traffic.
 type Readiness struct {
 	reason atomic.Pointer[string]
+	// shuttingDown is final: once set, the proxy is not ready whatever
+	// the snapshot source reports afterwards.
+	shuttingDown atomic.Bool
 	// note is shown by a ready proxy that is degraded (serving its last
 	// good snapshot while disconnected from discovery).
 	note atomic.Pointer[string]
@@ -119,8 +129,15 @@ func (r *Readiness) Note() string {
 // NotReady marks the proxy not ready, with a reason shown on /readyz.
 func (r *Readiness) NotReady(reason string) { r.reason.Store(&reason) }
 
+// ShuttingDown marks the proxy not ready for good: it is terminating, and
+// load balancers must stop sending it new connections.
+func (r *Readiness) ShuttingDown() { r.shuttingDown.Store(true) }
+
 // Reason is empty when ready, else why not.
 func (r *Readiness) Reason() string {
+	if r.shuttingDown.Load() {
+		return "shutting down"
+	}
 	if p := r.reason.Load(); p != nil {
 		return *p
 	}
@@ -219,8 +236,12 @@ func (a *Admin) Serve(ctx context.Context, healthLn, metricsLn net.Listener) err
 }
 
 // Run listens on the configured addresses, serves the admin endpoints and
-// the data plane, feeds it from SnapshotFile and Source, and on ctx end
-// drains gracefully (stop accepting, finish in-flight, bounded).
+// the data plane and feeds it from SnapshotFile and Source. When ctx ends
+// it terminates without dropping requests: /readyz turns 503 at once, the
+// listeners keep accepting and serving for DrainWindow while every
+// response ends its connection, then they close and in-flight requests
+// finish, bounded by ShutdownTimeout. The snapshot sources and the admin
+// endpoints run until the data plane has stopped.
 func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -240,15 +261,20 @@ func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 	opts.Readiness = readiness
 	dp := NewDataPlane(opts)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Neither the sources nor the admin endpoints stop with ctx: during the
+	// drain the data plane keeps taking snapshots (endpoints still change)
+	// and /readyz must answer 503 rather than refuse connections.
+	sourceCtx, stopSources := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSources()
+	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAdmin()
 	errs := make(chan error, 3)
 	var workers sync.WaitGroup
 	if cfg.SnapshotFile != "" {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			if err := WatchSnapshotFile(ctx, cfg.SnapshotFile, cfg.SnapshotPollInterval, dp.Apply, dp.log); err != nil {
+			if err := WatchSnapshotFile(sourceCtx, cfg.SnapshotFile, cfg.SnapshotPollInterval, dp.Apply, dp.log); err != nil {
 				dp.log.Error("snapshot file never applied", "path", cfg.SnapshotFile, "error", err)
 			}
 		}()
@@ -257,22 +283,24 @@ func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			if err := cfg.Source(ctx, dp, admin.Registry()); err != nil && ctx.Err() == nil {
+			if err := cfg.Source(sourceCtx, dp, admin.Registry()); err != nil && sourceCtx.Err() == nil {
 				errs <- fmt.Errorf("snapshot source: %w", err)
 			}
 		}()
 	}
 	adminDone := make(chan error, 1)
-	go func() { adminDone <- admin.Serve(ctx, healthLn, metricsLn) }()
+	go func() { adminDone <- admin.Serve(adminCtx, healthLn, metricsLn) }()
 
 	var runErr error
 	select {
 	case <-ctx.Done():
+		drain(dp, cfg.DrainWindow)
 	case runErr = <-errs:
 	case runErr = <-adminDone:
 		adminDone = nil
 	}
-	cancel()
+	stopSources()
+	workers.Wait()
 	timeout := cfg.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 25 * time.Second
@@ -282,7 +310,7 @@ func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 	if err := dp.Shutdown(shutdownCtx); err != nil {
 		dp.log.Error("data plane drain incomplete", "error", err)
 	}
-	workers.Wait()
+	stopAdmin()
 	if adminDone != nil {
 		if err := <-adminDone; runErr == nil {
 			runErr = err

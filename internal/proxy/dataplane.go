@@ -123,6 +123,9 @@ type DataPlane struct {
 	cbMu      sync.Mutex
 	callbacks []func([]int32)
 	drains    sync.WaitGroup
+
+	// drainFlag is set by BeginDrain (drain.go).
+	drainFlag atomic.Bool
 }
 
 type boundListener struct {

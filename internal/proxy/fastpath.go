@@ -231,6 +231,7 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 		req.RemoteAddr = fc.remote
 		fs.served.Add(1)
 		w.reset(req)
+		w.reqClose = w.reqClose || fs.d.draining() // Connection: close while draining (drain.go)
 		fs.d.serve(w, req, fs.port, false)
 		if err := w.finish(); err != nil || w.closeAfter {
 			return

@@ -49,6 +49,7 @@ type portHandler struct {
 // ServeHTTP serves what net/http parsed: requests the fast path handed
 // off, TLS listeners and HTTP/2.
 func (h *portHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.d.closeWhenDraining(w)
 	dropUnderscoreHeaders(r.Header)
 	var body *timedBody
 	if r.Body != nil && r.Body != http.NoBody {

@@ -23,6 +23,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -213,7 +214,7 @@ func TestBinary(t *testing.T) {
 		// The snapshot file does not exist yet: the proxy waits for it.
 		snap := filepath.Join(t.TempDir(), "snapshot.yaml")
 		p := start(t, bin, nil, "serve", "proxy", "--shared", "--health-probe-bind-address", health, "--metrics-bind-address", metrics,
-			"--snapshot-file", snap)
+			"--snapshot-file", snap, "--shutdown-drain-window", "3s")
 		eventually(t, 20*time.Second, func() string {
 			if code, _, err := httpGet("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
 				return "healthz not 200"
@@ -245,7 +246,35 @@ func TestBinary(t *testing.T) {
 			}
 			return ""
 		})
-		p.stop(t)
+
+		// SIGTERM starts the drain: /readyz answers 503 at once, the
+		// listener still serves, every response closes its connection, and
+		// the process exits cleanly after the window.
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Second, func() string {
+			if code, body, _ := httpGet("http://" + health + "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
+				return fmt.Sprintf("/readyz after SIGTERM = %d %q, want 503 shutting down", code, body)
+			}
+			return ""
+		})
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + traffic + "/")
+		if err != nil {
+			t.Fatalf("traffic during the drain window: %v", err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !resp.Close {
+			t.Errorf("traffic during the drain window: %d, Connection: close %v; want 200 closing the connection", resp.StatusCode, resp.Close)
+		}
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("exit after SIGTERM: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no exit within 30s of SIGTERM")
+		}
 	})
 
 	t.Run("controller elects itself leader, serves health and metrics, and releases the Lease on SIGTERM", func(t *testing.T) {

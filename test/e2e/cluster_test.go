@@ -247,6 +247,9 @@ spec:
 		{"ProxyImageIsTheInstalledImage", testProxyImageIsTheInstalledImage},
 		{"DedicatedProgrammedAfterBindAndAck", testDedicatedProgrammed},
 		{"SharedProgrammedAfterBindAndAck", testSharedProgrammedAfterBindAndAck},
+		{"HitlessSharedRollout", testHitlessSharedRollout},
+		{"HitlessDedicatedRollout", testHitlessDedicatedRollout},
+		{"HitlessSharedScaleDown", testHitlessSharedScaleDown},
 		{"ControllerKilled", testControllerKilled},
 	} {
 		t0 := time.Now()

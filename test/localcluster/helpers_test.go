@@ -17,6 +17,7 @@ limitations under the License.
 package localcluster
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -433,6 +434,41 @@ func TestServiceBackends(t *testing.T) {
 	want := map[string][]string{"ns/web/http": {"10.244.1.2:3000", "10.244.1.9:3000"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+	// A terminating endpoint gets no new connections while a ready one
+	// exists; when none is ready, those still serving do (kube-proxy's
+	// terminating-endpoint fallback), never one that stopped serving.
+	terminating := func(serving bool) discoveryv1.EndpointConditions {
+		return discoveryv1.EndpointConditions{Ready: &notReady, Serving: &serving, Terminating: &ready}
+	}
+	slice := func(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: "t-" + fmt.Sprint(len(eps)), Labels: map[string]string{discoveryv1.LabelServiceName: "t"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: name("http"), Port: port(80), Protocol: &tcp}},
+			Endpoints:   eps,
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		eps  []discoveryv1.Endpoint
+		want []string
+	}{
+		{"ready beats terminating", []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.1.5"}, Conditions: terminating(true)},
+			{Addresses: []string{"10.244.1.6"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+		}, []string{"10.244.1.6:80"}},
+		{"only terminating: the serving ones", []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.1.5"}, Conditions: terminating(true)},
+			{Addresses: []string{"10.244.1.7"}, Conditions: terminating(false)},
+		}, []string{"10.244.1.5:80"}},
+		{"none serving", []discoveryv1.Endpoint{
+			{Addresses: []string{"10.244.1.7"}, Conditions: terminating(false)},
+		}, nil},
+	} {
+		if got := serviceBackends([]*discoveryv1.EndpointSlice{slice(tc.eps...)})["ns/t/http"]; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
 	}
 	lb := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.5", ClusterIPs: []string{"10.96.0.5", "fd00::5"}}}
 	if got := frontendAddresses(lb, "10.244.0.2"); !reflect.DeepEqual(got, []string{"10.96.0.5", "10.244.0.2"}) {

@@ -512,6 +512,11 @@ func TestLocalCluster(t *testing.T) {
 			fmt.Sprintf("phase %s reason %q message %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	})
 
+	// A pod's graceful deletion: preStop sleep, endpoints, service proxy.
+	termStart := time.Now()
+	testGracefulTermination(t, ctx, cs, c)
+	t.Logf("graceful termination checked in %s", time.Since(termStart).Round(time.Millisecond))
+
 	// Deleting the Deployment removes the pods, their processes and their
 	// namespaces.
 	if err := cs.AppsV1().Deployments(testNS).Delete(ctx, "echo", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {

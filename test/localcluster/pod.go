@@ -43,9 +43,15 @@ import (
 const (
 	readyGate        = 60 * time.Second // after this the pod shows Running even if not yet Ready
 	configRetryLimit = 5 * time.Minute  // how long missing Secrets/ConfigMaps are waited for
-	maxGrace         = 15 * time.Second // cap on terminationGracePeriodSeconds
-	maxBackoff       = 10 * time.Second // crash-restart backoff cap
-	tick             = 250 * time.Millisecond
+	// maxGrace caps terminationGracePeriodSeconds, so a process that
+	// ignores SIGTERM cannot hold a test for long; the proxies' default
+	// (30 s: preStop sleep, drain window and in-flight bound) fits.
+	maxGrace = 60 * time.Second
+	// minGraceAfterPreStop is what the kubelet leaves a container after its
+	// preStop hook, however long the hook took.
+	minGraceAfterPreStop = 2 * time.Second
+	maxBackoff           = 10 * time.Second // crash-restart backoff cap
+	tick                 = 250 * time.Millisecond
 )
 
 // Reasons the local kubelet reports.
@@ -75,6 +81,12 @@ type podRunner struct {
 	stopOnce sync.Once
 	mode     stopMode
 	grace    time.Duration
+	// hurry is closed when a graceful stop must end sooner (the object is
+	// gone, or the cluster stops): preStop sleeps end, grace shrinks to 2 s.
+	hurry     chan struct{}
+	hurryOnce sync.Once
+	// terminating is set while a graceful stop runs: status reports go on.
+	terminating bool
 
 	// Owned by the run goroutine (read by sandbox() under mu).
 	ip         net.IP
@@ -127,7 +139,7 @@ type probeTarget struct {
 }
 
 func newPodRunner(k *kubelet, pod *corev1.Pod) *podRunner {
-	return &podRunner{k: k, uid: pod.UID, pod: pod, stopCh: make(chan struct{}), exits: make(chan exitEvent, 16)}
+	return &podRunner{k: k, uid: pod.UID, pod: pod, stopCh: make(chan struct{}), hurry: make(chan struct{}), exits: make(chan exitEvent, 16)}
 }
 
 func (r *podRunner) update(pod *corev1.Pod) {
@@ -157,9 +169,11 @@ func (r *podRunner) requestStop(grace time.Duration, mode stopMode) {
 	}
 	select {
 	case <-r.stopCh:
-		// Already stopping: a later "gone" or "shutdown" only drops API calls.
+		// Already stopping: a later "gone" or "shutdown" drops API calls
+		// and cuts a graceful stop short.
 		if mode != stopGraceful {
 			r.mode = mode
+			r.hurryOnce.Do(func() { close(r.hurry) })
 		}
 		return
 	default:
@@ -848,9 +862,13 @@ func statusSignature(st corev1.PodStatus) string {
 	return b.String()
 }
 
-// report writes the status when it changed (not while stopping).
+// report writes the status when it changed (while stopping, only during a
+// graceful termination).
 func (r *podRunner) report() {
-	if r.stopping() {
+	r.mu.Lock()
+	terminating := r.terminating
+	r.mu.Unlock()
+	if r.stopping() && !terminating {
 		return
 	}
 	pod := r.latest()
@@ -894,20 +912,24 @@ func (r *podRunner) cleanup() {
 	grace, mode := r.grace, r.mode
 	containers := append([]*containerState(nil), r.containers...)
 	r.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, c := range containers {
-		if c.proc == nil {
-			continue
-		}
-		wg.Add(1)
-		go func(p *process) {
-			defer wg.Done()
-			if err := p.stop(grace); err != nil {
-				r.logf("%v", err)
+	if mode == stopGraceful {
+		r.terminate(containers, grace)
+	} else {
+		var wg sync.WaitGroup
+		for _, c := range containers {
+			if c.proc == nil {
+				continue
 			}
-		}(c.proc)
+			wg.Add(1)
+			go func(p *process) {
+				defer wg.Done()
+				if err := p.stop(grace); err != nil {
+					r.logf("%v", err)
+				}
+			}(c.proc)
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if r.netns != "" {
 		if err := r.k.net.deletePod(r.netns, r.veth); err != nil {
 			r.logf("removing network namespace: %v", err)

@@ -38,8 +38,10 @@ import (
 // user space: every Service ClusterIP, and for Services of type
 // LoadBalancer a VIP from the node's /24 (10.244.0.2-254), is added to the
 // bridge as a /32, and the harness listens on each of those addresses and
-// TCP Service ports and forwards each connection to a ready endpoint
-// (round robin) at its target port. LoadBalancer Services get the VIP in
+// TCP Service ports and forwards each new connection to a ready endpoint
+// (round robin) at its target port; an open connection stays with its
+// endpoint until either side closes it, also while that endpoint
+// terminates. LoadBalancer Services get the VIP in
 // status.loadBalancer.ingress. Pods reach these addresses through their
 // default route (the bridge address) and the host reaches them directly.
 // UDP ports are not proxied. Clients' source addresses are not kept: the
@@ -70,10 +72,14 @@ func newServiceProxy(ctx context.Context, client kubernetes.Interface, n *networ
 	}
 }
 
-// serviceBackends maps "<ns>/<svc>/<port name>" to the ready endpoint
-// addresses of that port ("ip:port", sorted).
+// serviceBackends maps "<ns>/<svc>/<port name>" to the endpoint addresses
+// new connections of that port go to ("ip:port", sorted): the ready ones
+// or, as kube-proxy does when a Service has none, those still serving while
+// they terminate (a pod being deleted shows ready=false, terminating=true
+// and serving while it passes its readiness probe). Connections already
+// open to an endpoint that leaves the list are left alone.
 func serviceBackends(slices []*discoveryv1.EndpointSlice) map[string][]string {
-	out := map[string][]string{}
+	ready, terminating := map[string][]string{}, map[string][]string{}
 	for _, s := range slices {
 		svc := s.Labels[discoveryv1.LabelServiceName]
 		if svc == "" || s.AddressType != discoveryv1.AddressTypeIPv4 {
@@ -89,19 +95,30 @@ func serviceBackends(slices []*discoveryv1.EndpointSlice) map[string][]string {
 			}
 			key := s.Namespace + "/" + svc + "/" + name
 			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				var into map[string][]string
+				switch c := e.Conditions; {
+				case c.Ready == nil || *c.Ready:
+					into = ready
+				case c.Terminating != nil && *c.Terminating && c.Serving != nil && *c.Serving:
+					into = terminating
+				default:
 					continue
 				}
 				for _, a := range e.Addresses {
-					out[key] = append(out[key], net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
+					into[key] = append(into[key], net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
 				}
 			}
 		}
 	}
-	for k := range out {
-		sort.Strings(out[k])
+	for k, addrs := range terminating {
+		if len(ready[k]) == 0 {
+			ready[k] = addrs
+		}
 	}
-	return out
+	for k := range ready {
+		sort.Strings(ready[k])
+	}
+	return ready
 }
 
 // frontendAddresses are the addresses a Service is served on: its IPv4

@@ -105,6 +105,57 @@ type CoxswainGatewayParametersSpec struct {
 	// logLevel is the verbosity of the proxy's own logs. Built-in default: info.
 	// +optional
 	LogLevel *LogLevel `json:"logLevel,omitempty"`
+
+	// shutdown tunes how a proxy pod stops without dropping requests during
+	// rollouts and scale-downs. When set on both layers, the Gateway's block
+	// replaces the class's block as a whole.
+	// +optional
+	Shutdown *Shutdown `json:"shutdown,omitempty"`
+
+	// maxResponseHeaderBytes caps the size of an upstream response's head
+	// (status line and headers); an upstream sending a larger one gets the
+	// client a 502. Built-in default: 1048576 (1 MiB).
+	// +optional
+	// +kubebuilder:validation:Minimum=4096
+	// +kubebuilder:validation:Maximum=67108864
+	MaxResponseHeaderBytes *int32 `json:"maxResponseHeaderBytes,omitempty"`
+}
+
+// Shutdown tunes the termination of a proxy pod. When the pod is deleted the
+// kubelet first runs the preStop sleep while the Service's endpoints
+// converge, then sends SIGTERM; the proxy answers /readyz with 503, keeps
+// accepting and serving for drainSeconds while telling every client to
+// reconnect elsewhere (HTTP/1.1 "Connection: close", HTTP/2 GOAWAY), then
+// closes its listeners and lets in-flight requests finish in what is left
+// of terminationGracePeriodSeconds.
+// +kubebuilder:validation:XValidation:rule="!has(self.terminationGracePeriodSeconds) || self.terminationGracePeriodSeconds > (has(self.preStopSleepSeconds) ? self.preStopSleepSeconds : 2) + (has(self.drainSeconds) ? self.drainSeconds : 5) + 1",message="terminationGracePeriodSeconds must be greater than preStopSleepSeconds + drainSeconds + 1 (defaults 2 and 5), so that in-flight requests have time to finish"
+type Shutdown struct {
+	// preStopSleepSeconds is the preStop sleep of the proxy container: how
+	// long the pod keeps serving normally after its deletion before it is
+	// sent SIGTERM, so that load balancers and kube-proxy stop sending it
+	// new connections first. 0 renders no preStop hook. Built-in default: 2.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=300
+	PreStopSleepSeconds *int32 `json:"preStopSleepSeconds,omitempty"`
+
+	// drainSeconds is how long the proxy keeps accepting and serving after
+	// SIGTERM, answering every request with a response that closes its
+	// connection, before it closes its listeners. Built-in default: 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=600
+	DrainSeconds *int32 `json:"drainSeconds,omitempty"`
+
+	// terminationGracePeriodSeconds is the pod's grace period: the whole
+	// time from deletion to SIGKILL. What remains after the preStop sleep
+	// and the drain (less one second) bounds in-flight requests. Built-in
+	// default: 30, or preStopSleepSeconds + drainSeconds + 10 when that is
+	// more.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	TerminationGracePeriodSeconds *int32 `json:"terminationGracePeriodSeconds,omitempty"`
 }
 
 // PodTemplatePatch is a partial PodTemplateSpec, merged onto the rendered
