@@ -456,3 +456,43 @@ func TestStreamingResponsesAreNotBuffered(t *testing.T) {
 		})
 	}
 }
+
+// TestGRPCWithoutRouteIsUnimplemented: a gRPC call that matches no route
+// gets HTTP 404, which gRPC clients read as Unimplemented (conformance
+// GRPCRouteListenerHostnameMatching), over h2c and TLS, also on a
+// connection that already carried calls.
+func TestGRPCWithoutRouteIsUnimplemented(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+	set := snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
+	p := newTestPlane(t)
+	plain := freePort(t)
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},
+		Listeners: []snapshot.Listener{httpListener(plain, snapshot.VirtualHost{Hostname: "grpc.example.com", Routes: []snapshot.Route{{ID: "g", Backends: to(set.Name)}}})}}
+	snapshot.Normalize(s)
+	p.mustApply(t, s)
+	for _, authority := range []string{"grpc.example.com", "other.example.com", "grpc.example.com", "other.example.com"} {
+		cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", plain), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(authority))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		_ = cc.Close()
+		want := codes.OK
+		if authority != "grpc.example.com" {
+			want = codes.Unimplemented
+		}
+		if status.Code(err) != want {
+			t.Errorf("%s: Check = %v, want %v", authority, err, want)
+		}
+	}
+}
