@@ -397,10 +397,11 @@ type peekedConn struct {
 	r   *bufio.Reader
 	src *fastSource
 	// headDeadline ends the header budget of the head being handed off:
-	// net/http's first read deadline (its ReadHeaderTimeout) is cut to it,
-	// so a trickled head gets one budget, not two.
+	// net/http's read deadlines are cut to it until it clears the deadline
+	// (a zero deadline: the head is read, or the connection turned out to
+	// be HTTP/2), so a trickled head gets one budget, not two.
 	headDeadline time.Time
-	firstSet     bool
+	headDone     bool
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) {
@@ -420,11 +421,12 @@ func (c *peekedConn) Read(p []byte) (int, error) {
 }
 
 func (c *peekedConn) SetReadDeadline(t time.Time) error {
-	if !c.firstSet {
-		c.firstSet = true
-		if !c.headDeadline.IsZero() && (t.IsZero() || c.headDeadline.Before(t)) {
-			t = c.headDeadline
-		}
+	switch {
+	case c.headDone:
+	case t.IsZero():
+		c.headDone = true
+	case !c.headDeadline.IsZero() && c.headDeadline.Before(t):
+		t = c.headDeadline
 	}
 	return c.Conn.SetReadDeadline(t)
 }
