@@ -85,3 +85,24 @@ func TestControllerFlagDefaultsFromEnvironment(t *testing.T) {
 		t.Errorf("--shared-proxy-replicas = %q, want the flag's 3", got)
 	}
 }
+
+// TestFlagSpellings: "_" and "-" are interchangeable in flag names, so the
+// relay's documented --shard-id and the older --shard_id are one flag.
+func TestFlagSpellings(t *testing.T) {
+	for _, spelling := range []string{"--shard-id", "--shard_id"} {
+		root := NewRootCommand()
+		relay, _, err := root.Find([]string{"serve", "relay"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := relay.ParseFlags([]string{spelling, "0b5f2a4e-1c9d-4e8a-9f1b-2d3c4e5f6a7b", "--infra_addr", "a:1"}); err != nil {
+			t.Fatalf("%s: %v", spelling, err)
+		}
+		if got := relay.Flags().Lookup("shard-id").Value.String(); got != "0b5f2a4e-1c9d-4e8a-9f1b-2d3c4e5f6a7b" {
+			t.Errorf("%s set shard-id to %q", spelling, got)
+		}
+		if got := relay.Flags().Lookup("infra-addr").Value.String(); got != "a:1" {
+			t.Errorf("--infra_addr set infra-addr to %q", got)
+		}
+	}
+}

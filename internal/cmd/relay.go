@@ -44,7 +44,7 @@ func newRelayCommand() *cobra.Command {
 		listenAddr, certFile, keyFile, healthAddr string
 	)
 	c := &cobra.Command{
-		Use:   "relay --shard_id UUID --trust-keys-file FILE --snapshot-file FILE --tls-cert-file F --tls-key-file F",
+		Use:   "relay --shard-id UUID --trust-keys-file FILE --snapshot-file FILE --tls-cert-file F --tls-key-file F",
 		Short: "Run the infra relay: shard membership, trust snapshot file and the agent mTLS listener",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -112,7 +112,7 @@ func newRelayCommand() *cobra.Command {
 	}
 	f := c.Flags()
 	mopts.BindFlags(f)
-	f.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig with the relay's infra-apiserver credentials (--infra_addr overrides its server).")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig with the relay's infra-apiserver credentials (--infra-addr overrides its server).")
 	f.StringVar(&keysFile, "trust-keys-file", "", "YAML file of keyID → PEM public key that verify Project trust signatures.")
 	f.StringVar(&snapshotFile, "snapshot-file", "", "Relay snapshot file (written atomically, loaded on start).")
 	f.StringVar(&listenAddr, "listen-address", ":8443", "Address of the agent mTLS listener.")

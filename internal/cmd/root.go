@@ -24,9 +24,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -51,9 +53,19 @@ func NewRootCommand() *cobra.Command {
 		Short:         "Coxswain: a Kubernetes Gateway API and Ingress controller",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Version,
 	}
+	root.SetVersionTemplate(version.String() + "\n")
 	root.AddCommand(newServeCommand(), newVersionCommand(), newInfraCommand())
+	// Flags are spelled with dashes (--shard-id); the underscore spelling
+	// of older docs and scripts (--shard_id) means the same flag.
+	root.SetGlobalNormalizationFunc(dashedFlagNames)
 	return root
+}
+
+// dashedFlagNames makes "_" and "-" interchangeable in flag names.
+func dashedFlagNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
 }
 
 func newVersionCommand() *cobra.Command {

@@ -20,13 +20,55 @@ package version
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 )
 
 // Set with -ldflags "-X github.com/coxswain-go/coxswain/internal/version.Version=..."
+// (the Makefile does). A binary built without them, by `go install
+// module@version` or `go build` in a checkout, reports what the Go
+// toolchain recorded instead.
 var (
 	Version = "dev"
 	Commit  = "unknown"
 )
+
+func init() {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	Version, Commit = fromBuildInfo(Version, Commit, info)
+}
+
+// fromBuildInfo fills what -ldflags left at its default: the module
+// version (set by `go install module@version`), and the VCS revision and
+// modification flag (set by `go build` in a checkout).
+func fromBuildInfo(version, commit string, info *debug.BuildInfo) (string, string) {
+	if version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		version = info.Main.Version
+	}
+	if commit == "unknown" {
+		rev, dirty := "", false
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			commit = rev
+			if dirty {
+				commit += "-dirty"
+			}
+		}
+	}
+	return version, commit
+}
 
 // String is the one-line version report printed by `coxswain version`.
 func String() string {
