@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
@@ -68,11 +69,12 @@ func SetupRouting(mgr ctrl.Manager, o RoutingOptions) (*provider.Provider, *writ
 		sinks = append([]provider.Sink{publisher{o.Discovery}}, sinks...)
 	}
 	w := &writer.Writer{
-		Client:    mgr.GetClient(),
-		Leader:    o.Leader,
-		Recorder:  mgr.GetEventRecorderFor("coxswain-controller"), //nolint:staticcheck // the writer records core/v1 Events
-		DataPlane: dataPlane,
-		Log:       ctrl.Log.WithName("status"),
+		Client:     mgr.GetClient(),
+		Leader:     o.Leader,
+		Recorder:   mgr.GetEventRecorderFor("coxswain-controller"), //nolint:staticcheck // the writer records core/v1 Events
+		DataPlane:  dataPlane,
+		Log:        ctrl.Log.WithName("status"),
+		Registerer: ctrlmetrics.Registry,
 	}
 	pool := &SharedPoolApplier{
 		Client:           mgr.GetClient(),

@@ -40,7 +40,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/status"
@@ -76,6 +75,10 @@ type Writer struct {
 	DataPlane DataPlane
 	Now       func() time.Time
 	Log       logr.Logger
+	// Registerer receives the writer's metrics; nil keeps them private.
+	Registerer prometheus.Registerer
+
+	patches *prometheus.CounterVec
 
 	latest atomic.Pointer[translator.Result]
 	notify chan struct{}
@@ -88,14 +91,16 @@ type Writer struct {
 	rejectionsSeen map[string]time.Time
 }
 
-var (
-	patches = prometheus.NewCounterVec(prometheus.CounterOpts{
+func newPatchesMetric(reg prometheus.Registerer) *prometheus.CounterVec {
+	patches := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "coxswain_controller_status_patches_total",
 		Help: "Status patches by kind and result.",
 	}, []string{"kind", "result"})
-)
-
-func init() { ctrlmetrics.Registry.MustRegister(patches) }
+	if reg != nil {
+		reg.MustRegister(patches)
+	}
+	return patches
+}
 
 func (w *Writer) init() {
 	w.once.Do(func() {
@@ -103,6 +108,7 @@ func (w *Writer) init() {
 		if w.Now == nil {
 			w.Now = time.Now
 		}
+		w.patches = newPatchesMetric(w.Registerer)
 		w.lastEvents = map[string]bool{}
 		w.rejectionsSeen = map[string]time.Time{}
 	})
@@ -212,20 +218,20 @@ func (w *Writer) patch(ctx context.Context, kind string, obj, orig client.Object
 			return fmt.Errorf("checking the Lease: %w", err)
 		}
 		if !ok {
-			patches.WithLabelValues(kind, "not_leader").Inc()
+			w.patches.WithLabelValues(kind, "not_leader").Inc()
 			return ErrNotLeader
 		}
 	}
 	err := w.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case err == nil:
-		patches.WithLabelValues(kind, "ok").Inc()
+		w.patches.WithLabelValues(kind, "ok").Inc()
 		return nil
 	case apierrors.IsNotFound(err):
-		patches.WithLabelValues(kind, "gone").Inc()
+		w.patches.WithLabelValues(kind, "gone").Inc()
 		return nil
 	default:
-		patches.WithLabelValues(kind, "error").Inc()
+		w.patches.WithLabelValues(kind, "error").Inc()
 		return fmt.Errorf("patch %s %s status: %w", kind, client.ObjectKeyFromObject(obj), err)
 	}
 }
