@@ -104,10 +104,10 @@ func MergePodSpec(spec corev1.PodSpec, patch map[string]interface{}) (corev1.Pod
 	if err != nil {
 		return spec, nil, err
 	}
-	patch, err = deepCopyJSON(patch)
-	if err != nil {
-		return spec, nil, err
-	}
+	// The merge edits the patch in place (tolerations); the caller's map
+	// stays untouched. patch holds JSON values, as utiljson.Unmarshal
+	// produces them.
+	patch = runtime.DeepCopyJSON(patch)
 	if d, _ := patch[directivePatch].(string); d != directiveReplace && d != directiveDelete {
 		if err := mergeTolerationsInto(orig, patch); err != nil {
 			return spec, nil, err
@@ -291,16 +291,4 @@ func rawToMap(raw *runtime.RawExtension) (map[string]interface{}, error) {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	return m, nil
-}
-
-func deepCopyJSON(m map[string]interface{}) (map[string]interface{}, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]interface{}
-	if err := utiljson.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -74,13 +74,3 @@ func DedicatedProxyReady(ready bool, message string, generation int64) metav1.Co
 	}
 	return New(TypeDedicatedProxyReady, false, ReasonPending, message, generation)
 }
-
-// Find returns the condition of the given type, or nil.
-func Find(conds []metav1.Condition, condType string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == condType {
-			return &conds[i]
-		}
-	}
-	return nil
-}

@@ -17,6 +17,7 @@ limitations under the License.
 package status
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"testing"
 	"time"
 
@@ -94,7 +95,7 @@ func TestMergeConditions(t *testing.T) {
 				t.Fatalf("changed = %v, want %v", changed, tc.wantChanged)
 			}
 			for typ, want := range tc.wantTimes {
-				c := Find(merged, typ)
+				c := meta.FindStatusCondition(merged, typ)
 				if c == nil {
 					t.Fatalf("condition %s missing from %v", typ, merged)
 				}
@@ -103,7 +104,7 @@ func TestMergeConditions(t *testing.T) {
 				}
 			}
 			for _, d := range tc.desired {
-				if c := Find(merged, d.Type); c.ObservedGeneration != tc.wantGen {
+				if c := meta.FindStatusCondition(merged, d.Type); c.ObservedGeneration != tc.wantGen {
 					t.Errorf("%s observedGeneration = %d, want %d", d.Type, c.ObservedGeneration, tc.wantGen)
 				}
 			}
@@ -123,7 +124,7 @@ func TestMergeConditionsKeepsForeignTypesAndIsOrderIndependent(t *testing.T) {
 	b := []metav1.Condition{a[1], a[0]}
 	m1, _ := MergeConditions(existing, a, 4, t0)
 	m2, _ := MergeConditions(existing, b, 4, t0)
-	if len(m1) != 3 || Find(m1, "example.com/Other") == nil {
+	if len(m1) != 3 || meta.FindStatusCondition(m1, "example.com/Other") == nil {
 		t.Fatalf("foreign condition lost: %v", m1)
 	}
 	for i := range m1 {
@@ -162,10 +163,10 @@ func TestMergeConditionsDropsOurStaleTypes(t *testing.T) {
 	if !changed {
 		t.Fatal("dropping a stale condition is a change")
 	}
-	if Find(merged, TypeDedicatedProxyReady) != nil {
+	if meta.FindStatusCondition(merged, TypeDedicatedProxyReady) != nil {
 		t.Fatalf("stale DedicatedProxyReady kept: %v", merged)
 	}
-	if Find(merged, "example.com/Theirs") == nil || Find(merged, TypeAccepted) == nil {
+	if meta.FindStatusCondition(merged, "example.com/Theirs") == nil || meta.FindStatusCondition(merged, TypeAccepted) == nil {
 		t.Fatalf("lost a condition: %v", merged)
 	}
 }

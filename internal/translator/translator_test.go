@@ -18,6 +18,7 @@ package translator
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,7 +41,7 @@ func findGateway(r *Result, ns, name string) *GatewayStatus {
 }
 
 func condition(conds []metav1.Condition, typ string) *metav1.Condition {
-	return status.Find(conds, typ)
+	return meta.FindStatusCondition(conds, typ)
 }
 
 // TestNoInternalPortAvailable exhausts the internal port range: the

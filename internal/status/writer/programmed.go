@@ -17,6 +17,7 @@ limitations under the License.
 package writer
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"strconv"
 	"time"
 
@@ -103,7 +104,7 @@ func (g programmedGate) apply(existing, conds []metav1.Condition) []metav1.Condi
 	}
 	out := make([]metav1.Condition, len(conds))
 	copy(out, conds)
-	out[i] = g.verdict(status.Find(existing, status.TypeProgrammed))
+	out[i] = g.verdict(meta.FindStatusCondition(existing, status.TypeProgrammed))
 	return out
 }
 

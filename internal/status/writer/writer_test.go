@@ -19,6 +19,7 @@ package writer_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"os"
 	"strings"
 	"sync"
@@ -212,11 +213,11 @@ func (f *fixture) write() *gwv1.Gateway {
 // conditions; they must agree.
 func (f *fixture) programmed(gw *gwv1.Gateway) string {
 	f.t.Helper()
-	c := status.Find(gw.Status.Conditions, status.TypeProgrammed)
+	c := meta.FindStatusCondition(gw.Status.Conditions, status.TypeProgrammed)
 	if c == nil || len(gw.Status.Listeners) != 1 {
 		f.t.Fatalf("no Programmed condition or listener status: %+v", gw.Status)
 	}
-	l := status.Find(gw.Status.Listeners[0].Conditions, status.TypeProgrammed)
+	l := meta.FindStatusCondition(gw.Status.Listeners[0].Conditions, status.TypeProgrammed)
 	if l == nil || l.Status != c.Status || l.Reason != c.Reason || l.Message != c.Message {
 		f.t.Fatalf("the listener's Programmed %+v differs from the Gateway's %+v", l, c)
 	}
@@ -252,7 +253,7 @@ func TestProgrammedLatchHoldsThroughProxyChurn(t *testing.T) {
 	acked := f.write()
 	const ackedTwo = "True/Programmed gen 1: 2 of 2 proxies of scope shared bound this Gateway's ports and acked its generation 1"
 	expect(t, "both acked", f.programmed(acked), ackedTwo)
-	since := status.Find(acked.Status.Conditions, status.TypeProgrammed).LastTransitionTime
+	since := meta.FindStatusCondition(acked.Status.Conditions, status.TypeProgrammed).LastTransitionTime
 
 	for _, churn := range []struct {
 		name string
@@ -274,7 +275,7 @@ func TestProgrammedLatchHoldsThroughProxyChurn(t *testing.T) {
 	gw := f.write()
 	expect(t, "all three acked", f.programmed(gw),
 		"True/Programmed gen 1: 3 of 3 proxies of scope shared bound this Gateway's ports and acked its generation 1")
-	if got := status.Find(gw.Status.Conditions, status.TypeProgrammed).LastTransitionTime; !got.Equal(&since) {
+	if got := meta.FindStatusCondition(gw.Status.Conditions, status.TypeProgrammed).LastTransitionTime; !got.Equal(&since) {
 		t.Fatalf("Programmed stayed True, but its lastTransitionTime moved from %v to %v", since, got)
 	}
 }
