@@ -39,7 +39,8 @@ const (
 )
 
 // MergePodTemplate applies the podTemplate layers, in order, onto base with
-// kubectl apply strategic-merge semantics, and returns the merged template
+// strategic-merge semantics (kubectl apply's, but for tolerations, below),
+// and returns the merged template
 // plus the fields that were dropped because core/v1 does not know them.
 //
 // Lists merge as core/v1's patch strategy declares (containers,

@@ -85,9 +85,12 @@ type CoxswainGatewayParametersSpec struct {
 	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
 
 	// podTemplate is a partial PodTemplateSpec applied to the rendered proxy
-	// Deployment as a strategic-merge patch (containers, env and volumes merge
-	// by name, tolerations by key and operator), as kubectl apply would. The
-	// controller re-asserts the proxy's security settings after the merge.
+	// Deployment as a strategic-merge patch: lists merge as core/v1's patch
+	// strategy declares (containers, env and volumes by name), as kubectl
+	// apply does, except tolerations, which kubectl replaces as a whole and
+	// Coxswain merges by key and operator so a patch adds to the rendered
+	// ones. The controller re-asserts the proxy's security settings after
+	// the merge.
 	// +optional
 	PodTemplate *PodTemplatePatch `json:"podTemplate,omitempty"`
 
