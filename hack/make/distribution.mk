@@ -5,8 +5,8 @@
 # `make bundle-verify` (part of verify-distribution) checks it is current.
 BUNDLE_VERSION ?= 0.1.0
 BUNDLE_IMAGE ?= coxswain:v$(BUNDLE_VERSION)
-BUNDLE_CHANNELS ?= alpha
-BUNDLE_DEFAULT_CHANNEL ?= alpha
+BUNDLE_CHANNELS ?= candidate
+BUNDLE_DEFAULT_CHANNEL ?= candidate
 BUNDLE_ARGS = -kustomize $(KUSTOMIZE) -version $(BUNDLE_VERSION) -image $(BUNDLE_IMAGE) \
 	-channels $(BUNDLE_CHANNELS) -default-channel $(BUNDLE_DEFAULT_CHANNEL)
 

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -113,6 +114,9 @@ func BuildBundle(manifests, samples []*unstructured.Unstructured, opts BundleOpt
 	}
 	if opts.Package == "" || opts.Image == "" || len(opts.Channels) == 0 || opts.DefaultChannel == "" {
 		return nil, fmt.Errorf("bundle options need a package, image, channels and default channel")
+	}
+	if !slices.Contains(opts.Channels, opts.DefaultChannel) {
+		return nil, fmt.Errorf("default channel %q is not one of the channels %v", opts.DefaultChannel, opts.Channels)
 	}
 	isSample := map[Key]bool{}
 	for _, s := range samples {
