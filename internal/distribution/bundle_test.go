@@ -102,89 +102,93 @@ func TestBundleValidatesClean(t *testing.T) {
 	}
 }
 
-// TestValidateBundleCatchesBadBundles breaks the checked-in bundle one way
-// at a time and wants the validator named in each case to report it, at the
-// level given: every validator of BundleValidators can fail. Unbroken, the
-// bundle validates clean in memory too, so each finding is the break's.
+// brokenBundles break the checked-in bundle one way each, grouped by the
+// validator of BundleValidators that must report it, at level, with a
+// message containing want.
+var brokenBundles = []struct {
+	name   string
+	mutate func(b *Bundle)
+	level  apierrors.Level
+	want   string
+}{
+	// ClusterServiceVersionValidator.
+	{"no install mode supported", func(b *Bundle) {
+		for i := range b.CSV.Spec.InstallModes {
+			b.CSV.Spec.InstallModes[i].Supported = false
+		}
+	}, apierrors.LevelError, "none of InstallModeTypes are supported"},
+	{"no minKubeVersion", func(b *Bundle) { b.CSV.Spec.MinKubeVersion = "" }, apierrors.LevelWarn, "minKubeVersion is not informed"},
+	{"minKubeVersion not semver", func(b *Bundle) { b.CSV.Spec.MinKubeVersion = "1.x" }, apierrors.LevelError, "MinKubeVersion has an invalid value"},
+	{"alm-examples not JSON", func(b *Bundle) { b.CSV.Annotations[annotationALMExamples] = "[{" }, apierrors.LevelError, "invalid example"},
+	{"alm-example of a kind not owned", func(b *Bundle) {
+		b.CSV.Annotations[annotationALMExamples] = `[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]`
+	}, apierrors.LevelError, "example must have a provided API"},
+	// CustomResourceDefinitionValidator.
+	{"CRD named after another plural", func(b *Bundle) {
+		_ = unstructured.SetNestedField(b.CRDs[0].Object, "others", "spec", "names", "plural")
+	}, apierrors.LevelError, "must be spec.names.plural"},
+	// BundleValidator.
+	{"owned CRD missing from manifests", func(b *Bundle) { b.CRDs = b.CRDs[1:] }, apierrors.LevelError, "not found in bundle"},
+	{"owned CRD with the wrong kind", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Kind = "Other" }, apierrors.LevelError, "not found in bundle"},
+	{"owned CRD version not in the CRD", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Version = "v9" }, apierrors.LevelError, "not found in bundle"},
+	{"CRD not owned", func(b *Bundle) {
+		b.CSV.Spec.CustomResourceDefinitions.Owned = b.CSV.Spec.CustomResourceDefinitions.Owned[1:]
+	}, apierrors.LevelError, "but not defined in CSV"},
+	{"the controller's ServiceAccount shipped beside the CSV", func(b *Bundle) {
+		b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": ControllerServiceAccount},
+		}})
+	}, apierrors.LevelError, "invalid service account found in bundle"},
+	// OperatorHubV2Validator.
+	{"no icon", func(b *Bundle) { b.CSV.Spec.Icon = nil }, apierrors.LevelWarn, "csv.Spec.Icon not specified"},
+	{"bad icon media type", func(b *Bundle) { b.CSV.Spec.Icon[0].MediaType = "image/bmp" }, apierrors.LevelError, "does not have a valid mediatype"},
+	{"bad maintainer email", func(b *Bundle) { b.CSV.Spec.Maintainers[0].Email = "nobody" }, apierrors.LevelError, "email nobody is invalid"},
+	{"link without URL", func(b *Bundle) { b.CSV.Spec.Links[0].URL = "docs" }, apierrors.LevelError, "url docs is invalid"},
+	{"no provider", func(b *Bundle) { b.CSV.Spec.Provider.Name = "" }, apierrors.LevelError, "Provider.Name not specified"},
+	// StandardCapabilitiesValidator, StandardCategoriesValidator.
+	{"unknown capability level", func(b *Bundle) { b.CSV.Annotations["capabilities"] = "Magic" }, apierrors.LevelError, "not a valid capabilities level"},
+	{"unknown category", func(b *Bundle) { b.CSV.Annotations["categories"] = "Networking,Toys" }, apierrors.LevelError, "is not in the set of standard categories"},
+	// GoodPracticesValidator.
+	{"no deployment", func(b *Bundle) { b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs = nil }, apierrors.LevelError, "unable to find a deployment"},
+	{"no resource requests", func(b *Bundle) {
+		b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Resources.Requests = nil
+	}, apierrors.LevelWarn, "unable to find the resource requests"},
+	{"channel off the naming convention", func(b *Bundle) {
+		b.Annotations[AnnotationChannels], b.Annotations[AnnotationDefaultChannel] = "alpha", "alpha"
+	}, apierrors.LevelWarn, "not following the recommended naming convention"},
+	{"owned CRD without description", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Description = "" }, apierrors.LevelWarn, "has an empty description"},
+	// PolicyValidator.
+	{"wildcard verb in cluster permissions", func(b *Bundle) {
+		p := &b.CSV.Spec.InstallStrategy.StrategySpec.ClusterPermissions[0]
+		p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}})
+	}, apierrors.LevelError, "wildcard (verbs=*)"},
+	{"wildcard resource in permissions", func(b *Bundle) {
+		p := &b.CSV.Spec.InstallStrategy.StrategySpec.Permissions[0]
+		p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"get"}})
+	}, apierrors.LevelError, "wildcard (resources=*)"},
+	{"proxy ServiceAccount granted rights", func(b *Bundle) {
+		s := &b.CSV.Spec.InstallStrategy.StrategySpec
+		s.Permissions = append(s.Permissions, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: ProxyServiceAccount,
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+	}, apierrors.LevelError, "must hold no Kubernetes API rights"},
+	{"proxy ServiceAccount bound by a manifest", func(b *Bundle) {
+		b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": "leak"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ProxyServiceAccount}},
+		}})
+	}, apierrors.LevelError, "binds the shared proxy"},
+}
+
+// TestValidateBundleCatchesBadBundles validates each of brokenBundles:
+// every validator of BundleValidators can fail. Unbroken, the bundle
+// validates clean in memory too, so each finding is the break's.
 func TestValidateBundleCatchesBadBundles(t *testing.T) {
 	b, _ := loadBundle(t)
 	if f, err := ValidateBundle(b); err != nil || !f.Empty() {
 		t.Fatalf("the unbroken bundle, validated in memory: %v\n%s", err, f)
 	}
-	for _, tc := range []struct {
-		name   string
-		mutate func(b *Bundle)
-		level  apierrors.Level
-		want   string
-	}{
-		// ClusterServiceVersionValidator.
-		{"no install mode supported", func(b *Bundle) {
-			for i := range b.CSV.Spec.InstallModes {
-				b.CSV.Spec.InstallModes[i].Supported = false
-			}
-		}, apierrors.LevelError, "none of InstallModeTypes are supported"},
-		{"no minKubeVersion", func(b *Bundle) { b.CSV.Spec.MinKubeVersion = "" }, apierrors.LevelWarn, "minKubeVersion is not informed"},
-		{"minKubeVersion not semver", func(b *Bundle) { b.CSV.Spec.MinKubeVersion = "1.x" }, apierrors.LevelError, "MinKubeVersion has an invalid value"},
-		{"alm-examples not JSON", func(b *Bundle) { b.CSV.Annotations[annotationALMExamples] = "[{" }, apierrors.LevelError, "invalid example"},
-		{"alm-example of a kind not owned", func(b *Bundle) {
-			b.CSV.Annotations[annotationALMExamples] = `[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]`
-		}, apierrors.LevelError, "example must have a provided API"},
-		// CustomResourceDefinitionValidator.
-		{"CRD named after another plural", func(b *Bundle) {
-			_ = unstructured.SetNestedField(b.CRDs[0].Object, "others", "spec", "names", "plural")
-		}, apierrors.LevelError, "must be spec.names.plural"},
-		// BundleValidator.
-		{"owned CRD missing from manifests", func(b *Bundle) { b.CRDs = b.CRDs[1:] }, apierrors.LevelError, "not found in bundle"},
-		{"owned CRD with the wrong kind", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Kind = "Other" }, apierrors.LevelError, "not found in bundle"},
-		{"owned CRD version not in the CRD", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Version = "v9" }, apierrors.LevelError, "not found in bundle"},
-		{"CRD not owned", func(b *Bundle) {
-			b.CSV.Spec.CustomResourceDefinitions.Owned = b.CSV.Spec.CustomResourceDefinitions.Owned[1:]
-		}, apierrors.LevelError, "but not defined in CSV"},
-		{"the controller's ServiceAccount shipped beside the CSV", func(b *Bundle) {
-			b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": ControllerServiceAccount},
-			}})
-		}, apierrors.LevelError, "invalid service account found in bundle"},
-		// OperatorHubV2Validator.
-		{"no icon", func(b *Bundle) { b.CSV.Spec.Icon = nil }, apierrors.LevelWarn, "csv.Spec.Icon not specified"},
-		{"bad icon media type", func(b *Bundle) { b.CSV.Spec.Icon[0].MediaType = "image/bmp" }, apierrors.LevelError, "does not have a valid mediatype"},
-		{"bad maintainer email", func(b *Bundle) { b.CSV.Spec.Maintainers[0].Email = "nobody" }, apierrors.LevelError, "email nobody is invalid"},
-		{"link without URL", func(b *Bundle) { b.CSV.Spec.Links[0].URL = "docs" }, apierrors.LevelError, "url docs is invalid"},
-		{"no provider", func(b *Bundle) { b.CSV.Spec.Provider.Name = "" }, apierrors.LevelError, "Provider.Name not specified"},
-		// StandardCapabilitiesValidator, StandardCategoriesValidator.
-		{"unknown capability level", func(b *Bundle) { b.CSV.Annotations["capabilities"] = "Magic" }, apierrors.LevelError, "not a valid capabilities level"},
-		{"unknown category", func(b *Bundle) { b.CSV.Annotations["categories"] = "Networking,Toys" }, apierrors.LevelError, "is not in the set of standard categories"},
-		// GoodPracticesValidator.
-		{"no deployment", func(b *Bundle) { b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs = nil }, apierrors.LevelError, "unable to find a deployment"},
-		{"no resource requests", func(b *Bundle) {
-			b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Resources.Requests = nil
-		}, apierrors.LevelWarn, "unable to find the resource requests"},
-		{"channel off the naming convention", func(b *Bundle) {
-			b.Annotations[AnnotationChannels], b.Annotations[AnnotationDefaultChannel] = "alpha", "alpha"
-		}, apierrors.LevelWarn, "not following the recommended naming convention"},
-		{"owned CRD without description", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Description = "" }, apierrors.LevelWarn, "has an empty description"},
-		// PolicyValidator.
-		{"wildcard verb in cluster permissions", func(b *Bundle) {
-			p := &b.CSV.Spec.InstallStrategy.StrategySpec.ClusterPermissions[0]
-			p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}})
-		}, apierrors.LevelError, "wildcard (verbs=*)"},
-		{"wildcard resource in permissions", func(b *Bundle) {
-			p := &b.CSV.Spec.InstallStrategy.StrategySpec.Permissions[0]
-			p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"get"}})
-		}, apierrors.LevelError, "wildcard (resources=*)"},
-		{"proxy ServiceAccount granted rights", func(b *Bundle) {
-			s := &b.CSV.Spec.InstallStrategy.StrategySpec
-			s.Permissions = append(s.Permissions, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: ProxyServiceAccount,
-				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
-		}, apierrors.LevelError, "must hold no Kubernetes API rights"},
-		{"proxy ServiceAccount bound by a manifest", func(b *Bundle) {
-			b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": "leak"},
-				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
-				"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ProxyServiceAccount}},
-			}})
-		}, apierrors.LevelError, "binds the shared proxy"},
-	} {
+	for _, tc := range brokenBundles {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := loadBundle(t)
 			tc.mutate(b)
