@@ -18,7 +18,7 @@ bundle: manifests kustomize ## Generate bundle/ (OLM registry+v1), bundle.Docker
 chart: bundle ## Alias: the chart's crds/, files/ and templates/zz_generated.yaml are generated with the bundle.
 
 .PHONY: verify-distribution
-verify-distribution: manifests kustomize ## Fail when bundle/, bundle.Dockerfile or charts/coxswain's generated files are stale.
+verify-distribution: manifests kustomize ## Fail when bundle/, bundle.Dockerfile or charts/coxswain's generated files are stale, or bundle/ does not validate.
 	go run ./hack/bundle -check $(BUNDLE_ARGS)
 
 BUNDLE_IMG ?= coxswain-bundle:v$(BUNDLE_VERSION)
