@@ -16,8 +16,10 @@ limitations under the License.
 
 // Command bundle generates Coxswain's OLM bundle (bundle/, bundle.Dockerfile)
 // and the generated part of the Helm chart (charts/coxswain) from the
-// kustomize tree in config/. With -check it writes nothing and fails when
-// the checked-in output is stale (`make verify-distribution`).
+// kustomize tree in config/, then validates the bundle (operator-framework's
+// validators and Coxswain's policy: any finding fails). With -check it
+// writes nothing and fails when the checked-in output is stale or does not
+// validate (`make verify-distribution`).
 //
 //	go run ./hack/bundle -kustomize bin/kustomize -version 0.1.0 -image coxswain:v0.1.0
 package main
@@ -50,8 +52,8 @@ func run() error {
 	flag.StringVar(&opts.Bundle.Version, "version", distribution.DefaultBundleVersion, "Bundle (CSV) version, semver without v.")
 	flag.StringVar(&opts.Bundle.Image, "image", "", "Controller image. Default: coxswain:v<version>.")
 	flag.StringVar(&opts.Bundle.Package, "package", "coxswain", "OLM package name.")
-	flag.StringVar(&channels, "channels", "alpha", "Comma-separated OLM channels.")
-	flag.StringVar(&opts.Bundle.DefaultChannel, "default-channel", "alpha", "Default OLM channel.")
+	flag.StringVar(&channels, "channels", strings.Join(opts.Bundle.Channels, ","), "Comma-separated OLM channels.")
+	flag.StringVar(&opts.Bundle.DefaultChannel, "default-channel", opts.Bundle.DefaultChannel, "Default OLM channel.")
 	flag.BoolVar(&check, "check", false, "Write nothing; fail if bundle/, bundle.Dockerfile or the chart's generated files are stale.")
 	flag.Parse()
 	opts.Bundle.Channels = strings.Split(channels, ",")
@@ -77,7 +79,7 @@ func run() error {
 			return fmt.Errorf("generated distribution files are stale; run `make bundle` and commit:\n  %s", strings.Join(diffs, "\n  "))
 		}
 		fmt.Println("bundle/, bundle.Dockerfile and charts/coxswain are up to date")
-		return nil
+		return validate(*root)
 	}
 	if err := out.Write(*root); err != nil {
 		return err
@@ -86,5 +88,19 @@ func run() error {
 		fmt.Printf("not in the bundle (OLM cannot carry it): %s\n", k)
 	}
 	fmt.Printf("wrote bundle/ (%s), bundle.Dockerfile and charts/coxswain generated files\n", out.Bundle.CSV.Name)
+	return validate(*root)
+}
+
+// validate runs the bundle validators on the bundle/ under root, as
+// `operator-sdk bundle validate` would: any error or warning fails.
+func validate(root string) error {
+	f, err := distribution.ValidateBundleDir(filepath.Join(root, distribution.BundleDir))
+	if err != nil {
+		return err
+	}
+	if !f.Empty() {
+		return fmt.Errorf("bundle/ does not validate:\n%s", f)
+	}
+	fmt.Println("bundle/ passes the operator-framework validators and Coxswain's policy")
 	return nil
 }

@@ -5,8 +5,8 @@
 # `make bundle-verify` (part of verify-distribution) checks it is current.
 BUNDLE_VERSION ?= 0.1.0
 BUNDLE_IMAGE ?= coxswain:v$(BUNDLE_VERSION)
-BUNDLE_CHANNELS ?= alpha
-BUNDLE_DEFAULT_CHANNEL ?= alpha
+BUNDLE_CHANNELS ?= candidate
+BUNDLE_DEFAULT_CHANNEL ?= candidate
 BUNDLE_ARGS = -kustomize $(KUSTOMIZE) -version $(BUNDLE_VERSION) -image $(BUNDLE_IMAGE) \
 	-channels $(BUNDLE_CHANNELS) -default-channel $(BUNDLE_DEFAULT_CHANNEL)
 
@@ -18,7 +18,7 @@ bundle: manifests kustomize ## Generate bundle/ (OLM registry+v1), bundle.Docker
 chart: bundle ## Alias: the chart's crds/, files/ and templates/zz_generated.yaml are generated with the bundle.
 
 .PHONY: verify-distribution
-verify-distribution: manifests kustomize ## Fail when bundle/, bundle.Dockerfile or charts/coxswain's generated files are stale.
+verify-distribution: manifests kustomize ## Fail when bundle/, bundle.Dockerfile or charts/coxswain's generated files are stale, or bundle/ does not validate.
 	go run ./hack/bundle -check $(BUNDLE_ARGS)
 
 BUNDLE_IMG ?= coxswain-bundle:v$(BUNDLE_VERSION)

@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apierrors "github.com/operator-framework/api/pkg/validation/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,97 +89,123 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 }
 
-// TestBundleValidatesClean runs the operator-framework checks (CSV, CRD,
-// bundle and OperatorHub) on the checked-in bundle: no errors, no warnings.
+// TestBundleValidatesClean runs BundleValidators (operator-framework's
+// default, OperatorHub and good-practice validators, and Coxswain's policy)
+// on the checked-in bundle: no errors, no warnings.
 func TestBundleValidatesClean(t *testing.T) {
-	b, df := loadBundle(t)
-	if fs := ValidateBundle(b, df); len(fs) > 0 {
-		var lines []string
-		for _, f := range fs {
-			lines = append(lines, f.String())
-		}
-		t.Fatalf("bundle validation:\n%s", strings.Join(lines, "\n"))
+	f, err := ValidateBundleDir(filepath.Join(testenv.RepoRoot(), BundleDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Empty() {
+		t.Fatalf("bundle validation:\n%s", f)
 	}
 }
 
+// brokenBundles break the checked-in bundle one way each, grouped by the
+// validator of BundleValidators that must report it, at level, with a
+// message containing want.
+var brokenBundles = []struct {
+	name   string
+	mutate func(b *Bundle)
+	level  apierrors.Level
+	want   string
+}{
+	// ClusterServiceVersionValidator.
+	{"no install mode supported", func(b *Bundle) {
+		for i := range b.CSV.Spec.InstallModes {
+			b.CSV.Spec.InstallModes[i].Supported = false
+		}
+	}, apierrors.LevelError, "none of InstallModeTypes are supported"},
+	{"no minKubeVersion", func(b *Bundle) { b.CSV.Spec.MinKubeVersion = "" }, apierrors.LevelWarn, "minKubeVersion is not informed"},
+	{"minKubeVersion not semver", func(b *Bundle) { b.CSV.Spec.MinKubeVersion = "1.x" }, apierrors.LevelError, "MinKubeVersion has an invalid value"},
+	{"alm-examples not JSON", func(b *Bundle) { b.CSV.Annotations[annotationALMExamples] = "[{" }, apierrors.LevelError, "invalid example"},
+	{"alm-example of a kind not owned", func(b *Bundle) {
+		b.CSV.Annotations[annotationALMExamples] = `[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]`
+	}, apierrors.LevelError, "example must have a provided API"},
+	// CustomResourceDefinitionValidator.
+	{"CRD named after another plural", func(b *Bundle) {
+		_ = unstructured.SetNestedField(b.CRDs[0].Object, "others", "spec", "names", "plural")
+	}, apierrors.LevelError, "must be spec.names.plural"},
+	// BundleValidator.
+	{"owned CRD missing from manifests", func(b *Bundle) { b.CRDs = b.CRDs[1:] }, apierrors.LevelError, "not found in bundle"},
+	{"owned CRD with the wrong kind", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Kind = "Other" }, apierrors.LevelError, "not found in bundle"},
+	{"owned CRD version not in the CRD", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Version = "v9" }, apierrors.LevelError, "not found in bundle"},
+	{"CRD not owned", func(b *Bundle) {
+		b.CSV.Spec.CustomResourceDefinitions.Owned = b.CSV.Spec.CustomResourceDefinitions.Owned[1:]
+	}, apierrors.LevelError, "but not defined in CSV"},
+	{"the controller's ServiceAccount shipped beside the CSV", func(b *Bundle) {
+		b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": ControllerServiceAccount},
+		}})
+	}, apierrors.LevelError, "invalid service account found in bundle"},
+	// OperatorHubV2Validator.
+	{"no icon", func(b *Bundle) { b.CSV.Spec.Icon = nil }, apierrors.LevelWarn, "csv.Spec.Icon not specified"},
+	{"bad icon media type", func(b *Bundle) { b.CSV.Spec.Icon[0].MediaType = "image/bmp" }, apierrors.LevelError, "does not have a valid mediatype"},
+	{"bad maintainer email", func(b *Bundle) { b.CSV.Spec.Maintainers[0].Email = "nobody" }, apierrors.LevelError, "email nobody is invalid"},
+	{"link without URL", func(b *Bundle) { b.CSV.Spec.Links[0].URL = "docs" }, apierrors.LevelError, "url docs is invalid"},
+	{"no provider", func(b *Bundle) { b.CSV.Spec.Provider.Name = "" }, apierrors.LevelError, "Provider.Name not specified"},
+	// StandardCapabilitiesValidator, StandardCategoriesValidator.
+	{"unknown capability level", func(b *Bundle) { b.CSV.Annotations["capabilities"] = "Magic" }, apierrors.LevelError, "not a valid capabilities level"},
+	{"unknown category", func(b *Bundle) { b.CSV.Annotations["categories"] = "Networking,Toys" }, apierrors.LevelError, "is not in the set of standard categories"},
+	// GoodPracticesValidator.
+	{"no deployment", func(b *Bundle) { b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs = nil }, apierrors.LevelError, "unable to find a deployment"},
+	{"no resource requests", func(b *Bundle) {
+		b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Resources.Requests = nil
+	}, apierrors.LevelWarn, "unable to find the resource requests"},
+	{"channel off the naming convention", func(b *Bundle) {
+		b.Annotations[AnnotationChannels], b.Annotations[AnnotationDefaultChannel] = "alpha", "alpha"
+	}, apierrors.LevelWarn, "not following the recommended naming convention"},
+	{"owned CRD without description", func(b *Bundle) { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Description = "" }, apierrors.LevelWarn, "has an empty description"},
+	// PolicyValidator.
+	{"wildcard verb in cluster permissions", func(b *Bundle) {
+		p := &b.CSV.Spec.InstallStrategy.StrategySpec.ClusterPermissions[0]
+		p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}})
+	}, apierrors.LevelError, "wildcard (verbs=*)"},
+	{"wildcard resource in permissions", func(b *Bundle) {
+		p := &b.CSV.Spec.InstallStrategy.StrategySpec.Permissions[0]
+		p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"get"}})
+	}, apierrors.LevelError, "wildcard (resources=*)"},
+	{"proxy ServiceAccount granted rights", func(b *Bundle) {
+		s := &b.CSV.Spec.InstallStrategy.StrategySpec
+		s.Permissions = append(s.Permissions, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: ProxyServiceAccount,
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+	}, apierrors.LevelError, "must hold no Kubernetes API rights"},
+	{"proxy ServiceAccount bound by a manifest", func(b *Bundle) {
+		b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": "leak"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ProxyServiceAccount}},
+		}})
+	}, apierrors.LevelError, "binds the shared proxy"},
+}
+
+// TestValidateBundleCatchesBadBundles validates each of brokenBundles:
+// every validator of BundleValidators can fail. Unbroken, the bundle
+// validates clean in memory too, so each finding is the break's.
 func TestValidateBundleCatchesBadBundles(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		mutate func(b *Bundle) []byte // returns the Dockerfile to check
-		want   string
-	}{
-		{"no icon", func(b *Bundle) []byte { b.CSV.Spec.Icon = nil; return nil }, "spec.icon"},
-		{"bad icon media type", func(b *Bundle) []byte { b.CSV.Spec.Icon[0].MediaType = "image/bmp"; return nil }, "media type"},
-		{"unknown capability level", func(b *Bundle) []byte { b.CSV.Annotations["capabilities"] = "Magic"; return nil }, "capability level"},
-		{"unknown category", func(b *Bundle) []byte { b.CSV.Annotations["categories"] = "Networking,Toys"; return nil }, "OperatorHub category"},
-		{"no minKubeVersion", func(b *Bundle) []byte { b.CSV.Spec.MinKubeVersion = ""; return nil }, "minKubeVersion"},
-		{"bad maintainer email", func(b *Bundle) []byte { b.CSV.Spec.Maintainers[0].Email = "nobody"; return nil }, "email"},
-		{"link without URL", func(b *Bundle) []byte { b.CSV.Spec.Links[0].URL = "docs"; return nil }, "http(s) URL"},
-		{"no install mode supported", func(b *Bundle) []byte {
-			for i := range b.CSV.Spec.InstallModes {
-				b.CSV.Spec.InstallModes[i].Supported = false
-			}
-			return nil
-		}, "no install mode is supported"},
-		{"owned CRD missing from manifests", func(b *Bundle) []byte { b.CRDs = b.CRDs[1:]; return nil }, "not in the bundle's manifests"},
-		{"owned CRD with the wrong kind", func(b *Bundle) []byte { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Kind = "Other"; return nil }, "the CRD says"},
-		{"owned CRD version not served", func(b *Bundle) []byte { b.CSV.Spec.CustomResourceDefinitions.Owned[0].Version = "v9"; return nil }, "not served"},
-		{"CRD not owned", func(b *Bundle) []byte {
-			b.CSV.Spec.CustomResourceDefinitions.Owned = b.CSV.Spec.CustomResourceDefinitions.Owned[1:]
-			return nil
-		}, "not owned by the CSV"},
-		{"alm-examples not JSON", func(b *Bundle) []byte { b.CSV.Annotations[annotationALMExamples] = "[{"; return nil }, "not a JSON array"},
-		{"alm-example of a kind not owned", func(b *Bundle) []byte {
-			b.CSV.Annotations[annotationALMExamples] = `[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}]`
-			return nil
-		}, "not of an owned CRD"},
-		{"wildcard verb in cluster permissions", func(b *Bundle) []byte {
-			p := &b.CSV.Spec.InstallStrategy.StrategySpec.ClusterPermissions[0]
-			p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"*"}})
-			return nil
-		}, "wildcard (verbs=*)"},
-		{"wildcard resource in permissions", func(b *Bundle) []byte {
-			p := &b.CSV.Spec.InstallStrategy.StrategySpec.Permissions[0]
-			p.Rules = append(p.Rules, rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"*"}, Verbs: []string{"get"}})
-			return nil
-		}, "wildcard (resources=*)"},
-		{"proxy ServiceAccount granted rights", func(b *Bundle) []byte {
-			s := &b.CSV.Spec.InstallStrategy.StrategySpec
-			s.Permissions = append(s.Permissions, v1alpha1.StrategyDeploymentPermissions{ServiceAccountName: ProxyServiceAccount,
-				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
-			return nil
-		}, "must hold no Kubernetes API rights"},
-		{"proxy ServiceAccount bound by a manifest", func(b *Bundle) []byte {
-			b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": "leak"},
-				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
-				"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": ProxyServiceAccount}},
-			}})
-			return nil
-		}, "binds the shared proxy"},
-		{"unsupported manifest kind", func(b *Bundle) []byte {
-			b.Others = append(b.Others, &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": map[string]any{"name": "p"},
-			}})
-			return nil
-		}, "not supported in a registry+v1 bundle"},
-		{"default channel not a channel", func(b *Bundle) []byte { b.Annotations[AnnotationDefaultChannel] = "stable"; return nil }, "not one of the channels"},
-		{"wrong media type", func(b *Bundle) []byte { b.Annotations[AnnotationMediaType] = "plain"; return nil }, "registry+v1"},
-		{"Dockerfile out of step with annotations", func(b *Bundle) []byte {
-			return []byte(strings.ReplaceAll(string(b.Dockerfile(BundleDir)), "channels.v1=alpha", "channels.v1=beta"))
-		}, "missing LABEL"},
-		{"no deployment", func(b *Bundle) []byte { b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs = nil; return nil }, "deployments"},
-	} {
+	b, _ := loadBundle(t)
+	if f, err := ValidateBundle(b); err != nil || !f.Empty() {
+		t.Fatalf("the unbroken bundle, validated in memory: %v\n%s", err, f)
+	}
+	for _, tc := range brokenBundles {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := loadBundle(t)
-			df := tc.mutate(b)
-			errs := Errors(ValidateBundle(b, df))
-			for _, e := range errs {
-				if strings.Contains(e.String(), tc.want) {
+			tc.mutate(b)
+			f, err := ValidateBundle(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := f.Errors
+			if tc.level == apierrors.LevelWarn {
+				found = f.Warnings
+			}
+			for _, e := range found {
+				if strings.Contains(e.Error(), tc.want) {
 					return
 				}
 			}
-			t.Fatalf("want an error containing %q, got %v", tc.want, errs)
+			t.Fatalf("want a %s containing %q, got:\n%s", tc.level, tc.want, f)
 		})
 	}
 }
@@ -271,6 +298,11 @@ func TestBuildBundleRejectsWhatOLMCannotCarry(t *testing.T) {
 	bad.Version = "one"
 	if _, err := BuildBundle(manifests, samples, bad); err == nil {
 		t.Error("a non-semver version must be refused")
+	}
+	bad = opts
+	bad.DefaultChannel = "elsewhere"
+	if _, err := BuildBundle(manifests, samples, bad); err == nil || !strings.Contains(err.Error(), "not one of the channels") {
+		t.Errorf("a default channel that is not a channel must be refused, got %v", err)
 	}
 
 	b, err := BuildBundle(manifests, samples, opts)

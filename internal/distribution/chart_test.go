@@ -122,52 +122,56 @@ func TestChartLintRejectsBadValues(t *testing.T) {
 	}
 }
 
+// chartValueCases are values given to the chart and what the controller
+// Deployment it renders must then hold.
+var chartValueCases = []struct {
+	name         string
+	values       map[string]any
+	image        string
+	replicas     int64
+	args         []string
+	caMode       string
+	poolSize     string
+	metricsPort  bool
+	cpuRequest   string
+	nodeSelector map[string]any
+}{
+	{
+		name:        "defaults",
+		image:       "coxswain:v0.1.0",
+		replicas:    1,
+		args:        []string{"serve", "controller", "--leader-elect=true", "--metrics-bind-address=:8083", "--zap-log-level=info"},
+		caMode:      "auto",
+		poolSize:    "2",
+		metricsPort: true,
+		cpuRequest:  "100m",
+	},
+	{
+		name: "everything set",
+		values: map[string]any{
+			"image":          map[string]any{"repository": "registry.example.com/coxswain", "tag": "dev"},
+			"replicas":       2,
+			"leaderElection": map[string]any{"enabled": false},
+			"discovery":      map[string]any{"ca": map[string]any{"mode": "external"}},
+			"proxy":          map[string]any{"shared": map[string]any{"replicas": 5}},
+			"logLevel":       "debug",
+			"metrics":        map[string]any{"enabled": false},
+			"resources":      map[string]any{"requests": map[string]any{"cpu": "250m"}},
+			"nodeSelector":   map[string]any{"kubernetes.io/os": "linux"},
+		},
+		image:        "registry.example.com/coxswain:dev",
+		replicas:     2,
+		args:         []string{"serve", "controller", "--leader-elect=false", "--metrics-bind-address=0", "--zap-log-level=debug"},
+		caMode:       "external",
+		poolSize:     "5",
+		metricsPort:  false,
+		cpuRequest:   "250m",
+		nodeSelector: map[string]any{"kubernetes.io/os": "linux"},
+	},
+}
+
 func TestChartValuesReachTheDeployment(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		values       map[string]any
-		image        string
-		replicas     int64
-		args         []string
-		caMode       string
-		poolSize     string
-		metricsPort  bool
-		cpuRequest   string
-		nodeSelector map[string]any
-	}{
-		{
-			name:        "defaults",
-			image:       "coxswain:v0.1.0",
-			replicas:    1,
-			args:        []string{"serve", "controller", "--leader-elect=true", "--metrics-bind-address=:8083", "--zap-log-level=info"},
-			caMode:      "auto",
-			poolSize:    "2",
-			metricsPort: true,
-			cpuRequest:  "100m",
-		},
-		{
-			name: "everything set",
-			values: map[string]any{
-				"image":          map[string]any{"repository": "registry.example.com/coxswain", "tag": "dev"},
-				"replicas":       2,
-				"leaderElection": map[string]any{"enabled": false},
-				"discovery":      map[string]any{"ca": map[string]any{"mode": "external"}},
-				"proxy":          map[string]any{"shared": map[string]any{"replicas": 5}},
-				"logLevel":       "debug",
-				"metrics":        map[string]any{"enabled": false},
-				"resources":      map[string]any{"requests": map[string]any{"cpu": "250m"}},
-				"nodeSelector":   map[string]any{"kubernetes.io/os": "linux"},
-			},
-			image:        "registry.example.com/coxswain:dev",
-			replicas:     2,
-			args:         []string{"serve", "controller", "--leader-elect=false", "--metrics-bind-address=0", "--zap-log-level=debug"},
-			caMode:       "external",
-			poolSize:     "5",
-			metricsPort:  false,
-			cpuRequest:   "250m",
-			nodeSelector: map[string]any{"kubernetes.io/os": "linux"},
-		},
-	} {
+	for _, tc := range chartValueCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := renderChart(t, tc.values)
 			d := findObject(r.Objects, "Deployment", ControllerDeployment)

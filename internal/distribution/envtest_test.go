@@ -201,24 +201,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	}
 	waitEstablished(t, ctx, c, crds)
 
-	var alm []map[string]any
-	if err := json.Unmarshal([]byte(b.CSV.Annotations[annotationALMExamples]), &alm); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range alm {
-		ex := &unstructured.Unstructured{Object: e}
-		mapping, err := c.RESTMapper().RESTMapping(ex.GroupVersionKind().GroupKind(), ex.GroupVersionKind().Version)
-		if err != nil {
-			t.Errorf("alm-example %s: %v", KeyOf(ex), err)
-			continue
-		}
-		if mapping.Scope.Name() == "namespace" {
-			ex.SetNamespace(ns)
-		}
-		if err := apply(ctx, c, ex); err != nil {
-			t.Errorf("alm-example %s refused: %v", KeyOf(ex), err)
-		}
-	}
+	applyALMExamples(t, ctx, c, b, ns)
 
 	var dep appsv1.Deployment
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ControllerDeployment}, &dep); err != nil {
@@ -243,6 +226,30 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	}
 	if can(t, ctx, c, ns, ControllerServiceAccount, gw("update", "httproutes", "")) {
 		t.Error("the controller may update route specs")
+	}
+}
+
+// applyALMExamples applies every alm-example of the bundle's CSV, the
+// namespaced ones in ns: each must be accepted.
+func applyALMExamples(t *testing.T, ctx context.Context, c client.Client, b *Bundle, ns string) {
+	t.Helper()
+	var alm []map[string]any
+	if err := json.Unmarshal([]byte(b.CSV.Annotations[annotationALMExamples]), &alm); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range alm {
+		ex := &unstructured.Unstructured{Object: e}
+		mapping, err := c.RESTMapper().RESTMapping(ex.GroupVersionKind().GroupKind(), ex.GroupVersionKind().Version)
+		if err != nil {
+			t.Errorf("alm-example %s: %v", KeyOf(ex), err)
+			continue
+		}
+		if mapping.Scope.Name() == "namespace" {
+			ex.SetNamespace(ns)
+		}
+		if err := apply(ctx, c, ex); err != nil {
+			t.Errorf("alm-example %s refused: %v", KeyOf(ex), err)
+		}
 	}
 }
 

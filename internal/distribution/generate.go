@@ -26,6 +26,12 @@ import (
 // DefaultBundleVersion is the version `make bundle` writes by default.
 const DefaultBundleVersion = "0.1.0"
 
+// DefaultChannel is the OLM channel `make bundle` publishes to by default.
+// OLM's channel naming convention (which the good-practices validator
+// holds bundles to) has candidate, fast and stable; a 0.x release is a
+// candidate.
+const DefaultChannel = "candidate"
+
 // Paths of the generated distribution, relative to the repository root.
 const (
 	BundleDir        = "bundle"
@@ -48,7 +54,7 @@ type GenerateOptions struct {
 func DefaultGenerateOptions(kustomize string) GenerateOptions {
 	return GenerateOptions{Kustomize: kustomize, Bundle: BundleOptions{
 		Package: "coxswain", Version: DefaultBundleVersion, Image: "coxswain:v" + DefaultBundleVersion,
-		Channels: []string{"alpha"}, DefaultChannel: "alpha",
+		Channels: []string{DefaultChannel}, DefaultChannel: DefaultChannel,
 	}}
 }
 

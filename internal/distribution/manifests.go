@@ -14,15 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package distribution turns the kustomize tree in config/ into the other
-// ways Coxswain is installed: an OLM registry+v1 bundle (bundle/) and a Helm
-// chart (charts/coxswain). Everything here is generated from
-// `kustomize build`, never copied by hand, so RBAC, CRDs and the controller
-// Deployment cannot drift between install paths; the tests in this package
-// prove it against a real apiserver.
-//
-// hack/bundle is the command line (`make bundle`, `make chart`); the tests
-// re-run the same generation and fail when the checked-in output is stale.
 package distribution
 
 import (
@@ -255,90 +246,4 @@ func containsString(v any, s string) bool {
 		}
 	}
 	return false
-}
-
-// WriteTree writes files (relative path → content) under dir, replacing
-// exactly the set of files in the subdirectories it owns: every existing
-// file under one of owned (relative to dir) that is not in files is removed.
-func WriteTree(dir string, files map[string][]byte, owned []string) error {
-	for _, sub := range owned {
-		root := filepath.Join(dir, sub)
-		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			rel, err := filepath.Rel(dir, path)
-			if err != nil {
-				return err
-			}
-			if _, keep := files[filepath.ToSlash(rel)]; !keep {
-				return os.Remove(path)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for rel, data := range files {
-		path := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// DiffTree compares files with what is on disk under dir and lists every
-// difference: files missing, different, or present on disk (under one of
-// owned) but not generated. An empty result means dir is up to date.
-func DiffTree(dir string, files map[string][]byte, owned []string) ([]string, error) {
-	var diffs []string
-	for rel, want := range files {
-		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			diffs = append(diffs, "missing: "+rel)
-		case err != nil:
-			return nil, err
-		case !bytes.Equal(got, want):
-			diffs = append(diffs, "stale: "+rel)
-		}
-	}
-	for _, sub := range owned {
-		root := filepath.Join(dir, sub)
-		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			rel, err := filepath.Rel(dir, path)
-			if err != nil {
-				return err
-			}
-			if _, ok := files[filepath.ToSlash(rel)]; !ok {
-				diffs = append(diffs, "not generated: "+filepath.ToSlash(rel))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	sort.Strings(diffs)
-	return diffs, nil
 }

@@ -23,7 +23,9 @@ import (
 	"sort"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-go/coxswain/internal/testenv"
@@ -198,17 +200,15 @@ func boundRules(t *testing.T, objs []*unstructured.Unstructured, sa string) (rul
 	return rules, bindings
 }
 
-func wildcardsOf(rule map[string]any) []string {
-	var out []string
-	for _, f := range []string{"verbs", "resources", "apiGroups", "nonResourceURLs"} {
-		vs, _ := rule[f].([]any)
-		for _, v := range vs {
-			if s, _ := v.(string); s == "*" || (len(s) > 1 && s[len(s)-2:] == "/*") {
-				out = append(out, f+"="+s)
-			}
-		}
+// wildcardsOf is Wildcards (the bundle policy's rule) of a rule in its
+// generic form.
+func wildcardsOf(t *testing.T, rule map[string]any) []string {
+	t.Helper()
+	var r rbacv1.PolicyRule
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rule, &r); err != nil {
+		t.Fatalf("rule %v: %v", rule, err)
 	}
-	return out
+	return Wildcards(r)
 }
 
 // TestLeastPrivilege holds every install path to the same rule: the
@@ -233,7 +233,7 @@ func TestLeastPrivilege(t *testing.T) {
 				t.Fatalf("nothing is bound to %s", ControllerServiceAccount)
 			}
 			for _, rule := range rules {
-				if w := wildcardsOf(rule); len(w) > 0 {
+				if w := wildcardsOf(t, rule); len(w) > 0 {
 					t.Errorf("the controller is granted a wildcard %v in %v", w, rule)
 				}
 			}
@@ -269,7 +269,7 @@ subjects:
 		t.Fatal(err)
 	}
 	rules, n := boundRules(t, objs, ProxyServiceAccount)
-	if n != 1 || len(rules) != 1 || len(wildcardsOf(rules[0])) != 1 {
+	if n != 1 || len(rules) != 1 || len(wildcardsOf(t, rules[0])) != 1 {
 		t.Fatalf("bindings=%d rules=%v: the leak was not seen", n, rules)
 	}
 }
