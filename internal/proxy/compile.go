@@ -20,13 +20,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -71,59 +68,6 @@ type route struct {
 	maxBody         int64
 	accessLogOff    bool
 	stats           *routeStats
-}
-
-type backend struct {
-	set             *endpointSet
-	invalid         bool
-	reqHdr, respHdr *headerMod
-}
-
-type mirror struct {
-	set        *endpointSet
-	num, denom int32
-}
-
-type header struct{ name, value string }
-
-// headerMod is a HeaderModifier with canonical names.
-type headerMod struct {
-	set    []header
-	add    []header
-	remove []string
-}
-
-func (m *headerMod) apply(h http.Header) {
-	if m == nil {
-		return
-	}
-	for _, kv := range m.set {
-		h[kv.name] = []string{kv.value}
-	}
-	for _, kv := range m.add {
-		old := h[kv.name]
-		h[kv.name] = append(old[:len(old):len(old)], kv.value) // never write into a shared array
-	}
-	for _, n := range m.remove {
-		delete(h, n)
-	}
-}
-
-func compileHeaderMod(hm *snapshot.HeaderModifier) *headerMod {
-	if hm == nil || (len(hm.Set) == 0 && len(hm.Add) == 0 && len(hm.Remove) == 0) {
-		return nil
-	}
-	m := &headerMod{}
-	for _, h := range hm.Set {
-		m.set = append(m.set, header{http.CanonicalHeaderKey(h.Name), h.Value})
-	}
-	for _, h := range hm.Add {
-		m.add = append(m.add, header{http.CanonicalHeaderKey(h.Name), h.Value})
-	}
-	for _, n := range hm.Remove {
-		m.remove = append(m.remove, http.CanonicalHeaderKey(n))
-	}
-	return m
 }
 
 type parsedCert struct {
@@ -173,71 +117,6 @@ func pickBySAN(crts []*tls.Certificate, serverName string) *tls.Certificate {
 		}
 	}
 	return crts[0]
-}
-
-// corsPolicy is a compiled CORS filter.
-type corsPolicy struct {
-	anyOrigin   bool
-	origins     map[string]bool
-	patterns    [][2]string // prefix, suffix around one "*"
-	credentials bool
-	methods     string
-	anyMethod   bool
-	headers     string
-	anyHeader   bool
-	expose      string
-	maxAge      string
-}
-
-func compileCORS(c *snapshot.CORS) *corsPolicy {
-	if c == nil {
-		return nil
-	}
-	p := &corsPolicy{origins: map[string]bool{}, credentials: c.AllowCredentials}
-	for _, o := range c.AllowOrigins {
-		switch {
-		case o == "*":
-			p.anyOrigin = true
-		case strings.Contains(o, "*"):
-			pre, suf, _ := strings.Cut(o, "*")
-			p.patterns = append(p.patterns, [2]string{strings.ToLower(pre), strings.ToLower(suf)})
-		default:
-			p.origins[strings.ToLower(o)] = true
-		}
-	}
-	for _, m := range c.AllowMethods {
-		if m == "*" {
-			p.anyMethod = true
-		}
-	}
-	for _, h := range c.AllowHeaders {
-		if h == "*" {
-			p.anyHeader = true
-		}
-	}
-	p.methods = strings.Join(c.AllowMethods, ", ")
-	p.headers = strings.Join(c.AllowHeaders, ", ")
-	p.expose = strings.Join(c.ExposeHeaders, ", ")
-	if c.MaxAge > 0 {
-		p.maxAge = strconv.Itoa(int(c.MaxAge))
-	}
-	return p
-}
-
-func (p *corsPolicy) allows(origin string) bool {
-	if p.anyOrigin {
-		return true
-	}
-	o := strings.ToLower(origin)
-	if p.origins[o] {
-		return true
-	}
-	for _, pat := range p.patterns {
-		if len(o) > len(pat[0])+len(pat[1]) && strings.HasPrefix(o, pat[0]) && strings.HasSuffix(o, pat[1]) {
-			return true
-		}
-	}
-	return false
 }
 
 // compile validates a snapshot and builds its state. prev (may be nil)
@@ -455,47 +334,6 @@ func (st *state) compileRoute(in *snapshot.Route, lr *listenerRouter, prev *stat
 		r.cumWeights = append(r.cumWeights, r.totalWeight)
 	}
 	return r, nil
-}
-
-// endpointSet is the compiled endpoints of one Service port with its load
-// balancer.
-type endpointSet struct {
-	name         string
-	h2c          bool
-	leastRequest bool
-	eps          []*endpoint
-	rr           *atomic.Uint64
-}
-
-type endpoint struct {
-	addr     string
-	inflight atomic.Int64
-}
-
-func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
-	es := &endpointSet{
-		name:         in.Name,
-		h2c:          in.AppProtocol == snapshot.AppProtocolH2C,
-		leastRequest: in.LoadBalancer == snapshot.LeastRequest,
-		rr:           new(atomic.Uint64),
-	}
-	var keep map[string]*endpoint
-	if old != nil {
-		es.rr = old.rr
-		keep = make(map[string]*endpoint, len(old.eps))
-		for _, e := range old.eps {
-			keep[e.addr] = e
-		}
-	}
-	for _, e := range in.Endpoints {
-		addr := net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
-		if ke := keep[addr]; ke != nil {
-			es.eps = append(es.eps, ke)
-			continue
-		}
-		es.eps = append(es.eps, &endpoint{addr: addr})
-	}
-	return es
 }
 
 // ports returns the sorted listener ports of a state.

@@ -277,53 +277,6 @@ func (b *h1Body) Close() error {
 	return nil
 }
 
-// upstreamHeaders are the request headers for the upstream: either a
-// prepared map (filters applied), or the client's headers to filter while
-// writing them, which spares building a map per request.
-type upstreamHeaders struct {
-	h                        http.Header
-	in                       http.Header
-	clientIP, proto, fwdHost string
-}
-
-func writeHeaderLine(bw *bufio.Writer, k, v string) {
-	_, _ = bw.WriteString(k)
-	_, _ = bw.WriteString(": ")
-	_, _ = bw.WriteString(v)
-	_, _ = bw.WriteString("\r\n")
-}
-
-func (uh *upstreamHeaders) write(bw *bufio.Writer) {
-	if uh.h != nil {
-		for k, vv := range uh.h {
-			if k == "Host" || k == "Content-Length" || k == "Transfer-Encoding" {
-				continue
-			}
-			for _, v := range vv {
-				writeHeaderLine(bw, k, v)
-			}
-		}
-		return
-	}
-	// Same rules as outboundHeader; the caller made sure there is no
-	// Connection header whose tokens would name more headers to drop.
-	for k, vv := range uh.in {
-		if isHop(k) || isClientForwarding(k) || k == "Host" || k == "Content-Length" {
-			continue
-		}
-		for _, v := range vv {
-			writeHeaderLine(bw, k, v)
-		}
-	}
-	if uh.clientIP != "" {
-		writeHeaderLine(bw, "X-Forwarded-For", uh.clientIP)
-	}
-	writeHeaderLine(bw, "X-Forwarded-Proto", uh.proto)
-	if uh.fwdHost != "" {
-		writeHeaderLine(bw, "X-Forwarded-Host", uh.fwdHost)
-	}
-}
-
 // readSimpleResponse parses the common upstream answer without
 // http.ReadResponse's general machinery: an HTTP/1.1 head already in the
 // buffer, a final status with a body, exactly one numeric Content-Length,

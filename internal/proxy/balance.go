@@ -1,0 +1,112 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+type backend struct {
+	set             *endpointSet
+	invalid         bool
+	reqHdr, respHdr *headerMod
+}
+
+// endpointSet is the compiled endpoints of one Service port with its load
+// balancer.
+type endpointSet struct {
+	name         string
+	h2c          bool
+	leastRequest bool
+	eps          []*endpoint
+	rr           *atomic.Uint64
+}
+
+type endpoint struct {
+	addr     string
+	inflight atomic.Int64
+}
+
+func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
+	es := &endpointSet{
+		name:         in.Name,
+		h2c:          in.AppProtocol == snapshot.AppProtocolH2C,
+		leastRequest: in.LoadBalancer == snapshot.LeastRequest,
+		rr:           new(atomic.Uint64),
+	}
+	var keep map[string]*endpoint
+	if old != nil {
+		es.rr = old.rr
+		keep = make(map[string]*endpoint, len(old.eps))
+		for _, e := range old.eps {
+			keep[e.addr] = e
+		}
+	}
+	for _, e := range in.Endpoints {
+		addr := net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
+		if ke := keep[addr]; ke != nil {
+			es.eps = append(es.eps, ke)
+			continue
+		}
+		es.eps = append(es.eps, &endpoint{addr: addr})
+	}
+	return es
+}
+
+func (rt *route) pickBackend() *backend {
+	switch {
+	case len(rt.backends) == 0 || rt.totalWeight <= 0:
+		return nil
+	case len(rt.backends) == 1:
+		return &rt.backends[0]
+	}
+	n := rand.Int64N(rt.totalWeight)
+	for i, c := range rt.cumWeights {
+		if n < c {
+			return &rt.backends[i]
+		}
+	}
+	return &rt.backends[len(rt.backends)-1]
+}
+
+func (es *endpointSet) pick() *endpoint {
+	n := len(es.eps)
+	switch {
+	case n == 0:
+		return nil
+	case n == 1:
+		return es.eps[0]
+	case es.leastRequest:
+		// Power of two choices: two distinct random endpoints, the one with
+		// fewer requests in flight wins.
+		i, j := rand.IntN(n), rand.IntN(n-1)
+		if j >= i {
+			j++
+		}
+		a, b := es.eps[i], es.eps[j]
+		if b.inflight.Load() < a.inflight.Load() {
+			return b
+		}
+		return a
+	}
+	return es.eps[es.rr.Add(1)%uint64(n)]
+}

@@ -1,0 +1,126 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
+
+type mirror struct {
+	set        *endpointSet
+	num, denom int32
+}
+
+// mirrorBody tees the upstream request body into a capped buffer and
+// sends the mirrors once the body has been read completely.
+type mirrorBody struct {
+	rc       io.ReadCloser
+	buf      []byte
+	cap      int
+	overflow bool
+	done     atomic.Bool
+	send     func(body []byte, overflow bool)
+}
+
+func (m *mirrorBody) Read(p []byte) (int, error) {
+	n, err := m.rc.Read(p)
+	if n > 0 && !m.overflow {
+		if len(m.buf)+n > m.cap {
+			m.overflow = true
+			m.buf = nil
+		} else {
+			m.buf = append(m.buf, p[:n]...)
+		}
+	}
+	if err == io.EOF && m.done.CompareAndSwap(false, true) {
+		m.send(m.buf, m.overflow)
+	}
+	return n, err
+}
+
+func (m *mirrorBody) Close() error { return m.rc.Close() }
+
+func (d *DataPlane) startMirrors(outreq *http.Request, rt *route) {
+	var targets []*endpointSet
+	for _, mi := range rt.mirrors {
+		if mi.set == nil || len(mi.set.eps) == 0 {
+			continue
+		}
+		if mi.denom > 0 && rand.Int32N(mi.denom) >= mi.num {
+			continue
+		}
+		targets = append(targets, mi.set)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	method, host, path, query := outreq.Method, outreq.Host, outreq.URL.Path, outreq.URL.RawQuery
+	hdr := outreq.Header.Clone()
+	send := func(body []byte, truncated bool) {
+		for _, es := range targets {
+			if truncated {
+				d.m.mirrorsDropped.Inc()
+				continue
+			}
+			ep := es.pick()
+			select {
+			case d.mirrorSem <- struct{}{}:
+			default:
+				d.m.mirrorsDropped.Inc()
+				continue
+			}
+			go func(es *endpointSet, ep *endpoint) {
+				defer func() { <-d.mirrorSem }()
+				d.sendMirror(es, ep, method, host, path, query, hdr.Clone(), body)
+			}(es, ep)
+		}
+	}
+	if outreq.Body == nil {
+		send(nil, false)
+		return
+	}
+	outreq.Body = &mirrorBody{rc: outreq.Body, cap: d.opts.MirrorBodyCap, send: send}
+}
+
+func (d *DataPlane) sendMirror(es *endpointSet, ep *endpoint, method, host, path, query string, hdr http.Header, body []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.MirrorTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+ep.addr, nil)
+	if err != nil {
+		return
+	}
+	req.URL.Path, req.URL.RawQuery, req.Host, req.Header = path, query, host, hdr
+	if len(body) > 0 {
+		req.Body = io.NopCloser(strings.NewReader(string(body)))
+		req.ContentLength = int64(len(body))
+	}
+	tr := d.h1
+	if es.h2c {
+		tr = d.h2c
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+}
