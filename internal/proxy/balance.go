@@ -19,12 +19,14 @@ package proxy
 import (
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// backend is one weighted backendRef of a route.
 type backend struct {
 	set             *endpointSet
 	invalid         bool
@@ -41,11 +43,15 @@ type endpointSet struct {
 	rr           *atomic.Uint64
 }
 
+// endpoint is one upstream address with its requests in flight (for
+// least-request balancing).
 type endpoint struct {
 	addr     string
 	inflight atomic.Int64
 }
 
+// newEndpointSet compiles an endpoint set; old (may be nil) lends its
+// round-robin position and the in-flight counts of endpoints that stay.
 func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
 	es := &endpointSet{
 		name:         in.Name,
@@ -72,6 +78,34 @@ func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
 	return es
 }
 
+// destination is where a request is forwarded: its route, the backend
+// picked by weight and the endpoint picked by the backend's balancer.
+type destination struct {
+	rt *route
+	b  *backend
+	ep *endpoint
+}
+
+// pickDestination picks the route's backend, then one of its endpoints
+// (step 9 of the request path, serve.go). Without one it answers, 500 for
+// an invalid backend and 503 for no endpoints, and returns false.
+func pickDestination(w http.ResponseWriter, rt *route) (destination, bool) {
+	b := rt.pickBackend()
+	if b == nil || b.invalid {
+		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "invalid_backend").Inc()
+		answer(w, http.StatusInternalServerError, "no valid backend for this route")
+		return destination{}, false
+	}
+	ep := b.set.pick()
+	if ep == nil {
+		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "no_endpoints").Inc()
+		answer(w, http.StatusServiceUnavailable, "no healthy upstream")
+		return destination{}, false
+	}
+	return destination{rt: rt, b: b, ep: ep}, true
+}
+
+// pickBackend picks a backend by weight (nil when no weight is set).
 func (rt *route) pickBackend() *backend {
 	switch {
 	case len(rt.backends) == 0 || rt.totalWeight <= 0:
@@ -88,6 +122,8 @@ func (rt *route) pickBackend() *backend {
 	return &rt.backends[len(rt.backends)-1]
 }
 
+// pick picks an endpoint: round robin, or the less loaded of two random
+// ones for least request (nil when there is none).
 func (es *endpointSet) pick() *endpoint {
 	n := len(es.eps)
 	switch {

@@ -136,3 +136,41 @@ func (p *corsPolicy) actual(h http.Header, origin string) {
 		h["Access-Control-Expose-Headers"] = []string{p.expose}
 	}
 }
+
+// corsVerdict is what the request half of CORS made of a request.
+type corsVerdict uint8
+
+const (
+	// corsNotApplied: no policy, no Origin, or an origin not allowed.
+	corsNotApplied corsVerdict = iota
+	// corsAllowed: a request from an allowed origin; the response half
+	// adds the CORS headers to the upstream's answer.
+	corsAllowed
+	// corsPreflightAnswered: a preflight, answered 204 (with the allow
+	// headers when its origin is allowed).
+	corsPreflightAnswered
+)
+
+// check is the request half of the CORS filter (step 5 of the request
+// path, serve.go). A nil policy applies nothing.
+func (p *corsPolicy) check(w http.ResponseWriter, r *http.Request) corsVerdict {
+	if p == nil {
+		return corsNotApplied
+	}
+	origin := r.Header["Origin"]
+	if len(origin) == 0 {
+		return corsNotApplied
+	}
+	allowed := p.allows(origin[0])
+	if r.Method == http.MethodOptions && len(r.Header["Access-Control-Request-Method"]) > 0 {
+		if allowed {
+			p.preflight(w.Header(), origin[0], r)
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return corsPreflightAnswered
+	}
+	if allowed {
+		return corsAllowed
+	}
+	return corsNotApplied
+}

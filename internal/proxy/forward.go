@@ -26,10 +26,33 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // errUpstreamTimeout is the cancellation cause of a route timeout.
 var errUpstreamTimeout = errors.New("upstream timeout")
+
+// forward sends a request to its destination and relays the answer, steps
+// 10 to 12 of the request path (serve.go): buildRequest, roundTrip, then
+// copyResponse or upgrade.
+func (d *DataPlane) forward(ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict) {
+	var at attempt
+	at.arm(r.Context(), dst.rt.timeouts)
+	defer at.stop()
+	out := d.buildRequest(r, dst, isTLS)
+	resp, err := d.roundTrip(&at, r, dst, &out)
+	if err != nil {
+		d.answerUpstreamError(ex, r, dst, &at, &out, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		d.upgrade(ex, r, dst.rt, resp, out.upgrade)
+		return
+	}
+	copyResponse(ex, r, dst, &at, resp, cors)
+}
 
 // attempt is one upstream exchange's timers: the route's request and
 // backend timeouts, and the read and send timers that cancel it with
@@ -41,10 +64,41 @@ type attempt struct {
 	cancelers []context.CancelFunc
 }
 
-func (a *attempt) stop() {
+// arm derives the exchange's context from the client's, with the route's
+// request and backend timeouts, and a cancel for the read and send timers
+// when the route has either.
+func (a *attempt) arm(ctx context.Context, t snapshot.Timeouts) {
+	if d := t.Request.D(); d > 0 {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeoutCause(ctx, d, errUpstreamTimeout)
+		a.cancelers = append(a.cancelers, c)
+	}
+	if d := t.Backend.D(); d > 0 {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeoutCause(ctx, d, errUpstreamTimeout)
+		a.cancelers = append(a.cancelers, c)
+	}
+	if t.UpstreamRead > 0 || t.UpstreamSend > 0 {
+		ctx, a.cancel = context.WithCancelCause(ctx)
+	}
+	a.ctx = ctx
+}
+
+// startTimer cancels the exchange with errUpstreamTimeout after d.
+func (a *attempt) startTimer(d time.Duration) *time.Timer {
+	t := time.AfterFunc(d, func() { a.cancel(errUpstreamTimeout) })
+	a.timers = append(a.timers, t)
+	return t
+}
+
+func (a *attempt) stopTimers() {
 	for _, t := range a.timers {
 		t.Stop()
 	}
+}
+
+func (a *attempt) stop() {
+	a.stopTimers()
 	for _, c := range a.cancelers {
 		c()
 	}
@@ -53,191 +107,169 @@ func (a *attempt) stop() {
 	}
 }
 
-func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend, ep *endpoint, isTLS, corsHeaders bool) {
-	ctx := r.Context()
-	var at attempt
-	if t := rt.timeouts.Request.D(); t > 0 {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeoutCause(ctx, t, errUpstreamTimeout)
-		at.cancelers = append(at.cancelers, c)
-	}
-	if t := rt.timeouts.Backend.D(); t > 0 {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeoutCause(ctx, t, errUpstreamTimeout)
-		at.cancelers = append(at.cancelers, c)
-	}
-	if rt.timeouts.UpstreamRead > 0 || rt.timeouts.UpstreamSend > 0 {
-		ctx, at.cancel = context.WithCancelCause(ctx)
-	}
-	at.ctx = ctx
-	defer at.stop()
+// outbound is the upstream request buildRequest prepares from the
+// client's, for roundTrip.
+type outbound struct {
+	// host and path are what the upstream receives (after URLRewrite);
+	// rewritten tells whether path differs from the client's.
+	host, path string
+	rewritten  bool
+	// upgrade is the protocol the client asks to switch to ("" for none).
+	upgrade string
+	// lean sends the request with the lean HTTP/1.1 client (h1client.go).
+	lean bool
+	hdr  upstreamHeaders
+	// limited caps the request body at the route's limit; roundTrip sets
+	// it when it wraps the body.
+	limited *limitedBody
+}
 
+// buildRequest applies the request filters (step 10): URL rewrite, then
+// the upstream's headers.
+func (d *DataPlane) buildRequest(r *http.Request, dst destination, isTLS bool) outbound {
+	rt, b := dst.rt, dst.b
 	proto := "http"
 	if isTLS {
 		proto = "https"
 	}
-	host := r.Host
-	path, rewritten := r.URL.Path, false
-	if rw := rt.rewrite; rw != nil {
-		if rw.Hostname != "" {
-			host = rw.Hostname
-		}
-		if rw.Path != nil {
-			path, rewritten = rewritePath(rw.Path, rt, r.URL.Path), true
-		}
-	}
-	up := upgradeType(r.Header)
+	var out outbound
+	out.host, out.path, out.rewritten = rewriteTarget(rt, r)
+	out.upgrade = upgradeType(r.Header)
 	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody)
-	lean := d.lean != nil && noBody && up == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	out.lean = d.lean != nil && noBody && out.upgrade == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 	// Without header filters or Connection tokens the lean client writes
 	// the filtered client headers straight to the upstream, no map built.
-	uh := upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
-	if !lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 {
-		uh.h = outboundHeader(r.Header, uh.clientIP, proto, r.Host)
-		rt.reqHdr.apply(uh.h)
-		b.reqHdr.apply(uh.h)
-		if up != "" {
-			uh.h["Connection"] = []string{"Upgrade"}
-			uh.h["Upgrade"] = []string{up}
+	out.hdr = upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
+	if !out.lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 {
+		h := outboundHeader(r.Header, out.hdr.clientIP, proto, r.Host)
+		rt.reqHdr.apply(h)
+		b.reqHdr.apply(h)
+		if out.upgrade != "" {
+			h["Connection"] = []string{"Upgrade"}
+			h["Upgrade"] = []string{out.upgrade}
 		}
+		out.hdr.h = h
 	}
-	if t := rt.timeouts.UpstreamRead.D(); t > 0 {
-		at.timers = append(at.timers, time.AfterFunc(t, func() { at.cancel(errUpstreamTimeout) }))
-	}
+	return out
+}
 
+// roundTrip sends the request upstream (step 11) under the route's read
+// timer: through the lean client, else through http.Transport.
+func (d *DataPlane) roundTrip(at *attempt, r *http.Request, dst destination, out *outbound) (*http.Response, error) {
+	if t := dst.rt.timeouts.UpstreamRead.D(); t > 0 {
+		at.startTimer(t)
+	}
 	var (
-		resp    *http.Response
-		err     error
-		limited *limitedBody
+		resp *http.Response
+		err  error
 	)
-	if lean {
-		uri := r.RequestURI
-		switch {
-		case rewritten:
-			uri = (&url.URL{Path: path, RawQuery: r.URL.RawQuery}).RequestURI()
-		case uri == "" || uri[0] != '/':
-			uri = r.URL.RequestURI() // absolute-form or asterisk targets
-		}
-		resp, err = d.lean.roundTrip(ctx, ep.addr, r.Method, uri, host, &uh)
+	if out.lean {
+		resp, err = d.lean.roundTrip(at.ctx, dst.ep.addr, r.Method, out.requestURI(r), out.host, &out.hdr)
 	} else {
-		outreq := r.WithContext(ctx)
-		outreq.RequestURI = ""
-		outreq.Close = false
-		u := *r.URL
-		u.Scheme = "http"
-		u.Host = ep.addr
-		if rewritten {
-			u.Path, u.RawPath = path, ""
-		}
-		outreq.URL = &u
-		outreq.Host = host
-		outreq.Header = uh.h
-		if r.ContentLength == 0 {
-			outreq.Body = nil
-		}
-		outreq.GetBody = nil
-		if outreq.Body != nil && rt.maxBody > 0 {
-			limited = &limitedBody{rc: outreq.Body, left: rt.maxBody}
-			outreq.Body = limited
-		}
-		if len(rt.mirrors) > 0 {
-			d.startMirrors(outreq, rt)
-		}
-		if t := rt.timeouts.UpstreamSend.D(); t > 0 && outreq.Body != nil {
-			sb := &sentBody{rc: outreq.Body}
-			sb.timer = time.AfterFunc(t, func() { at.cancel(errUpstreamTimeout) })
-			at.timers = append(at.timers, sb.timer)
-			outreq.Body = sb
-		}
 		tr := d.h1
-		if b.set.h2c {
+		if dst.b.set.h2c {
 			tr = d.h2c
 		}
-		resp, err = tr.RoundTrip(outreq)
+		resp, err = tr.RoundTrip(d.transportRequest(at, r, dst, out))
 	}
-	for _, t := range at.timers {
-		t.Stop()
-	}
-	if err != nil {
-		switch {
-		case limited != nil && limited.exceeded:
-			answer(ex, http.StatusRequestEntityTooLarge, "request body too large")
-		case bodyFailed(r, errBodyTimeout):
-			ex.Header()["Connection"] = []string{"close"}
-			answer(ex, http.StatusRequestTimeout, "request body timed out")
-		case errors.Is(context.Cause(ctx), errUpstreamTimeout) || errors.Is(err, context.DeadlineExceeded):
-			rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
-			answer(ex, http.StatusGatewayTimeout, "upstream timed out")
-		case r.Context().Err() != nil:
-			ex.status = 499 // the client went away; nothing to send
-		case bodyFailed(r, nil):
-			// The client's body was malformed (a broken chunk) or cut
-			// short: the fault is the client's, not the upstream's.
-			ex.Header()["Connection"] = []string{"close"}
-			answer(ex, http.StatusBadRequest, "malformed or incomplete request body")
-		default:
-			kind := "protocol"
-			var ne *net.OpError
-			if errors.As(err, &ne) && ne.Op == "dial" {
-				kind = "connect"
-			}
-			rt.stats.m.upstreamErrors.WithLabelValues(rt.id, kind).Inc()
-			d.log.Debug("upstream error", "route", rt.id, "upstream", ep.addr, "error", err)
-			answer(ex, http.StatusBadGateway, "upstream connect or protocol error")
-		}
-		return
-	}
-	defer func() { _ = resp.Body.Close() }()
+	at.stopTimers()
+	return resp, err
+}
 
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		d.upgrade(ex, r, rt, resp, up)
-		return
+// requestURI is the request target the lean client sends.
+func (o *outbound) requestURI(r *http.Request) string {
+	uri := r.RequestURI
+	switch {
+	case o.rewritten:
+		uri = (&url.URL{Path: o.path, RawQuery: r.URL.RawQuery}).RequestURI()
+	case uri == "" || uri[0] != '/':
+		uri = r.URL.RequestURI() // absolute-form or asterisk targets
 	}
-	respConn := resp.Header["Connection"]
-	dst := ex.Header()
-	if len(dst) == 0 && ex.adoptHeader(resp.Header) {
-		// The fast path takes the upstream's header map as its own.
-		dst = resp.Header
-		for k := range dst {
-			if isHop(k) {
-				delete(dst, k)
-			}
+	return uri
+}
+
+// transportRequest is the request http.Transport sends: the client's,
+// aimed at the endpoint, its body wrapped (innermost first) in the route's
+// limit, the mirrors' tee and the send timer.
+func (d *DataPlane) transportRequest(at *attempt, r *http.Request, dst destination, out *outbound) *http.Request {
+	rt := dst.rt
+	outreq := r.WithContext(at.ctx)
+	outreq.RequestURI = ""
+	outreq.Close = false
+	u := *r.URL
+	u.Scheme = "http"
+	u.Host = dst.ep.addr
+	if out.rewritten {
+		u.Path, u.RawPath = out.path, ""
+	}
+	outreq.URL = &u
+	outreq.Host = out.host
+	outreq.Header = out.hdr.h
+	if r.ContentLength == 0 {
+		outreq.Body = nil
+	}
+	outreq.GetBody = nil
+	if outreq.Body != nil && rt.maxBody > 0 {
+		out.limited = &limitedBody{rc: outreq.Body, left: rt.maxBody}
+		outreq.Body = out.limited
+	}
+	if len(rt.mirrors) > 0 {
+		d.startMirrors(outreq, rt)
+	}
+	if t := rt.timeouts.UpstreamSend.D(); t > 0 && outreq.Body != nil {
+		outreq.Body = &sentBody{rc: outreq.Body, timer: at.startTimer(t)}
+	}
+	return outreq
+}
+
+// answerUpstreamError answers a failed round trip by whose fault it was:
+// the client's body (413 too large, 408 too slow), the route's timeout
+// (504), the client gone (499, nothing sent), the client's body again
+// (400 malformed or cut short), else the upstream (502).
+func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst destination, at *attempt, out *outbound, err error) {
+	rt := dst.rt
+	switch {
+	case out.limited != nil && out.limited.exceeded:
+		answer(ex, http.StatusRequestEntityTooLarge, "request body too large")
+	case bodyFailed(r, errBodyTimeout):
+		ex.Header()["Connection"] = []string{"close"}
+		answer(ex, http.StatusRequestTimeout, "request body timed out")
+	case errors.Is(context.Cause(at.ctx), errUpstreamTimeout) || errors.Is(err, context.DeadlineExceeded):
+		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
+		answer(ex, http.StatusGatewayTimeout, "upstream timed out")
+	case r.Context().Err() != nil:
+		ex.status = 499 // the client went away; nothing to send
+	case bodyFailed(r, nil):
+		// The client's body was malformed (a broken chunk) or cut
+		// short: the fault is the client's, not the upstream's.
+		ex.Header()["Connection"] = []string{"close"}
+		answer(ex, http.StatusBadRequest, "malformed or incomplete request body")
+	default:
+		kind := "protocol"
+		var ne *net.OpError
+		if errors.As(err, &ne) && ne.Op == "dial" {
+			kind = "connect"
 		}
-	} else {
-		for k, v := range resp.Header {
-			if isHop(k) {
-				continue
-			}
-			dst[k] = v
-		}
+		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, kind).Inc()
+		d.log.Debug("upstream error", "route", rt.id, "upstream", dst.ep.addr, "error", err)
+		answer(ex, http.StatusBadGateway, "upstream connect or protocol error")
 	}
-	for _, c := range respConn {
-		for _, f := range strings.Split(c, ",") {
-			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(f)))
-		}
-	}
-	if corsHeaders {
-		rt.cors.actual(dst, r.Header["Origin"][0])
-	}
-	rt.respHdr.apply(dst)
-	b.respHdr.apply(dst)
-	announced := len(resp.Trailer)
-	if announced > 0 {
-		keys := make([]string, 0, announced)
-		for k := range resp.Trailer {
-			keys = append(keys, k)
-		}
-		dst["Trailer"] = []string{strings.Join(keys, ", ")}
-	}
+}
+
+// copyResponse relays the upstream's answer: its header through the
+// response filters (step 12), its body, flushed chunk by chunk when its
+// length is unknown (gRPC, SSE), then its trailers.
+func copyResponse(ex *exchange, r *http.Request, dst destination, at *attempt, resp *http.Response, cors corsVerdict) {
+	h := responseHeader(ex, r, dst, resp, cors)
+	announced := len(resp.Trailer) > 0
 	ex.WriteHeader(resp.StatusCode)
-	// Bodies of unknown length stream: flush every chunk (gRPC, SSE).
 	flush := resp.ContentLength == -1
 	if flush {
 		ex.Flush()
 	}
 	if err := copyBody(ex, resp.Body, flush); err != nil {
-		if errors.Is(context.Cause(ctx), errUpstreamTimeout) {
-			rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
+		if errors.Is(context.Cause(at.ctx), errUpstreamTimeout) {
+			dst.rt.stats.m.upstreamErrors.WithLabelValues(dst.rt.id, "timeout").Inc()
 		}
 		if r.Context().Err() == nil {
 			// The response is half sent: abort the client stream so it
@@ -246,19 +278,39 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, rt *route, b *backend
 		}
 		return
 	}
-	if len(resp.Trailer) > 0 {
-		for k, v := range resp.Trailer {
-			if announced > 0 {
-				dst[k] = v
-			} else {
-				dst[http.TrailerPrefix+k] = v
-			}
+	for k, v := range resp.Trailer {
+		if announced {
+			h[k] = v
+		} else {
+			h[http.TrailerPrefix+k] = v
 		}
 	}
 }
 
+// responseHeader applies the response filters (step 12) and returns the
+// client's response header: the upstream's end-to-end headers, the CORS
+// headers, the route's then the backend's header modifier, and the
+// trailers the upstream announced.
+func responseHeader(ex *exchange, r *http.Request, dst destination, resp *http.Response, cors corsVerdict) http.Header {
+	h := endToEndHeader(ex, resp.Header)
+	if cors == corsAllowed {
+		dst.rt.cors.actual(h, r.Header["Origin"][0])
+	}
+	dst.rt.respHdr.apply(h)
+	dst.b.respHdr.apply(h)
+	if n := len(resp.Trailer); n > 0 {
+		keys := make([]string, 0, n)
+		for k := range resp.Trailer {
+			keys = append(keys, k)
+		}
+		h["Trailer"] = []string{strings.Join(keys, ", ")}
+	}
+	return h
+}
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
+// copyBody copies an upstream body to the client through a pooled buffer.
 func copyBody(w *exchange, body io.Reader, flush bool) error {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)

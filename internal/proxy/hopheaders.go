@@ -146,3 +146,33 @@ func (uh *upstreamHeaders) write(bw *bufio.Writer) {
 		writeHeaderLine(bw, "X-Forwarded-Host", uh.fwdHost)
 	}
 }
+
+// endToEndHeader copies the upstream's response header into the client's,
+// without hop-by-hop headers and those the upstream's Connection header
+// names, and returns the client's header. A writer that can adopt the
+// upstream's map (the fast path's) takes it instead of a copy.
+func endToEndHeader(ex *exchange, upstream http.Header) http.Header {
+	respConn := upstream["Connection"]
+	dst := ex.Header()
+	if len(dst) == 0 && ex.adoptHeader(upstream) {
+		dst = upstream
+		for k := range dst {
+			if isHop(k) {
+				delete(dst, k)
+			}
+		}
+	} else {
+		for k, v := range upstream {
+			if isHop(k) {
+				continue
+			}
+			dst[k] = v
+		}
+	}
+	for _, c := range respConn {
+		for _, f := range strings.Split(c, ",") {
+			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(f)))
+		}
+	}
+	return dst
+}

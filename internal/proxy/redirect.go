@@ -25,6 +25,16 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// writeRedirect answers with the route's RequestRedirect (step 6 of the
+// request path, serve.go); the route's response header filter applies to
+// the answer.
+func writeRedirect(w http.ResponseWriter, r *http.Request, rt *route, isTLS bool) {
+	rd := rt.redirect
+	w.Header()["Location"] = []string{redirectLocation(rd, rt, r, isTLS)}
+	rt.respHdr.apply(w.Header())
+	w.WriteHeader(rd.StatusCode)
+}
+
 // redirectLocation builds the Location of a RequestRedirect filter. An
 // unset port is the well-known port of a set scheme, else the listener's
 // external port; well-known ports are omitted.

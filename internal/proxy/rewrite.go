@@ -17,10 +17,29 @@ limitations under the License.
 package proxy
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
+
+// rewriteTarget applies the route's URLRewrite (step 10 of the request
+// path, serve.go): the Host and path the upstream receives, and whether
+// the path was rewritten.
+func rewriteTarget(rt *route, r *http.Request) (host, path string, rewritten bool) {
+	host, path = r.Host, r.URL.Path
+	rw := rt.rewrite
+	if rw == nil {
+		return host, path, false
+	}
+	if rw.Hostname != "" {
+		host = rw.Hostname
+	}
+	if rw.Path != nil {
+		path, rewritten = rewritePath(rw.Path, rt, r.URL.Path), true
+	}
+	return host, path, rewritten
+}
 
 // rewritePath applies a path modifier to the request path.
 func rewritePath(pm *snapshot.PathModifier, rt *route, path string) string {

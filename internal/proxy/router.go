@@ -81,7 +81,12 @@ type queryMatch struct {
 // Lookup finds the route for a request on a listener port. It returns nil
 // when no virtual host or no route matches (404). It allocates nothing.
 func (rt *Router) Lookup(port int32, r *http.Request) *route {
-	lr := rt.ports[port]
+	return rt.ports[port].lookup(r)
+}
+
+// lookup finds the route for a request on this listener (nil for no
+// listener, no virtual host or no route).
+func (lr *listenerRouter) lookup(r *http.Request) *route {
 	if lr == nil {
 		return nil
 	}

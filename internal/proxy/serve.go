@@ -25,6 +25,41 @@ import (
 	"time"
 )
 
+// The request path. Every request, whichever server parsed it (the fast
+// path of fastpath.go, or net/http through portHandler), is served by
+// DataPlane.serve, which applies these steps in this order; a step that
+// answers ends the request.
+//
+//  0. at parse: header fields whose names hold "_" are dropped
+//     (dropUnderscoreHeaders; parseSimpleRequest on the fast path);
+//  1. method refusal: CONNECT and TRACE get 405 (refuseMethod);
+//  2. asterisk form: OPTIONS * gets 200, any other method 400
+//     (answerAsterisk);
+//  3. normalisation of the path, which may answer 400 or redirect
+//     (normalizeRequest, normalize.go);
+//  4. host and route match, else 404 (listenerRouter.lookup, router.go);
+//  5. CORS: a preflight is answered 204 (corsPolicy.check, cors.go);
+//  6. redirect, with the route's response header filter (writeRedirect,
+//     redirect.go);
+//  7. direct response, with the route's response header filter
+//     (writeDirect, direct.go);
+//  8. body limit on a declared Content-Length: 413 (handle; a body
+//     without one is cut in step 11 by limitedBody, body.go);
+//  9. backend pick by weight, then endpoint pick: 500 for an invalid
+//     backend, 503 for no endpoints (pickDestination, balance.go);
+// 10. request header filters (buildRequest, forward.go): URL rewrite
+//     (rewrite.go); hop-by-hop and client-set forwarding headers out,
+//     X-Forwarded-* in (hopheaders.go); the route's, then the backend's
+//     header modifier (headers.go);
+// 11. forward (roundTrip, forward.go): mirrors (mirror.go), the route's
+//     timeouts, the round trip; a failure is answered 413, 408, 504, 400
+//     or 502 by whose fault it was (answerUpstreamError); a 101 answer is
+//     spliced (upgrade.go);
+// 12. response header filters (responseHeader, forward.go): hop-by-hop
+//     headers out, CORS headers (cors.go), the route's, then the
+//     backend's header modifier; then the body and its trailers
+//     (copyResponse).
+
 // portHandler serves one listener port.
 type portHandler struct {
 	d    *DataPlane
@@ -128,64 +163,75 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 	start := time.Now()
 	ex := exchangePool.Get().(*exchange)
 	*ex = exchange{w: w}
-	var rt *route
 	var lr *listenerRouter
 	if st := d.state.Load(); st != nil {
 		lr = st.router.ports[port]
 	}
+	var rt *route
 	defer func() {
-		if ex.status == 0 {
-			ex.status = http.StatusOK
-		}
-		stats := (*routeStats)(nil)
-		logOff := false
-		id, listener := "", ""
-		if rt != nil {
-			stats, logOff, id, listener = rt.stats, rt.accessLogOff, rt.id, rt.listener
-		} else if lr != nil {
-			stats, listener = lr.notFound.stats, lr.name
-		}
-		if stats != nil {
-			stats.inc(r.Method, ex.status)
-			stats.duration.Observe(time.Since(start).Seconds())
-		}
-		if d.alog != nil && !logOff {
-			d.alog.log(start, listener, r, ex, id)
-		}
+		d.record(start, r, ex, lr, rt)
 		ex.w = nil
 		exchangePool.Put(ex)
 	}()
-	if r.Method == http.MethodConnect || r.Method == http.MethodTrace {
-		// Neither is relayed: CONNECT would open a tunnel past the
-		// routes, TRACE echoes credentials back (nginx refuses both).
-		answer(ex, http.StatusMethodNotAllowed, "method not allowed")
+	if refuseMethod(ex, r) || answerAsterisk(ex, r) || !d.normalizeRequest(ex, r) {
 		return
 	}
-	if r.RequestURI == "*" || r.URL.Path == "*" {
-		// The asterisk form belongs to OPTIONS alone (RFC 9112 §3.2.4),
-		// which is answered here: it asks about the server, not a route.
-		if r.Method == http.MethodOptions {
-			ex.Header()["Content-Length"] = []string{"0"}
-			ex.WriteHeader(http.StatusOK)
-			return
-		}
-		ex.Header()["Connection"] = []string{"close"}
-		answer(ex, http.StatusBadRequest, "the asterisk form is for OPTIONS only")
-		return
-	}
-	if !d.normalizeRequest(ex, r) {
-		return
-	}
-	if lr != nil {
-		if vh := lr.host(r.Host); vh != nil {
-			rt = vh.match(r.URL.Path, r)
-		}
-	}
-	if rt == nil {
+	if rt = lr.lookup(r); rt == nil {
 		answer(ex, http.StatusNotFound, "no route matches this request")
 		return
 	}
 	d.handle(ex, r, rt, isTLS)
+}
+
+// record counts and logs one finished request: under its route, else
+// under its listener's not-found route.
+func (d *DataPlane) record(start time.Time, r *http.Request, ex *exchange, lr *listenerRouter, rt *route) {
+	if ex.status == 0 {
+		ex.status = http.StatusOK
+	}
+	stats := (*routeStats)(nil)
+	logOff := false
+	id, listener := "", ""
+	if rt != nil {
+		stats, logOff, id, listener = rt.stats, rt.accessLogOff, rt.id, rt.listener
+	} else if lr != nil {
+		stats, listener = lr.notFound.stats, lr.name
+	}
+	if stats != nil {
+		stats.inc(r.Method, ex.status)
+		stats.duration.Observe(time.Since(start).Seconds())
+	}
+	if d.alog != nil && !logOff {
+		d.alog.log(start, listener, r, ex, id)
+	}
+}
+
+// refuseMethod answers CONNECT and TRACE (step 1). Neither is relayed:
+// CONNECT would open a tunnel past the routes, TRACE echoes credentials
+// back (nginx refuses both).
+func refuseMethod(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodConnect && r.Method != http.MethodTrace {
+		return false
+	}
+	answer(w, http.StatusMethodNotAllowed, "method not allowed")
+	return true
+}
+
+// answerAsterisk answers a request in asterisk form (step 2). The form
+// belongs to OPTIONS alone (RFC 9112 §3.2.4), which is answered here: it
+// asks about the server, not a route.
+func answerAsterisk(w http.ResponseWriter, r *http.Request) bool {
+	if r.RequestURI != "*" && r.URL.Path != "*" {
+		return false
+	}
+	if r.Method == http.MethodOptions {
+		w.Header()["Content-Length"] = []string{"0"}
+		w.WriteHeader(http.StatusOK)
+		return true
+	}
+	w.Header()["Connection"] = []string{"close"}
+	answer(w, http.StatusBadRequest, "the asterisk form is for OPTIONS only")
+	return true
 }
 
 // answer writes a short plain-text response.
@@ -198,55 +244,28 @@ func answer(w http.ResponseWriter, code int, msg string) {
 	_, _ = io.WriteString(w, msg+"\n")
 }
 
+// handle runs a matched route's filters, steps 5 to 12.
 func (d *DataPlane) handle(ex *exchange, r *http.Request, rt *route, isTLS bool) {
-	var corsHeaders bool
-	if rt.cors != nil {
-		if origin := r.Header["Origin"]; len(origin) > 0 {
-			allowed := rt.cors.allows(origin[0])
-			if r.Method == http.MethodOptions && len(r.Header["Access-Control-Request-Method"]) > 0 {
-				if allowed {
-					rt.cors.preflight(ex.Header(), origin[0], r)
-				}
-				ex.WriteHeader(http.StatusNoContent)
-				return
-			}
-			corsHeaders = allowed
-		}
-	}
-	if rd := rt.redirect; rd != nil {
-		loc := redirectLocation(rd, rt, r, isTLS)
-		ex.Header()["Location"] = []string{loc}
-		rt.respHdr.apply(ex.Header())
-		ex.WriteHeader(rd.StatusCode)
+	cors := rt.cors.check(ex, r)
+	switch {
+	case cors == corsPreflightAnswered:
 		return
-	}
-	if dr := rt.direct; dr != nil {
-		rt.respHdr.apply(ex.Header())
-		body := dr.Body
-		if body == "" {
-			body = http.StatusText(dr.StatusCode)
-		}
-		answer(ex, dr.StatusCode, body)
+	case rt.redirect != nil:
+		writeRedirect(ex, r, rt, isTLS)
 		return
-	}
-	if rt.maxBody > 0 && r.ContentLength > rt.maxBody {
+	case rt.direct != nil:
+		writeDirect(ex, rt)
+		return
+	case rt.maxBody > 0 && r.ContentLength > rt.maxBody:
 		answer(ex, http.StatusRequestEntityTooLarge, "request body too large")
 		return
 	}
-	b := rt.pickBackend()
-	if b == nil || b.invalid {
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "invalid_backend").Inc()
-		answer(ex, http.StatusInternalServerError, "no valid backend for this route")
+	dst, ok := pickDestination(ex, rt)
+	if !ok {
 		return
 	}
-	ep := b.set.pick()
-	if ep == nil {
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "no_endpoints").Inc()
-		answer(ex, http.StatusServiceUnavailable, "no healthy upstream")
-		return
-	}
-	ex.upstream = ep.addr
-	ep.inflight.Add(1)
-	defer ep.inflight.Add(-1)
-	d.forward(ex, r, rt, b, ep, isTLS, corsHeaders)
+	ex.upstream = dst.ep.addr
+	dst.ep.inflight.Add(1)
+	defer dst.ep.inflight.Add(-1)
+	d.forward(ex, r, dst, isTLS, cors)
 }
