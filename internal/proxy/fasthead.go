@@ -153,87 +153,95 @@ func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 	buf, _ := br.Peek(headLen)
 	s := string(buf) // one allocation backs every field
 	line := s[:strings.Index(s, "\r\n")]
-	sp1 := strings.IndexByte(line, ' ')
-	sp2 := strings.LastIndexByte(line, ' ')
-	if sp1 <= 0 || sp2 <= sp1+1 || line[sp2+1:] != "HTTP/1.1" {
+	method, target, ok := parseSimpleRequestLine(line)
+	if !ok {
 		return nil, false
 	}
-	method, target := line[:sp1], line[sp1+1:sp2]
-	if method != http.MethodGet && method != http.MethodHead {
-		return nil, false
-	}
-	if target[0] != '/' || (len(target) > 1 && target[1] == '/') {
-		return nil, false
-	}
-	for i := 0; i < len(target); i++ {
-		if c := target[i]; c <= ' ' || c >= 0x7f || c == '%' || c == '#' {
-			return nil, false
-		}
-	}
-	path, query, _ := strings.Cut(target, "?")
-	rest := s[len(line)+2:]
-	lines := strings.Count(rest, "\r\n")
-	h := make(http.Header, lines)
-	vals := make([]string, lines)
-	host, hosts, closeConn := "", 0, false
-	for i := 0; i < lines; i++ {
-		eol := strings.Index(rest, "\r\n")
-		l := rest[:eol]
-		rest = rest[eol+2:]
-		colon := strings.IndexByte(l, ':')
-		if colon <= 0 {
-			return nil, false
-		}
-		name := l[:colon]
-		for j := 0; j < len(name); j++ {
-			if !isTokenByte(name[j]) {
-				return nil, false
-			}
-		}
-		v := strings.Trim(l[colon+1:], " \t")
-		for j := 0; j < len(v); j++ {
-			if c := v[j]; (c < ' ' && c != '\t') || c == 0x7f {
-				return nil, false
-			}
-		}
-		if strings.IndexByte(name, '_') >= 0 {
-			continue // dropped, as nginx's underscores_in_headers off does
-		}
-		key := http.CanonicalHeaderKey(name)
-		switch key {
-		case "Host":
-			host, hosts = v, hosts+1
-			continue
-		case "Connection":
-			for _, f := range strings.Split(v, ",") {
-				if strings.EqualFold(strings.TrimSpace(f), "close") {
-					closeConn = true
-				}
-			}
-		}
-		vals[i] = v
-		if old, ok := h[key]; ok {
-			h[key] = append(old[:len(old):len(old)], v)
-		} else {
-			h[key] = vals[i : i+1 : i+1]
-		}
-	}
-	if hosts != 1 || host == "" || !validHostHeader(host) {
+	f, ok := parseRequestFields(s[len(line)+2:])
+	if !ok || f.hosts != 1 || f.host == "" || !validHostHeader(f.host) {
 		return nil, false
 	}
 	_, _ = br.Discard(headLen + 2)
+	path, query, _ := strings.Cut(target, "?")
 	return &http.Request{
 		Method:     method,
 		URL:        &url.URL{Path: path, RawQuery: query},
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
-		Header:     h,
+		Header:     f.h,
 		Body:       http.NoBody,
-		Host:       host,
+		Host:       f.host,
 		RequestURI: target,
-		Close:      closeConn,
+		Close:      f.closeConn,
 	}, true
+}
+
+// parseSimpleRequestLine reads a simple request line: GET or HEAD, an
+// origin-form target of plain characters (no escapes, no fragment),
+// HTTP/1.1.
+func parseSimpleRequestLine(line string) (method, target string, ok bool) {
+	sp1 := strings.IndexByte(line, ' ')
+	sp2 := strings.LastIndexByte(line, ' ')
+	if sp1 <= 0 || sp2 <= sp1+1 || line[sp2+1:] != "HTTP/1.1" {
+		return "", "", false
+	}
+	method, target = line[:sp1], line[sp1+1:sp2]
+	if method != http.MethodGet && method != http.MethodHead {
+		return "", "", false
+	}
+	if target[0] != '/' || (len(target) > 1 && target[1] == '/') {
+		return "", "", false
+	}
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c >= 0x7f || c == '%' || c == '#' {
+			return "", "", false
+		}
+	}
+	return method, target, true
+}
+
+// requestFields is what parseRequestFields reads from the field lines of
+// a simple request.
+type requestFields struct {
+	h         http.Header
+	host      string
+	hosts     int // how many Host fields came
+	closeConn bool
+}
+
+// parseRequestFields reads the field lines of a simple request (each ends
+// with CRLF). Host goes apart from the header; names holding "_" are
+// dropped, as nginx's underscores_in_headers off does.
+func parseRequestFields(rest string) (requestFields, bool) {
+	lines := strings.Count(rest, "\r\n")
+	f := requestFields{h: make(http.Header, lines)}
+	vals := make([]string, lines)
+	for i := 0; i < lines; i++ {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\r\n")
+		name, v, ok := parseFieldLine(l)
+		if !ok {
+			return f, false
+		}
+		if strings.IndexByte(name, '_') >= 0 {
+			continue
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch key {
+		case "Host":
+			f.host, f.hosts = v, f.hosts+1
+			continue
+		case "Connection":
+			for _, t := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(t), "close") {
+					f.closeConn = true
+				}
+			}
+		}
+		addFieldValue(f.h, vals, i, key, v)
+	}
+	return f, true
 }
 
 // validHostHeader accepts the characters of a reg-name, IPv4 or bracketed
