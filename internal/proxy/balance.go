@@ -17,6 +17,7 @@ limitations under the License.
 package proxy
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -50,6 +51,20 @@ type endpoint struct {
 	inflight atomic.Int64
 }
 
+// compileEndpointSets compiles the snapshot's endpoint sets, each lent
+// the state of its namesake in prev (may be nil).
+func compileEndpointSets(in []snapshot.EndpointSet, prev *state) map[string]*endpointSet {
+	sets := make(map[string]*endpointSet, len(in))
+	for i := range in {
+		var old *endpointSet
+		if prev != nil {
+			old = prev.sets[in[i].Name]
+		}
+		sets[in[i].Name] = newEndpointSet(&in[i], old)
+	}
+	return sets
+}
+
 // newEndpointSet compiles an endpoint set; old (may be nil) lends its
 // round-robin position and the in-flight counts of endpoints that stay.
 func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
@@ -76,6 +91,24 @@ func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
 		es.eps = append(es.eps, &endpoint{addr: addr})
 	}
 	return es
+}
+
+// compileBackends compiles a route's backends with their header filters
+// and the cumulative weights pickBackend draws from.
+func (rt *route) compileBackends(in []snapshot.Backend, sets map[string]*endpointSet) error {
+	for _, b := range in {
+		cb := backend{invalid: b.Invalid, reqHdr: compileHeaderMod(b.RequestHeaders), respHdr: compileHeaderMod(b.ResponseHeaders)}
+		if !b.Invalid {
+			cb.set = sets[b.EndpointSet]
+			if cb.set == nil {
+				return fmt.Errorf("unknown endpoint set %q", b.EndpointSet)
+			}
+		}
+		rt.totalWeight += int64(b.Weight)
+		rt.backends = append(rt.backends, cb)
+		rt.cumWeights = append(rt.cumWeights, rt.totalWeight)
+	}
+	return nil
 }
 
 // destination is where a request is forwarded: its route, the backend

@@ -341,24 +341,6 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 	}()
 }
 
-// certificate selects the certificate of an HTTPS listener for an SNI name
-// from the current snapshot: new handshakes see new certificates, while
-// established connections keep the one they negotiated.
-func (d *DataPlane) certificate(port int32, serverName string) (*tls.Certificate, error) {
-	st := d.state.Load()
-	if st == nil {
-		return nil, errors.New("no routing snapshot applied")
-	}
-	lr := st.router.ports[port]
-	if lr == nil || lr.certs == nil {
-		return nil, fmt.Errorf("port %d has no TLS certificates", port)
-	}
-	if c := lr.certs.get(serverName); c != nil {
-		return c, nil
-	}
-	return nil, fmt.Errorf("no certificate for server name %q", serverName)
-}
-
 func (d *DataPlane) connState(_ net.Conn, cs http.ConnState) {
 	switch cs {
 	case http.StateNew:

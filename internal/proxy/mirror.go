@@ -23,11 +23,24 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// mirror is one RequestMirror filter: its endpoints and the fraction of
+// requests it receives (all when denom is 0).
 type mirror struct {
 	set        *endpointSet
 	num, denom int32
+}
+
+// compileMirrors resolves a route's mirrors to their endpoint sets.
+func compileMirrors(in []snapshot.Mirror, sets map[string]*endpointSet) []mirror {
+	var out []mirror
+	for _, mi := range in {
+		out = append(out, mirror{set: sets[mi.EndpointSet], num: mi.Numerator, denom: mi.Denominator})
+	}
+	return out
 }
 
 // mirrorBody tees the upstream request body into a capped buffer and

@@ -78,6 +78,46 @@ type queryMatch struct {
 	re    *regexp.Regexp
 }
 
+// compileMatch compiles the path, header and query parts of a route's
+// match (the method and path match are set by compileRoute).
+func (rt *route) compileMatch(in *snapshot.Match) error {
+	if p := in.Path; p != nil {
+		switch p.Type {
+		case snapshot.PathPrefix:
+			rt.prefix = normalizePrefix(p.Value)
+		case snapshot.PathRegularExpression:
+			re, err := regexp.Compile("^(?:" + p.Value + ")$")
+			if err != nil {
+				return err
+			}
+			rt.pathRE = re
+		}
+	}
+	for _, h := range in.Headers {
+		hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value}
+		if h.Type == snapshot.MatchRegularExpression {
+			re, err := regexp.Compile(h.Value)
+			if err != nil {
+				return err
+			}
+			hm.re = re
+		}
+		rt.headers = append(rt.headers, hm)
+	}
+	for _, q := range in.QueryParams {
+		qm := queryMatch{name: q.Name, exact: q.Value}
+		if q.Type == snapshot.MatchRegularExpression {
+			re, err := regexp.Compile(q.Value)
+			if err != nil {
+				return err
+			}
+			qm.re = re
+		}
+		rt.query = append(rt.query, qm)
+	}
+	return nil
+}
+
 // Lookup finds the route for a request on a listener port. It returns nil
 // when no virtual host or no route matches (404). It allocates nothing.
 func (rt *Router) Lookup(port int32, r *http.Request) *route {
