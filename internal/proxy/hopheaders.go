@@ -92,6 +92,7 @@ outer:
 	return out
 }
 
+// clientIP is the address X-Forwarded-For carries: the peer's host.
 func clientIP(remoteAddr string) string {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
@@ -109,6 +110,7 @@ type upstreamHeaders struct {
 	clientIP, proto, fwdHost string
 }
 
+// writeHeaderLine writes one "name: value" line of a head.
 func writeHeaderLine(bw *bufio.Writer, k, v string) {
 	_, _ = bw.WriteString(k)
 	_, _ = bw.WriteString(": ")
@@ -116,6 +118,8 @@ func writeHeaderLine(bw *bufio.Writer, k, v string) {
 	_, _ = bw.WriteString("\r\n")
 }
 
+// write writes the header lines of the upstream request (the lean
+// client's; Host and framing headers are its own).
 func (uh *upstreamHeaders) write(bw *bufio.Writer) {
 	if uh.h != nil {
 		for k, vv := range uh.h {

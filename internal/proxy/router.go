@@ -94,28 +94,29 @@ func (rt *route) compileMatch(in *snapshot.Match) error {
 		}
 	}
 	for _, h := range in.Headers {
-		hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value}
-		if h.Type == snapshot.MatchRegularExpression {
-			re, err := regexp.Compile(h.Value)
-			if err != nil {
-				return err
-			}
-			hm.re = re
+		re, err := compileValueRegexp(h)
+		if err != nil {
+			return err
 		}
-		rt.headers = append(rt.headers, hm)
+		rt.headers = append(rt.headers, headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value, re: re})
 	}
 	for _, q := range in.QueryParams {
-		qm := queryMatch{name: q.Name, exact: q.Value}
-		if q.Type == snapshot.MatchRegularExpression {
-			re, err := regexp.Compile(q.Value)
-			if err != nil {
-				return err
-			}
-			qm.re = re
+		re, err := compileValueRegexp(q)
+		if err != nil {
+			return err
 		}
-		rt.query = append(rt.query, qm)
+		rt.query = append(rt.query, queryMatch{name: q.Name, exact: q.Value, re: re})
 	}
 	return nil
+}
+
+// compileValueRegexp compiles the regexp of a RegularExpression header or
+// query match; an Exact match has none (nil).
+func compileValueRegexp(m snapshot.StringMatch) (*regexp.Regexp, error) {
+	if m.Type != snapshot.MatchRegularExpression {
+		return nil, nil
+	}
+	return regexp.Compile(m.Value)
 }
 
 // Lookup finds the route for a request on a listener port. It returns nil

@@ -31,12 +31,13 @@ import (
 // answers ends the request.
 //
 //  0. at parse: header fields whose names hold "_" are dropped
-//     (dropUnderscoreHeaders; parseSimpleRequest on the fast path);
+//     (dropUnderscoreHeaders; parseSimpleRequest on the fast path), and
+//     a request body gets its read timeout (timedBody, body.go);
 //  1. method refusal: CONNECT and TRACE get 405 (refuseMethod);
 //  2. asterisk form: OPTIONS * gets 200, any other method 400
 //     (answerAsterisk);
-//  3. normalisation of the path, which may answer 400 or redirect
-//     (normalizeRequest, normalize.go);
+//  3. normalisation of the path: a malformed one gets 400, encoded
+//     slashes a 307 or 400 (normalizeRequest, normalize.go);
 //  4. host and route match, else 404 (listenerRouter.lookup, router.go);
 //  5. CORS: a preflight is answered 204 (corsPolicy.check, cors.go);
 //  6. redirect, with the route's response header filter (writeRedirect,
@@ -119,6 +120,8 @@ var exchangePool = sync.Pool{New: func() any { return new(exchange) }}
 
 func (e *exchange) Header() http.Header { return e.w.Header() }
 
+// WriteHeader records the status; informational answers (except 101)
+// pass through without being the status.
 func (e *exchange) WriteHeader(code int) {
 	if e.wroteHeader {
 		return
@@ -159,6 +162,8 @@ func (e *exchange) adoptHeader(h http.Header) bool {
 // upgrades).
 func (e *exchange) Unwrap() http.ResponseWriter { return e.w }
 
+// serve serves one request: steps 1 to 4 of the request path, then the
+// route's (handle); the deferred record counts and logs it either way.
 func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, isTLS bool) {
 	start := time.Now()
 	ex := exchangePool.Get().(*exchange)
