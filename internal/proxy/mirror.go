@@ -54,6 +54,8 @@ type mirrorBody struct {
 	send     func(body []byte, overflow bool)
 }
 
+// Read reads the body, keeps a copy while it fits the cap, and sends the
+// mirrors at its end.
 func (m *mirrorBody) Read(p []byte) (int, error) {
 	n, err := m.rc.Read(p)
 	if n > 0 && !m.overflow {
@@ -72,7 +74,30 @@ func (m *mirrorBody) Read(p []byte) (int, error) {
 
 func (m *mirrorBody) Close() error { return m.rc.Close() }
 
+// startMirrors sends copies of the upstream request to the route's
+// mirrors (step 11 of the request path, serve.go): at once for a request
+// without a body, else once the body was read to its end, and not at all
+// when it was larger than MirrorBodyCap.
 func (d *DataPlane) startMirrors(outreq *http.Request, rt *route) {
+	targets := rt.mirrorTargets()
+	if len(targets) == 0 {
+		return
+	}
+	mc := &mirrorCopy{
+		method: outreq.Method, host: outreq.Host, path: outreq.URL.Path, query: outreq.URL.RawQuery,
+		hdr: outreq.Header.Clone(),
+	}
+	send := func(body []byte, truncated bool) { d.sendMirrors(targets, mc, body, truncated) }
+	if outreq.Body == nil {
+		send(nil, false)
+		return
+	}
+	outreq.Body = &mirrorBody{rc: outreq.Body, cap: d.opts.MirrorBodyCap, send: send}
+}
+
+// mirrorTargets draws the mirrors this request goes to: each with
+// endpoints, by its fraction.
+func (rt *route) mirrorTargets() []*endpointSet {
 	var targets []*endpointSet
 	for _, mi := range rt.mirrors {
 		if mi.set == nil || len(mi.set.eps) == 0 {
@@ -83,45 +108,48 @@ func (d *DataPlane) startMirrors(outreq *http.Request, rt *route) {
 		}
 		targets = append(targets, mi.set)
 	}
-	if len(targets) == 0 {
-		return
-	}
-	method, host, path, query := outreq.Method, outreq.Host, outreq.URL.Path, outreq.URL.RawQuery
-	hdr := outreq.Header.Clone()
-	send := func(body []byte, truncated bool) {
-		for _, es := range targets {
-			if truncated {
-				d.m.mirrorsDropped.Inc()
-				continue
-			}
-			ep := es.pick()
-			select {
-			case d.mirrorSem <- struct{}{}:
-			default:
-				d.m.mirrorsDropped.Inc()
-				continue
-			}
-			go func(es *endpointSet, ep *endpoint) {
-				defer func() { <-d.mirrorSem }()
-				d.sendMirror(es, ep, method, host, path, query, hdr.Clone(), body)
-			}(es, ep)
-		}
-	}
-	if outreq.Body == nil {
-		send(nil, false)
-		return
-	}
-	outreq.Body = &mirrorBody{rc: outreq.Body, cap: d.opts.MirrorBodyCap, send: send}
+	return targets
 }
 
-func (d *DataPlane) sendMirror(es *endpointSet, ep *endpoint, method, host, path, query string, hdr http.Header, body []byte) {
+// mirrorCopy is what every mirror of one request receives besides the
+// body: the upstream request's method, Host, path, query and header.
+type mirrorCopy struct {
+	method, host, path, query string
+	hdr                       http.Header
+}
+
+// sendMirrors sends a request's copies, each on its own goroutine within
+// MirrorConcurrency; copies beyond it, or of a truncated body, are dropped
+// and counted.
+func (d *DataPlane) sendMirrors(targets []*endpointSet, mc *mirrorCopy, body []byte, truncated bool) {
+	for _, es := range targets {
+		if truncated {
+			d.m.mirrorsDropped.Inc()
+			continue
+		}
+		ep := es.pick()
+		select {
+		case d.mirrorSem <- struct{}{}:
+		default:
+			d.m.mirrorsDropped.Inc()
+			continue
+		}
+		go func(es *endpointSet, ep *endpoint) {
+			defer func() { <-d.mirrorSem }()
+			d.sendMirror(es, ep, mc, body)
+		}(es, ep)
+	}
+}
+
+// sendMirror sends one copy and discards the answer.
+func (d *DataPlane) sendMirror(es *endpointSet, ep *endpoint, mc *mirrorCopy, body []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.opts.MirrorTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+ep.addr, nil)
+	req, err := http.NewRequestWithContext(ctx, mc.method, "http://"+ep.addr, nil)
 	if err != nil {
 		return
 	}
-	req.URL.Path, req.URL.RawQuery, req.Host, req.Header = path, query, host, hdr
+	req.URL.Path, req.URL.RawQuery, req.Host, req.Header = mc.path, mc.query, mc.host, mc.hdr.Clone()
 	if len(body) > 0 {
 		req.Body = io.NopCloser(strings.NewReader(string(body)))
 		req.ContentLength = int64(len(body))
