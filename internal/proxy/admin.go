@@ -14,10 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package proxy is the data plane: it serves user traffic from routing
-// snapshots received over discovery and holds no Kubernetes credentials.
-// This file holds its admin side: health, readiness and metrics endpoints.
 package proxy
+
+// The admin side: health, readiness and metrics endpoints, and Run, which
+// starts a proxy.
 
 import (
 	"context"

@@ -17,16 +17,10 @@ limitations under the License.
 package proxy
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net"
-	"net/http"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -73,173 +67,6 @@ type route struct {
 	stats           *routeStats
 }
 
-type backend struct {
-	set             *endpointSet
-	invalid         bool
-	reqHdr, respHdr *headerMod
-}
-
-type mirror struct {
-	set        *endpointSet
-	num, denom int32
-}
-
-type header struct{ name, value string }
-
-// headerMod is a HeaderModifier with canonical names.
-type headerMod struct {
-	set    []header
-	add    []header
-	remove []string
-}
-
-func (m *headerMod) apply(h http.Header) {
-	if m == nil {
-		return
-	}
-	for _, kv := range m.set {
-		h[kv.name] = []string{kv.value}
-	}
-	for _, kv := range m.add {
-		old := h[kv.name]
-		h[kv.name] = append(old[:len(old):len(old)], kv.value) // never write into a shared array
-	}
-	for _, n := range m.remove {
-		delete(h, n)
-	}
-}
-
-func compileHeaderMod(hm *snapshot.HeaderModifier) *headerMod {
-	if hm == nil || (len(hm.Set) == 0 && len(hm.Add) == 0 && len(hm.Remove) == 0) {
-		return nil
-	}
-	m := &headerMod{}
-	for _, h := range hm.Set {
-		m.set = append(m.set, header{http.CanonicalHeaderKey(h.Name), h.Value})
-	}
-	for _, h := range hm.Add {
-		m.add = append(m.add, header{http.CanonicalHeaderKey(h.Name), h.Value})
-	}
-	for _, n := range hm.Remove {
-		m.remove = append(m.remove, http.CanonicalHeaderKey(n))
-	}
-	return m
-}
-
-type parsedCert struct {
-	certPEM, keyPEM string
-	cert            *tls.Certificate
-}
-
-// certSet selects a certificate by SNI: exact, then the longest wildcard
-// suffix, then the default. Several certificates bound to the same
-// hostname (an HTTPS listener with more than one certificateRef shares the
-// listener's hostname) are told apart by their own names: the first whose
-// SANs cover the SNI wins, else the first of them.
-type certSet struct {
-	exact map[string][]*tls.Certificate
-	wild  map[string][]*tls.Certificate
-	def   []*tls.Certificate
-}
-
-func (c *certSet) get(serverName string) *tls.Certificate {
-	h := strings.ToLower(strings.TrimSuffix(serverName, "."))
-	if h != "" {
-		if crts, ok := c.exact[h]; ok {
-			return pickBySAN(crts, h)
-		}
-		for i := 1; i < len(h); i++ {
-			if h[i] == '.' {
-				if crts, ok := c.wild[h[i+1:]]; ok {
-					return pickBySAN(crts, h)
-				}
-			}
-		}
-	}
-	return pickBySAN(c.def, h)
-}
-
-// pickBySAN returns the first certificate whose leaf covers serverName,
-// else the first one (nil for none).
-func pickBySAN(crts []*tls.Certificate, serverName string) *tls.Certificate {
-	if len(crts) == 0 {
-		return nil
-	}
-	if len(crts) > 1 && serverName != "" {
-		for _, crt := range crts {
-			if crt.Leaf != nil && crt.Leaf.VerifyHostname(serverName) == nil {
-				return crt
-			}
-		}
-	}
-	return crts[0]
-}
-
-// corsPolicy is a compiled CORS filter.
-type corsPolicy struct {
-	anyOrigin   bool
-	origins     map[string]bool
-	patterns    [][2]string // prefix, suffix around one "*"
-	credentials bool
-	methods     string
-	anyMethod   bool
-	headers     string
-	anyHeader   bool
-	expose      string
-	maxAge      string
-}
-
-func compileCORS(c *snapshot.CORS) *corsPolicy {
-	if c == nil {
-		return nil
-	}
-	p := &corsPolicy{origins: map[string]bool{}, credentials: c.AllowCredentials}
-	for _, o := range c.AllowOrigins {
-		switch {
-		case o == "*":
-			p.anyOrigin = true
-		case strings.Contains(o, "*"):
-			pre, suf, _ := strings.Cut(o, "*")
-			p.patterns = append(p.patterns, [2]string{strings.ToLower(pre), strings.ToLower(suf)})
-		default:
-			p.origins[strings.ToLower(o)] = true
-		}
-	}
-	for _, m := range c.AllowMethods {
-		if m == "*" {
-			p.anyMethod = true
-		}
-	}
-	for _, h := range c.AllowHeaders {
-		if h == "*" {
-			p.anyHeader = true
-		}
-	}
-	p.methods = strings.Join(c.AllowMethods, ", ")
-	p.headers = strings.Join(c.AllowHeaders, ", ")
-	p.expose = strings.Join(c.ExposeHeaders, ", ")
-	if c.MaxAge > 0 {
-		p.maxAge = strconv.Itoa(int(c.MaxAge))
-	}
-	return p
-}
-
-func (p *corsPolicy) allows(origin string) bool {
-	if p.anyOrigin {
-		return true
-	}
-	o := strings.ToLower(origin)
-	if p.origins[o] {
-		return true
-	}
-	for _, pat := range p.patterns {
-		if len(o) > len(pat[0])+len(pat[1]) && strings.HasPrefix(o, pat[0]) && strings.HasSuffix(o, pat[1]) {
-			return true
-		}
-	}
-	return false
-}
-
 // compile validates a snapshot and builds its state. prev (may be nil)
 // lends parsed certificates, endpoint load-balancer state and metric
 // handles so they survive swaps.
@@ -251,83 +78,24 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	certs, err := compileCerts(s.Certificates, prev)
+	if err != nil {
+		return nil, err
+	}
 	st := &state{
 		version:   version,
 		router:    &Router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
-		sets:      make(map[string]*endpointSet, len(s.EndpointSets)),
-		certs:     make(map[string]*parsedCert, len(s.Certificates)),
+		sets:      compileEndpointSets(s.EndpointSets, prev),
+		certs:     certs,
 		stats:     map[string]*routeStats{},
 		listeners: make(map[int32]bool, len(s.Listeners)),
 	}
-	for i := range s.EndpointSets {
-		var old *endpointSet
-		if prev != nil {
-			old = prev.sets[s.EndpointSets[i].Name]
-		}
-		st.sets[s.EndpointSets[i].Name] = newEndpointSet(&s.EndpointSets[i], old)
-	}
-	for _, c := range s.Certificates {
-		if prev != nil {
-			if pc := prev.certs[c.Name]; pc != nil && pc.certPEM == c.CertPEM && pc.keyPEM == c.KeyPEM {
-				st.certs[c.Name] = pc
-				continue
-			}
-		}
-		crt, err := tls.X509KeyPair([]byte(c.CertPEM), []byte(c.KeyPEM))
-		if err != nil {
-			return nil, fmt.Errorf("certificate %q: %w", c.Name, err)
-		}
-		if crt.Leaf == nil && len(crt.Certificate) > 0 {
-			// SNI selection among certificates sharing a hostname reads the leaf.
-			if leaf, err := x509.ParseCertificate(crt.Certificate[0]); err == nil {
-				crt.Leaf = leaf
-			}
-		}
-		st.certs[c.Name] = &parsedCert{certPEM: c.CertPEM, keyPEM: c.KeyPEM, cert: &crt}
-	}
+	c := &compiler{st: st, prev: prev, m: m}
 	for li := range s.Listeners {
 		l := &s.Listeners[li]
-		ext := l.ExternalPort
-		if ext == 0 {
-			ext = l.Port
-		}
-		lr := &listenerRouter{
-			name:         l.Name,
-			port:         l.Port,
-			externalPort: ext,
-			tls:          l.Protocol == snapshot.ProtocolHTTPS,
-			exact:        map[string]*vhost{},
-			wild:         map[string]*vhost{},
-		}
-		lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: st.routeStats(prev, m, l.Name, "")}
-		if lr.tls {
-			cs := &certSet{exact: map[string][]*tls.Certificate{}, wild: map[string][]*tls.Certificate{}}
-			for _, sc := range l.TLS.Certificates {
-				crt := st.certs[sc.Certificate].cert
-				switch {
-				case sc.Hostname == "":
-					cs.def = append(cs.def, crt)
-				case strings.HasPrefix(sc.Hostname, "*."):
-					cs.wild[sc.Hostname[2:]] = append(cs.wild[sc.Hostname[2:]], crt)
-				default:
-					cs.exact[sc.Hostname] = append(cs.exact[sc.Hostname], crt)
-				}
-			}
-			lr.certs = cs
-		}
-		for vi := range l.VirtualHosts {
-			vh, err := st.compileVHost(&l.VirtualHosts[vi], lr, prev, m)
-			if err != nil {
-				return nil, fmt.Errorf("listener %s host %q: %w", l.Name, l.VirtualHosts[vi].Hostname, err)
-			}
-			switch h := vh.hostname; {
-			case h == "*":
-				lr.any = vh
-			case strings.HasPrefix(h, "*."):
-				lr.wild[h[2:]] = vh
-			default:
-				lr.exact[h] = vh
-			}
+		lr, err := c.compileListener(l)
+		if err != nil {
+			return nil, err
 		}
 		st.router.ports[l.Port] = lr
 		st.listeners[l.Port] = lr.tls
@@ -335,23 +103,71 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 	return st, nil
 }
 
-func (st *state) routeStats(prev *state, m *metrics, listener, id string) *routeStats {
+// compiler compiles the listeners of one snapshot into st, with the state
+// in force (prev, may be nil) lending its metric handles.
+type compiler struct {
+	st   *state
+	prev *state
+	m    *metrics
+}
+
+// compileListener compiles one listener: its certificates by SNI and its
+// virtual hosts by hostname.
+func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error) {
+	ext := l.ExternalPort
+	if ext == 0 {
+		ext = l.Port
+	}
+	lr := &listenerRouter{
+		name:         l.Name,
+		port:         l.Port,
+		externalPort: ext,
+		tls:          l.Protocol == snapshot.ProtocolHTTPS,
+		exact:        map[string]*vhost{},
+		wild:         map[string]*vhost{},
+	}
+	lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: c.routeStats(l.Name, "")}
+	if lr.tls {
+		lr.certs = compileCertSet(l.TLS.Certificates, c.st.certs)
+	}
+	for vi := range l.VirtualHosts {
+		vh, err := c.compileVHost(&l.VirtualHosts[vi], lr)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s host %q: %w", l.Name, l.VirtualHosts[vi].Hostname, err)
+		}
+		switch h := vh.hostname; {
+		case h == "*":
+			lr.any = vh
+		case strings.HasPrefix(h, "*."):
+			lr.wild[h[2:]] = vh
+		default:
+			lr.exact[h] = vh
+		}
+	}
+	return lr, nil
+}
+
+// routeStats returns the metric handles of a (listener, route), from the
+// state in force when it had them.
+func (c *compiler) routeStats(listener, id string) *routeStats {
 	key := listener + "\x00" + id
-	if rs := st.stats[key]; rs != nil {
+	if rs := c.st.stats[key]; rs != nil {
 		return rs
 	}
 	var rs *routeStats
-	if prev != nil {
-		rs = prev.stats[key]
+	if c.prev != nil {
+		rs = c.prev.stats[key]
 	}
 	if rs == nil {
-		rs = m.newRouteStats(listener, id)
+		rs = c.m.newRouteStats(listener, id)
 	}
-	st.stats[key] = rs
+	c.st.stats[key] = rs
 	return rs
 }
 
-func (st *state) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter, prev *state, m *metrics) (*vhost, error) {
+// compileVHost compiles a virtual host's routes and indexes them by path
+// match kind (router.go).
+func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*vhost, error) {
 	vh := &vhost{
 		hostname:    in.Hostname,
 		singleLabel: in.SingleLabelWildcard && strings.HasPrefix(in.Hostname, "*."),
@@ -360,7 +176,7 @@ func (st *state) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter, prev
 		prefix:      map[string][]int32{},
 	}
 	for i := range in.Routes {
-		r, err := st.compileRoute(&in.Routes[i], lr, prev, m)
+		r, err := c.compileRoute(&in.Routes[i], lr)
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", in.Routes[i].ID, err)
 		}
@@ -383,7 +199,10 @@ func (st *state) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter, prev
 	return vh, nil
 }
 
-func (st *state) compileRoute(in *snapshot.Route, lr *listenerRouter, prev *state, m *metrics) (*route, error) {
+// compileRoute compiles one route; each filter's compile half lives next
+// to its apply half (headers.go, cors.go, mirror.go, balance.go; the match
+// in router.go).
+func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route, error) {
 	r := &route{
 		id:           in.ID,
 		listener:     lr.name,
@@ -400,102 +219,19 @@ func (st *state) compileRoute(in *snapshot.Route, lr *listenerRouter, prev *stat
 		direct:       in.DirectResponse,
 		maxBody:      in.MaxRequestBodyBytes,
 		accessLogOff: in.AccessLogOff,
-		stats:        st.routeStats(prev, m, lr.name, in.ID),
+		stats:        c.routeStats(lr.name, in.ID),
 	}
 	if in.Timeouts != nil {
 		r.timeouts = *in.Timeouts
 	}
-	if p := in.Match.Path; p != nil {
-		switch p.Type {
-		case snapshot.PathPrefix:
-			r.prefix = normalizePrefix(p.Value)
-		case snapshot.PathRegularExpression:
-			re, err := regexp.Compile("^(?:" + p.Value + ")$")
-			if err != nil {
-				return nil, err
-			}
-			r.pathRE = re
-		}
+	if err := r.compileMatch(&in.Match); err != nil {
+		return nil, err
 	}
-	for _, h := range in.Match.Headers {
-		hm := headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value}
-		if h.Type == snapshot.MatchRegularExpression {
-			re, err := regexp.Compile(h.Value)
-			if err != nil {
-				return nil, err
-			}
-			hm.re = re
-		}
-		r.headers = append(r.headers, hm)
-	}
-	for _, q := range in.Match.QueryParams {
-		qm := queryMatch{name: q.Name, exact: q.Value}
-		if q.Type == snapshot.MatchRegularExpression {
-			re, err := regexp.Compile(q.Value)
-			if err != nil {
-				return nil, err
-			}
-			qm.re = re
-		}
-		r.query = append(r.query, qm)
-	}
-	for _, mi := range in.Mirrors {
-		r.mirrors = append(r.mirrors, mirror{set: st.sets[mi.EndpointSet], num: mi.Numerator, denom: mi.Denominator})
-	}
-	for _, b := range in.Backends {
-		cb := backend{invalid: b.Invalid, reqHdr: compileHeaderMod(b.RequestHeaders), respHdr: compileHeaderMod(b.ResponseHeaders)}
-		if !b.Invalid {
-			cb.set = st.sets[b.EndpointSet]
-			if cb.set == nil {
-				return nil, fmt.Errorf("unknown endpoint set %q", b.EndpointSet)
-			}
-		}
-		r.totalWeight += int64(b.Weight)
-		r.backends = append(r.backends, cb)
-		r.cumWeights = append(r.cumWeights, r.totalWeight)
+	r.mirrors = compileMirrors(in.Mirrors, c.st.sets)
+	if err := r.compileBackends(in.Backends, c.st.sets); err != nil {
+		return nil, err
 	}
 	return r, nil
-}
-
-// endpointSet is the compiled endpoints of one Service port with its load
-// balancer.
-type endpointSet struct {
-	name         string
-	h2c          bool
-	leastRequest bool
-	eps          []*endpoint
-	rr           *atomic.Uint64
-}
-
-type endpoint struct {
-	addr     string
-	inflight atomic.Int64
-}
-
-func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
-	es := &endpointSet{
-		name:         in.Name,
-		h2c:          in.AppProtocol == snapshot.AppProtocolH2C,
-		leastRequest: in.LoadBalancer == snapshot.LeastRequest,
-		rr:           new(atomic.Uint64),
-	}
-	var keep map[string]*endpoint
-	if old != nil {
-		es.rr = old.rr
-		keep = make(map[string]*endpoint, len(old.eps))
-		for _, e := range old.eps {
-			keep[e.addr] = e
-		}
-	}
-	for _, e := range in.Endpoints {
-		addr := net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
-		if ke := keep[addr]; ke != nil {
-			es.eps = append(es.eps, ke)
-			continue
-		}
-		es.eps = append(es.eps, &endpoint{addr: addr})
-	}
-	return es
 }
 
 // ports returns the sorted listener ports of a state.

@@ -18,10 +18,8 @@ package proxy
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,79 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
-
-// DefaultMaxResponseHeaderBytes is the default cap on an upstream's
-// response head. nginx answers 502 beyond proxy_buffer_size (4 or 8 KiB);
-// this default is generous for backends with large cookie sets and still
-// keeps one hostile head from growing the heap without bound.
-const DefaultMaxResponseHeaderBytes = 1 << 20
-
-// Options configure a DataPlane. The zero value is usable.
-type Options struct {
-	// BindHost is the address listeners bind ("" is every address; tests
-	// use "127.0.0.1").
-	BindHost string
-	// AccessLog receives one JSON line per request; nil disables it.
-	AccessLog io.Writer
-	// Registry receives the data plane's metrics; nil keeps them private.
-	Registry prometheus.Registerer
-	// Readiness, when set, turns ready after the first successful Apply.
-	Readiness *Readiness
-	// Logger for operational messages; nil discards them.
-	Logger *slog.Logger
-	// DrainTimeout bounds the graceful drain of a removed listener
-	// (default 10s).
-	DrainTimeout time.Duration
-	// MaxIdleConnsPerHost of the upstream pools (default 1024).
-	MaxIdleConnsPerHost int
-	// DialTimeout bounds connecting to an upstream (default 5s).
-	DialTimeout time.Duration
-	// UpstreamIdleTimeout is how long an idle upstream connection is kept
-	// for reuse (default 90s).
-	UpstreamIdleTimeout time.Duration
-	// MaxResponseHeaderBytes caps the response head an upstream may send
-	// (default 1 MiB); a larger one is answered 502.
-	MaxResponseHeaderBytes int64
-	// MirrorConcurrency bounds in-flight mirrored requests (default 128);
-	// more are dropped.
-	MirrorConcurrency int
-	// MirrorBodyCap is the largest request body copied to mirrors (default
-	// 64 KiB); requests with larger bodies are not mirrored.
-	MirrorBodyCap int
-	// MirrorTimeout bounds one mirrored request (default 10s).
-	MirrorTimeout time.Duration
-	// DisableFastPath serves every cleartext request with net/http's
-	// server instead of the fast path for bodiless HTTP/1.1 GET and HEAD.
-	DisableFastPath bool
-	// DisableLeanClient sends every request through net/http's Transport
-	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
-	DisableLeanClient bool
-	// HeaderTimeout bounds the arrival of one request head, from its first
-	// byte (default 30s); a head that takes longer is dropped.
-	HeaderTimeout time.Duration
-	// RequestBodyTimeout bounds each read of a request body, as nginx's
-	// client_body_timeout (default 60s); a request whose body stalls
-	// longer is answered 408.
-	RequestBodyTimeout time.Duration
-	// BodyDrainTimeout bounds how long an HTTP/1 connection may spend
-	// sending the rest of a body the proxy did not read (a 404, a
-	// redirect, a direct response) before its next request; past it the
-	// connection is closed (default 10s).
-	BodyDrainTimeout time.Duration
-	// EscapedSlashes is what a request whose path holds %2F or %5C gets
-	// (default EscapedSlashRedirect).
-	EscapedSlashes EscapedSlashAction
-
-	// reapInterval overrides how often idle upstream connections are
-	// reaped (tests).
-	reapInterval time.Duration
-	// listen binds listeners (default net.Listen; tests inject failures).
-	listen func(network, address string) (net.Listener, error)
-}
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
 type DataPlane struct {
@@ -128,78 +55,9 @@ type DataPlane struct {
 	drainFlag atomic.Bool
 }
 
-type boundListener struct {
-	port int32
-	tls  bool
-	ln   net.Listener
-	srv  *http.Server
-	fast *fastServer
-	done chan struct{}
-}
-
-// drain stops a listener gracefully: net/http's connections and the fast
-// path's, each bounded by ctx.
-func (bl *boundListener) drain(ctx context.Context) error {
-	var fastErr error
-	var wg sync.WaitGroup
-	if bl.fast != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); fastErr = bl.fast.drain(ctx) }()
-	}
-	var err error
-	if bl.srv != nil {
-		if err = bl.srv.Shutdown(ctx); err != nil {
-			_ = bl.srv.Close()
-		}
-	}
-	wg.Wait()
-	return errors.Join(err, fastErr)
-}
-
 // NewDataPlane builds a data plane with no listeners; Apply binds them.
 func NewDataPlane(opts Options) *DataPlane {
-	if opts.DrainTimeout <= 0 {
-		opts.DrainTimeout = 10 * time.Second
-	}
-	if opts.MaxIdleConnsPerHost <= 0 {
-		opts.MaxIdleConnsPerHost = 1024
-	}
-	if opts.DialTimeout <= 0 {
-		opts.DialTimeout = 5 * time.Second
-	}
-	if opts.UpstreamIdleTimeout <= 0 {
-		opts.UpstreamIdleTimeout = 90 * time.Second
-	}
-	if opts.reapInterval <= 0 {
-		opts.reapInterval = reapInterval(opts.UpstreamIdleTimeout)
-	}
-	if opts.MaxResponseHeaderBytes <= 0 {
-		opts.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
-	}
-	if opts.listen == nil {
-		opts.listen = net.Listen
-	}
-	if opts.MirrorConcurrency <= 0 {
-		opts.MirrorConcurrency = 128
-	}
-	if opts.MirrorBodyCap <= 0 {
-		opts.MirrorBodyCap = 64 << 10
-	}
-	if opts.MirrorTimeout <= 0 {
-		opts.MirrorTimeout = 10 * time.Second
-	}
-	if opts.HeaderTimeout <= 0 {
-		opts.HeaderTimeout = 30 * time.Second
-	}
-	if opts.RequestBodyTimeout <= 0 {
-		opts.RequestBodyTimeout = 60 * time.Second
-	}
-	if opts.BodyDrainTimeout <= 0 {
-		opts.BodyDrainTimeout = 10 * time.Second
-	}
-	if opts.EscapedSlashes == "" {
-		opts.EscapedSlashes = EscapedSlashRedirect
-	}
+	opts = opts.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -291,95 +149,6 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 	}
 	d.log.Info("applied routing snapshot", "version", st.version, "ports", ports)
 	return changed, ports, nil
-}
-
-func (d *DataPlane) serveListener(bl *boundListener) {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	if bl.tls {
-		p.SetHTTP2(true)
-	} else {
-		p.SetUnencryptedHTTP2(true)
-	}
-	srv := &http.Server{
-		Handler:           &portHandler{d: d, port: bl.port, tls: bl.tls},
-		Protocols:         &p,
-		ReadHeaderTimeout: d.opts.HeaderTimeout,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
-		ConnState:         d.connState,
-	}
-	if bl.tls {
-		port := bl.port
-		srv.TLSConfig = &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"h2", "http/1.1"},
-			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return d.certificate(port, hello.ServerName)
-			},
-		}
-	}
-	bl.srv = srv
-	if !bl.tls && !d.opts.DisableFastPath {
-		bl.fast = newFastServer(d, bl.port, bl.ln)
-		go bl.fast.acceptLoop()
-	}
-	go func() {
-		defer close(bl.done)
-		var err error
-		switch {
-		case bl.tls:
-			err = srv.ServeTLS(bl.ln, "", "")
-		case bl.fast != nil:
-			err = srv.Serve(bl.fast.handoff)
-		default:
-			err = srv.Serve(bl.ln)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("listener stopped", "port", bl.port, "error", err)
-		}
-	}()
-}
-
-// certificate selects the certificate of an HTTPS listener for an SNI name
-// from the current snapshot: new handshakes see new certificates, while
-// established connections keep the one they negotiated.
-func (d *DataPlane) certificate(port int32, serverName string) (*tls.Certificate, error) {
-	st := d.state.Load()
-	if st == nil {
-		return nil, errors.New("no routing snapshot applied")
-	}
-	lr := st.router.ports[port]
-	if lr == nil || lr.certs == nil {
-		return nil, fmt.Errorf("port %d has no TLS certificates", port)
-	}
-	if c := lr.certs.get(serverName); c != nil {
-		return c, nil
-	}
-	return nil, fmt.Errorf("no certificate for server name %q", serverName)
-}
-
-func (d *DataPlane) connState(_ net.Conn, cs http.ConnState) {
-	switch cs {
-	case http.StateNew:
-		d.m.activeConns.Inc()
-	case http.StateClosed, http.StateHijacked:
-		d.m.activeConns.Dec()
-	}
-}
-
-// unbind stops accepting on a listener at once and drains its connections
-// in the background, bounded by DrainTimeout. Caller holds d.mu.
-func (d *DataPlane) unbind(bl *boundListener) {
-	delete(d.bound, bl.port)
-	_ = bl.ln.Close()
-	d.drains.Add(1)
-	go func() {
-		defer d.drains.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
-		defer cancel()
-		_ = bl.drain(ctx)
-	}()
 }
 
 // BoundPorts lists the ports currently listening, sorted.

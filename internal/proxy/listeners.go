@@ -17,11 +17,17 @@ limitations under the License.
 package proxy
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
 )
 
 // bindListeners binds every listener st needs that is not bound with the
@@ -113,4 +119,103 @@ func (d *DataPlane) publishPorts() []int32 {
 	slices.Sort(ports)
 	d.ports.Store(&ports)
 	return ports
+}
+
+type boundListener struct {
+	port int32
+	tls  bool
+	ln   net.Listener
+	srv  *http.Server
+	fast *fastServer
+	done chan struct{}
+}
+
+// drain stops a listener gracefully: net/http's connections and the fast
+// path's, each bounded by ctx.
+func (bl *boundListener) drain(ctx context.Context) error {
+	var fastErr error
+	var wg sync.WaitGroup
+	if bl.fast != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); fastErr = bl.fast.drain(ctx) }()
+	}
+	var err error
+	if bl.srv != nil {
+		if err = bl.srv.Shutdown(ctx); err != nil {
+			_ = bl.srv.Close()
+		}
+	}
+	wg.Wait()
+	return errors.Join(err, fastErr)
+}
+
+func (d *DataPlane) serveListener(bl *boundListener) {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	if bl.tls {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	srv := &http.Server{
+		Handler:           &portHandler{d: d, port: bl.port, tls: bl.tls},
+		Protocols:         &p,
+		ReadHeaderTimeout: d.opts.HeaderTimeout,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+		ConnState:         d.connState,
+	}
+	if bl.tls {
+		port := bl.port
+		srv.TLSConfig = &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"h2", "http/1.1"},
+			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return d.certificate(port, hello.ServerName)
+			},
+		}
+	}
+	bl.srv = srv
+	if !bl.tls && !d.opts.DisableFastPath {
+		bl.fast = newFastServer(d, bl.port, bl.ln)
+		go bl.fast.acceptLoop()
+	}
+	go func() {
+		defer close(bl.done)
+		var err error
+		switch {
+		case bl.tls:
+			err = srv.ServeTLS(bl.ln, "", "")
+		case bl.fast != nil:
+			err = srv.Serve(bl.fast.handoff)
+		default:
+			err = srv.Serve(bl.ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("listener stopped", "port", bl.port, "error", err)
+		}
+	}()
+}
+
+func (d *DataPlane) connState(_ net.Conn, cs http.ConnState) {
+	switch cs {
+	case http.StateNew:
+		d.m.activeConns.Inc()
+	case http.StateClosed, http.StateHijacked:
+		d.m.activeConns.Dec()
+	}
+}
+
+// unbind stops accepting on a listener at once and drains its connections
+// in the background, bounded by DrainTimeout. Caller holds d.mu.
+func (d *DataPlane) unbind(bl *boundListener) {
+	delete(d.bound, bl.port)
+	_ = bl.ln.Close()
+	d.drains.Add(1)
+	go func() {
+		defer d.drains.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), d.opts.DrainTimeout)
+		defer cancel()
+		_ = bl.drain(ctx)
+	}()
 }

@@ -78,10 +78,56 @@ type queryMatch struct {
 	re    *regexp.Regexp
 }
 
+// compileMatch compiles the path, header and query parts of a route's
+// match (the method and path match are set by compileRoute).
+func (rt *route) compileMatch(in *snapshot.Match) error {
+	if p := in.Path; p != nil {
+		switch p.Type {
+		case snapshot.PathPrefix:
+			rt.prefix = normalizePrefix(p.Value)
+		case snapshot.PathRegularExpression:
+			re, err := regexp.Compile("^(?:" + p.Value + ")$")
+			if err != nil {
+				return err
+			}
+			rt.pathRE = re
+		}
+	}
+	for _, h := range in.Headers {
+		re, err := compileValueRegexp(h)
+		if err != nil {
+			return err
+		}
+		rt.headers = append(rt.headers, headerMatch{name: http.CanonicalHeaderKey(h.Name), exact: h.Value, re: re})
+	}
+	for _, q := range in.QueryParams {
+		re, err := compileValueRegexp(q)
+		if err != nil {
+			return err
+		}
+		rt.query = append(rt.query, queryMatch{name: q.Name, exact: q.Value, re: re})
+	}
+	return nil
+}
+
+// compileValueRegexp compiles the regexp of a RegularExpression header or
+// query match; an Exact match has none (nil).
+func compileValueRegexp(m snapshot.StringMatch) (*regexp.Regexp, error) {
+	if m.Type != snapshot.MatchRegularExpression {
+		return nil, nil
+	}
+	return regexp.Compile(m.Value)
+}
+
 // Lookup finds the route for a request on a listener port. It returns nil
 // when no virtual host or no route matches (404). It allocates nothing.
 func (rt *Router) Lookup(port int32, r *http.Request) *route {
-	lr := rt.ports[port]
+	return rt.ports[port].lookup(r)
+}
+
+// lookup finds the route for a request on this listener (nil for no
+// listener, no virtual host or no route).
+func (lr *listenerRouter) lookup(r *http.Request) *route {
 	if lr == nil {
 		return nil
 	}

@@ -1,0 +1,32 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import "net/http"
+
+// writeDirect answers with the route's DirectResponse (step 7 of the
+// request path, serve.go): its body, else the status text; the route's
+// response header filter applies to the answer.
+func writeDirect(w http.ResponseWriter, rt *route) {
+	dr := rt.direct
+	rt.respHdr.apply(w.Header())
+	body := dr.Body
+	if body == "" {
+		body = http.StatusText(dr.StatusCode)
+	}
+	answer(w, dr.StatusCode, body)
+}

@@ -1,0 +1,261 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// headVerdict is what the fast path makes of a buffered request head.
+type headVerdict int
+
+const (
+	headSimple    headVerdict = iota // the fast path serves it
+	headNotSimple                    // net/http gets the connection
+	headTimedOut                     // the head did not arrive in time
+)
+
+// scanHead waits for a whole request head and reports whether it is one
+// the fast path serves: "GET" or "HEAD", HTTP/1.1, CRLF line endings only,
+// no body framing, no Upgrade, no Expect. It hands off at the first byte
+// that rules the head out, so net/http answers malformed heads at once.
+func (fs *fastServer) scanHead(br *bufio.Reader, fc *fastConn, deadline time.Time) (int, headVerdict) {
+	partial := false
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		switch {
+		case bytes.HasPrefix(buf, []byte("GET ")) || bytes.HasPrefix(buf, []byte("HEAD ")):
+			end, ok := headEnd(buf)
+			if !ok {
+				return 0, headNotSimple
+			}
+			if end >= 0 {
+				if simpleHead(buf[:end+2]) {
+					return end + 2, headSimple
+				}
+				return 0, headNotSimple
+			}
+		case len(buf) < 5 && (bytes.HasPrefix([]byte("GET "), buf) || bytes.HasPrefix([]byte("HEAD "), buf)):
+			// Too short to tell yet.
+		default:
+			return 0, headNotSimple
+		}
+		if br.Buffered() >= br.Size() {
+			return 0, headNotSimple // a large head: net/http applies its own limits
+		}
+		if !partial {
+			// The head arrives in pieces: bound the wait as net/http's
+			// ReadHeaderTimeout does, once per request.
+			partial = true
+			_ = fc.nc.SetReadDeadline(deadline)
+		}
+		if _, err := br.Peek(br.Buffered() + 1); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return 0, headTimedOut
+			}
+			return 0, headNotSimple // let net/http produce the error answer
+		}
+	}
+}
+
+// headEnd finds the CRLF CRLF that ends a head (-1 while it has not
+// arrived). ok is false when a bare CR or LF comes first: such a head is
+// not the fast path's to parse.
+func headEnd(buf []byte) (int, bool) {
+	for i := 0; i < len(buf); i++ {
+		switch buf[i] {
+		case '\n':
+			return 0, false
+		case '\r':
+			if i+1 == len(buf) {
+				return -1, true
+			}
+			if buf[i+1] != '\n' {
+				return 0, false
+			}
+			if i+3 < len(buf) && buf[i+2] == '\r' && buf[i+3] == '\n' {
+				return i, true
+			}
+			if i+2 < len(buf) && buf[i+2] == '\n' {
+				return 0, false
+			}
+			i++ // past the LF
+		}
+	}
+	return -1, true
+}
+
+// simpleHead checks the request line's version and the header names.
+func simpleHead(head []byte) bool {
+	line, rest, ok := bytes.Cut(head, []byte("\r\n"))
+	if !ok || !bytes.HasSuffix(line, []byte(" HTTP/1.1")) {
+		return false
+	}
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return false
+		}
+		switch {
+		case asciiEqualFold(name, "content-length"), asciiEqualFold(name, "transfer-encoding"),
+			asciiEqualFold(name, "upgrade"), asciiEqualFold(name, "expect"), asciiEqualFold(name, "http2-settings"):
+			return false
+		}
+	}
+	return true
+}
+
+func asciiEqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSimpleRequest builds the request of a simple head (see simpleHead)
+// without http.ReadRequest's general machinery: an origin-form target
+// without escapes, valid token header names, plain values, one Host.
+// Anything else returns ok=false with nothing consumed, for
+// http.ReadRequest. head ends with the CRLF of the last header line.
+func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
+	buf, _ := br.Peek(headLen)
+	s := string(buf) // one allocation backs every field
+	line := s[:strings.Index(s, "\r\n")]
+	method, target, ok := parseSimpleRequestLine(line)
+	if !ok {
+		return nil, false
+	}
+	f, ok := parseRequestFields(s[len(line)+2:])
+	if !ok || f.hosts != 1 || f.host == "" || !validHostHeader(f.host) {
+		return nil, false
+	}
+	_, _ = br.Discard(headLen + 2)
+	path, query, _ := strings.Cut(target, "?")
+	return &http.Request{
+		Method:     method,
+		URL:        &url.URL{Path: path, RawQuery: query},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     f.h,
+		Body:       http.NoBody,
+		Host:       f.host,
+		RequestURI: target,
+		Close:      f.closeConn,
+	}, true
+}
+
+// parseSimpleRequestLine reads a simple request line: GET or HEAD, an
+// origin-form target of plain characters (no escapes, no fragment),
+// HTTP/1.1.
+func parseSimpleRequestLine(line string) (method, target string, ok bool) {
+	sp1 := strings.IndexByte(line, ' ')
+	sp2 := strings.LastIndexByte(line, ' ')
+	if sp1 <= 0 || sp2 <= sp1+1 || line[sp2+1:] != "HTTP/1.1" {
+		return "", "", false
+	}
+	method, target = line[:sp1], line[sp1+1:sp2]
+	if method != http.MethodGet && method != http.MethodHead {
+		return "", "", false
+	}
+	if target[0] != '/' || (len(target) > 1 && target[1] == '/') {
+		return "", "", false
+	}
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c >= 0x7f || c == '%' || c == '#' {
+			return "", "", false
+		}
+	}
+	return method, target, true
+}
+
+// requestFields is what parseRequestFields reads from the field lines of
+// a simple request.
+type requestFields struct {
+	h         http.Header
+	host      string
+	hosts     int // how many Host fields came
+	closeConn bool
+}
+
+// parseRequestFields reads the field lines of a simple request (each ends
+// with CRLF). Host goes apart from the header; names holding "_" are
+// dropped, as nginx's underscores_in_headers off does.
+func parseRequestFields(rest string) (requestFields, bool) {
+	lines := strings.Count(rest, "\r\n")
+	f := requestFields{h: make(http.Header, lines)}
+	vals := make([]string, lines)
+	for i := 0; i < lines; i++ {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\r\n")
+		name, v, ok := parseFieldLine(l)
+		if !ok {
+			return f, false
+		}
+		if strings.IndexByte(name, '_') >= 0 {
+			continue
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch key {
+		case "Host":
+			f.host, f.hosts = v, f.hosts+1
+			continue
+		case "Connection":
+			for _, t := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(t), "close") {
+					f.closeConn = true
+				}
+			}
+		}
+		addFieldValue(f.h, vals, i, key, v)
+	}
+	return f, true
+}
+
+// validHostHeader accepts the characters of a reg-name, IPv4 or bracketed
+// IPv6 host with an optional port; net/http applies the full rules to
+// anything else.
+func validHostHeader(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}

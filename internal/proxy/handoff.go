@@ -1,0 +1,97 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"bufio"
+	"net"
+	"sync"
+	"time"
+)
+
+// handoffListener feeds connections from the fast path to net/http.
+type handoffListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func (l *handoffListener) give(c net.Conn) error {
+	select {
+	case l.ch <- c:
+		return nil
+	case <-l.done:
+		return net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return l.addr }
+
+// peekedConn replays bytes the fast path buffered before the handoff.
+type peekedConn struct {
+	net.Conn
+	r   *bufio.Reader
+	src *fastSource
+	// headDeadline ends the header budget of the head being handed off:
+	// net/http's read deadlines are cut to it until it clears the deadline
+	// (a zero deadline: the head is read, or the connection turned out to
+	// be HTTP/2), so a trickled head gets one budget, not two.
+	headDeadline time.Time
+	headDone     bool
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) {
+	if c.r != nil {
+		if c.r.Buffered() > 0 {
+			return c.r.Read(p)
+		}
+		c.r = nil
+	}
+	if c.src != nil {
+		if n, ok := c.src.takePending(p); ok {
+			return n, nil
+		}
+		c.src = nil
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *peekedConn) SetReadDeadline(t time.Time) error {
+	switch {
+	case c.headDone:
+	case t.IsZero():
+		c.headDone = true
+	case !c.headDeadline.IsZero() && c.headDeadline.Before(t):
+		t = c.headDeadline
+	}
+	return c.Conn.SetReadDeadline(t)
+}
