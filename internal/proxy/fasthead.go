@@ -233,11 +233,9 @@ func parseRequestFields(rest string) (requestFields, bool) {
 			f.host, f.hosts = v, f.hosts+1
 			continue
 		case "Connection":
-			for _, t := range strings.Split(v, ",") {
-				if strings.EqualFold(strings.TrimSpace(t), "close") {
-					f.closeConn = true
-				}
-			}
+			// ASCII case folding, as net/http's token match ("cloſe" is
+			// not "close").
+			f.closeConn = f.closeConn || hasCloseToken(v)
 		}
 		addFieldValue(f.h, vals, i, key, v)
 	}

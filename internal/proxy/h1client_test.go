@@ -195,6 +195,7 @@ var simpleRequestSeeds = []string{
 	"GET /x HTTP/1.1\r\nHost: [::1]:80\r\nX-Pad:  v  \r\n\r\n",
 	"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n",
 	"GET /u HTTP/1.1\r\nHost: a\r\nX_Forwarded_For: 1.2.3.4\r\nX-Real_IP: 5\r\n\r\n",
+	"GET /k HTTP/1.1\r\nHost: a\r\nConnection: clo\u017fe\r\n\r\n",
 }
 
 // checkSimpleRequest: whenever the simple parser accepts a head, the
@@ -250,8 +251,8 @@ func TestParseSimpleRequest(t *testing.T) {
 			}
 		}
 	}
-	if accepted != 5 {
-		t.Errorf("simple request parser accepted %d seeds, want 5", accepted)
+	if accepted != 6 {
+		t.Errorf("simple request parser accepted %d seeds, want 6", accepted)
 	}
 }
 

@@ -72,11 +72,8 @@ outer:
 		}
 		out[k] = v
 	}
-	for _, v := range in["Te"] {
-		if strings.Contains(strings.ToLower(v), "trailers") {
-			out["Te"] = []string{"trailers"}
-			break
-		}
+	if teTrailers(in["Te"]) {
+		out["Te"] = []string{"trailers"}
 	}
 	if clientIP != "" {
 		out["X-Forwarded-For"] = []string{clientIP}
@@ -135,6 +132,12 @@ func (uh *upstreamHeaders) write(bw *bufio.Writer) {
 	// Same rules as outboundHeader; the caller made sure there is no
 	// Connection header whose tokens would name more headers to drop.
 	for k, vv := range uh.in {
+		if k == "Te" {
+			if teTrailers(vv) {
+				writeHeaderLine(bw, "Te", "trailers")
+			}
+			continue
+		}
 		if isHop(k) || isClientForwarding(k) || k == "Host" || k == "Content-Length" {
 			continue
 		}
@@ -179,4 +182,15 @@ func endToEndHeader(ex *exchange, upstream http.Header) http.Header {
 		}
 	}
 	return dst
+}
+
+// teTrailers reports whether the client's TE header accepts trailers, the
+// one TE value relayed upstream (gRPC needs it); the rest is hop-by-hop.
+func teTrailers(vv []string) bool {
+	for _, v := range vv {
+		if strings.Contains(strings.ToLower(v), "trailers") {
+			return true
+		}
+	}
+	return false
 }
