@@ -20,10 +20,18 @@ limitations under the License.
 // rule to signed fields; and it never shrinks membership on a transport
 // failure: the last known set stays until a successful relist, diffed
 // against it, says otherwise.
+//
+// Where things live: membership.go holds the Client, its Config and what
+// consumers read (Members, Get, Ready); reflector.go runs client-go's
+// Reflector against the infra-apiserver and counts its failures; store.go is
+// the store the Reflector writes to, where a complete list is diffed against
+// the membership; observe.go holds the trust handlers every observed Project
+// goes through and the events they emit; removals.go remembers the newest
+// accepted signature of removed Projects; options.go and metrics.go are the
+// flags and Prometheus metrics of shard services.
 package membership
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,13 +40,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/tools/cache"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
@@ -110,7 +114,9 @@ type Config struct {
 	OnSynced func()
 	Log      logr.Logger
 	Metrics  *Metrics
-	// MinBackoff and MaxBackoff bound the wait between failed attempts.
+	// MinBackoff and MaxBackoff bound the Reflector's wait before it lists
+	// or watches again: it starts at MinBackoff and doubles up to MaxBackoff
+	// while attempts keep ending, and starts over after two quiet minutes.
 	MinBackoff, MaxBackoff time.Duration
 	// Removed seeds the remembered removals (for example from the relay's
 	// snapshot file); see Removal.
@@ -125,8 +131,9 @@ type Config struct {
 
 // Client maintains the membership of one shard.
 type Client struct {
-	cfg     Config
-	kube    client.WithWatch
+	cfg Config
+	// source lists and watches the shard's Projects (reflector.go).
+	source  cache.ListerWatcherWithContext
 	mu      sync.RWMutex
 	members map[string]Member
 	ready   bool
@@ -164,15 +171,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	scheme := runtime.NewScheme()
-	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+	source, err := projectSource(cfg.RESTConfig, cfg.ShardID)
+	if err != nil {
 		return nil, err
 	}
-	kube, err := client.NewWithWatch(cfg.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("infra-apiserver client: %w", err)
-	}
-	c := &Client{cfg: cfg, kube: kube, members: map[string]Member{}, refused: map[string]int64{}, removals: map[string]Removal{}}
+	c := &Client{cfg: cfg, source: source, members: map[string]Member{}, refused: map[string]int64{}, removals: map[string]Removal{}}
 	for _, r := range cfg.Removed {
 		r.SignedAt, r.RemovedAt = r.SignedAt.UTC(), r.RemovedAt.UTC()
 		c.removals[r.Name] = r
@@ -230,156 +233,4 @@ func copyMember(m Member) Member {
 		m.TrustSignature = m.TrustSignature.DeepCopy()
 	}
 	return m
-}
-
-// Run lists, then watches, until ctx ends. It returns nil on cancellation.
-func (c *Client) Run(ctx context.Context) error {
-	backoff := c.cfg.MinBackoff
-	wait := func() bool {
-		t := time.NewTimer(backoff)
-		defer t.Stop()
-		backoff = min(2*backoff, c.cfg.MaxBackoff)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	needList := true
-	rv := ""
-	for ctx.Err() == nil {
-		if needList {
-			var err error
-			rv, err = c.relist(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				c.cfg.Metrics.ListErrors.Inc()
-				c.cfg.Log.Info("listing projects failed; keeping the last known membership", "error", err.Error())
-				if !wait() {
-					return nil
-				}
-				continue
-			}
-			needList = false
-			backoff = c.cfg.MinBackoff
-		}
-		w, err := c.kube.Watch(ctx, &infrav1alpha1.ProjectList{}, c.selector(), &client.ListOptions{Raw: &metav1.ListOptions{
-			ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: ptr(int64(300 + time.Now().UnixNano()%300)),
-		}})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			c.cfg.Metrics.WatchErrors.Inc()
-			c.cfg.Log.Info("watching projects failed; will relist, keeping the last known membership", "error", err.Error())
-			needList = true
-			if !wait() {
-				return nil
-			}
-			continue
-		}
-		var ok bool
-		rv, ok = c.consume(ctx, w, rv)
-		w.Stop()
-		if !ok {
-			c.cfg.Metrics.WatchErrors.Inc()
-			needList = true
-			if !wait() {
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func (c *Client) selector() client.MatchingLabels {
-	return client.MatchingLabels{infrav1alpha1.ShardIDLabel: c.cfg.ShardID}
-}
-
-// relist lists the shard's Projects and diffs the result against the
-// membership. Nothing changes when the list fails.
-func (c *Client) relist(ctx context.Context) (string, error) {
-	var list infrav1alpha1.ProjectList
-	if err := c.kube.List(ctx, &list, c.selector()); err != nil {
-		return "", err
-	}
-	seen := map[string]bool{}
-	for i := range list.Items {
-		if c.observe(&list.Items[i]) {
-			seen[list.Items[i].Name] = true
-		}
-	}
-	c.mu.Lock()
-	var gone []Member
-	for name, m := range c.members {
-		if !seen[name] {
-			gone = append(gone, m)
-			delete(c.members, name)
-			delete(c.refused, name)
-			c.rememberRemovalLocked(m)
-		}
-	}
-	c.pruneRemovalsLocked()
-	first := !c.ready
-	c.ready = true
-	c.cfg.Metrics.Members.Set(float64(len(c.members)))
-	c.mu.Unlock()
-	c.cfg.Metrics.Ready.Set(1)
-	sort.Slice(gone, func(i, j int) bool { return gone[i].Name < gone[j].Name })
-	for _, m := range gone {
-		c.emit(Event{Type: Removed, Name: m.Name, Member: m})
-	}
-	if first {
-		c.cfg.Log.Info("first project list succeeded", "shard", c.cfg.ShardID, "projects", len(list.Items))
-	}
-	if c.cfg.OnSynced != nil {
-		c.cfg.OnSynced()
-	}
-	return list.ResourceVersion, nil
-}
-
-// consume applies watch events until the watch ends. ok is false when it
-// ended with an error (a relist follows); true when it simply closed.
-func (c *Client) consume(ctx context.Context, w watch.Interface, rv string) (string, bool) {
-	for {
-		select {
-		case <-ctx.Done():
-			return rv, true
-		case ev, open := <-w.ResultChan():
-			if !open {
-				return rv, true
-			}
-			switch ev.Type {
-			case watch.Error:
-				err := apierrors.FromObject(ev.Object)
-				c.cfg.Log.Info("project watch error; relisting, keeping the last known membership", "error", err.Error())
-				return rv, false
-			case watch.Bookmark:
-				if acc, err := meta.Accessor(ev.Object); err == nil {
-					rv = acc.GetResourceVersion()
-				}
-			case watch.Added, watch.Modified:
-				p, ok := ev.Object.(*infrav1alpha1.Project)
-				if !ok {
-					continue
-				}
-				rv = p.ResourceVersion
-				if !c.observe(p) {
-					c.remove(p.Name)
-				}
-			case watch.Deleted:
-				p, ok := ev.Object.(*infrav1alpha1.Project)
-				if !ok {
-					continue
-				}
-				rv = p.ResourceVersion
-				c.remove(p.Name)
-			}
-		}
-	}
 }
