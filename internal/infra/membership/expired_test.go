@@ -142,9 +142,10 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	rec := newRecorder()
 	log, lines := captureLog(t)
 	var c *Client
-	var emptied atomic.Bool
+	// Once b is in, checkB makes every event check that it still is.
+	var checkB, emptied atomic.Bool
 	onEvent := func(ev Event) {
-		if _, ok := c.Get(b.Name); !ok {
+		if _, ok := c.Get(b.Name); checkB.Load() && !ok {
 			emptied.Store(true)
 		}
 		rec.on(ev)
@@ -167,6 +168,7 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	watchErrors := value(c.cfg.Metrics.WatchErrors)
 
 	// b must be a member at every moment from here on.
+	checkB.Store(true)
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
