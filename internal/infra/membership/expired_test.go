@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -126,6 +127,44 @@ func (b *eofBody) end() {
 	_ = b.rc.Close()
 }
 
+// presence watches one member (c is set before start): from start on, at every event and every
+// millisecond, it checks that the Project is a member; left reports
+// whether it ever was not.
+type presence struct {
+	c        *Client
+	name     string
+	checking atomic.Bool
+	absent   atomic.Bool
+}
+
+func (p *presence) check() {
+	if !p.checking.Load() {
+		return
+	}
+	if _, ok := p.c.Get(p.name); !ok {
+		p.absent.Store(true)
+	}
+}
+
+func (p *presence) start(t *testing.T) {
+	p.checking.Store(true)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				p.check()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
+}
+
+func (p *presence) left() bool { return p.absent.Load() }
+
 // TestExpiredResourceVersionRelists: when the watch cannot resume because
 // its resourceVersion has expired (410 Gone from the real apiserver), the
 // Reflector lists again and that list is diffed against the membership: the
@@ -135,28 +174,12 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	shard := uuid.NewString()
 	a := create(t, project(shard, "a.svc:443"), t0)
 	b := create(t, project(shard, "b.svc:443"), t0)
-
 	exp := newExpirer()
-	rc := rest.CopyConfig(cfg)
-	rc.WrapTransport = exp.wrap
 	rec := newRecorder()
 	log, lines := captureLog(t)
-	var c *Client
-	// Once b is in, checkB makes every event check that it still is.
-	var checkB, emptied atomic.Bool
-	onEvent := func(ev Event) {
-		if _, ok := c.Get(b.Name); checkB.Load() && !ok {
-			emptied.Store(true)
-		}
-		rec.on(ev)
-	}
-	c, err := New(Config{ShardID: shard, RESTConfig: rc, Keys: keys, OnEvent: onEvent, Log: log,
-		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, c)
-	waitFor(t, "first list", c.Ready)
+	bPresent := &presence{name: b.Name}
+	c := startExpiring(t, shard, exp, func(ev Event) { bPresent.check(); rec.on(ev) }, log)
+	bPresent.c = c
 	for range 2 {
 		if ev := rec.next(t); ev.Type != Added {
 			t.Fatalf("unexpected %s %s", ev.Type, ev.Name)
@@ -166,25 +189,7 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	setReady(t, a.Name, metav1.ConditionTrue)
 	waitFor(t, "watch delivers", func() bool { m, _ := c.Get(a.Name); return m.Ready == metav1.ConditionTrue })
 	watchErrors := value(c.cfg.Metrics.WatchErrors)
-
-	// b must be a member at every moment from here on.
-	checkB.Store(true)
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-time.After(time.Millisecond):
-				if _, ok := c.Get(b.Name); !ok {
-					emptied.Store(true)
-				}
-			}
-		}
-	}()
-	defer func() { close(stopSampling); <-sampled }()
+	bPresent.start(t)
 
 	exp.arm()
 	select {
@@ -207,17 +212,7 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	}
 	close(exp.release)
 
-	got := map[EventType]string{}
-	for range 3 {
-		ev := rec.next(t)
-		if _, dup := got[ev.Type]; dup {
-			t.Fatalf("second %s event (%s) after the relist", ev.Type, ev.Name)
-		}
-		got[ev.Type] = ev.Name
-	}
-	if got[Removed] != a.Name || got[Added] != cc.Name || got[EndpointChanged] != b.Name {
-		t.Fatalf("events after the relist %v, want Removed %s, Added %s, EndpointChanged %s", got, a.Name, cc.Name, b.Name)
-	}
+	expectOnce(t, rec, map[EventType]string{Removed: a.Name, Added: cc.Name, EndpointChanged: b.Name})
 	if n := exp.expired.Load(); n != 1 {
 		t.Fatalf("%d watches sent from the expired resourceVersion, want 1", n)
 	}
@@ -230,20 +225,61 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	// The watch runs again after the relist, and nothing else came between.
 	d := create(t, project(shard, "d.svc:443"), t0)
 	rec.expect(t, Added, d.Name)
-	if emptied.Load() {
+	if bPresent.left() {
 		t.Fatal("the membership lost a Project that never left")
 	}
-	want := map[string]string{b.Name: "b2.svc:443", cc.Name: "c.svc:443", d.Name: "d.svc:443"}
-	ms := c.Members()
-	for _, m := range ms {
-		if want[m.Name] != m.APIServerEndpoint {
-			t.Fatalf("membership after the relist: %+v", ms)
-		}
-	}
-	if len(ms) != len(want) {
-		t.Fatalf("membership after the relist: %+v", ms)
-	}
+	expectEndpoints(t, c, map[string]string{b.Name: "b2.svc:443", cc.Name: "c.svc:443", d.Name: "d.svc:443"})
 	if m, _ := c.Get(b.Name); m.Ready != metav1.ConditionTrue {
 		t.Fatalf("status change made during the outage lost: %+v", m)
+	}
+}
+
+// startExpiring runs a client whose transport is exp's, with short backoffs,
+// and waits for its first list.
+func startExpiring(t *testing.T, shard string, exp *expirer, onEvent func(Event), log logr.Logger) *Client {
+	t.Helper()
+	rc := rest.CopyConfig(cfg)
+	rc.WrapTransport = exp.wrap
+	c, err := New(Config{ShardID: shard, RESTConfig: rc, Keys: keys, OnEvent: onEvent, Log: log,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, c)
+	waitFor(t, "first list", c.Ready)
+	return c
+}
+
+// expectOnce takes len(want) events: one of each type, naming the Project
+// want gives for it, in any order.
+func expectOnce(t *testing.T, rec *recorder, want map[EventType]string) {
+	t.Helper()
+	got := map[EventType]string{}
+	for range want {
+		ev := rec.next(t)
+		if _, dup := got[ev.Type]; dup {
+			t.Fatalf("second %s event (%s), want one of each of %v", ev.Type, ev.Name, want)
+		}
+		got[ev.Type] = ev.Name
+	}
+	for typ, name := range want {
+		if got[typ] != name {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+	}
+}
+
+// expectEndpoints checks the membership: exactly the Projects of want, with
+// those endpoints.
+func expectEndpoints(t *testing.T, c *Client, want map[string]string) {
+	t.Helper()
+	ms := c.Members()
+	if len(ms) != len(want) {
+		t.Fatalf("members %+v, want %v", ms, want)
+	}
+	for _, m := range ms {
+		if ep, ok := want[m.Name]; !ok || ep != m.APIServerEndpoint {
+			t.Fatalf("members %+v, want %v", ms, want)
+		}
 	}
 }

@@ -52,6 +52,8 @@ func validAgentCA(certs string) error {
 	return err
 }
 
+// remove takes a Project out of the membership (deleted, or no longer
+// belonging) and remembers its newest accepted signature.
 func (c *Client) remove(name string) {
 	c.mu.Lock()
 	m, ok := c.members[name]
@@ -77,43 +79,26 @@ func (c *Client) observe(p *infrav1alpha1.Project) bool {
 			"project", p.Name, "spec.shardID", p.Spec.ShardID, "shard", c.cfg.ShardID)
 		return false
 	}
-	obs := Member{Name: p.Name, ShardID: p.Spec.ShardID, APIServerEndpoint: p.Spec.APIServerEndpoint, RelayRoots: p.Spec.RelayRoots}
-	if p.Spec.AgentCA != nil {
-		obs.Certificates = p.Spec.AgentCA.Certificates
-	}
-	if p.Spec.TrustSignature != nil {
-		obs.TrustSignature = p.Spec.TrustSignature.DeepCopy()
-	}
-	if cond := meta.FindStatusCondition(p.Status.Conditions, infrav1alpha1.ConditionReady); cond != nil {
-		obs.Ready = cond.Status
-	}
+	obs := observedMember(p)
 
 	c.mu.Lock()
 	prev, had := c.members[p.Name]
 	next, refusal := c.decideLocked(prev, had, obs)
-	if refusal != nil && had {
-		// Keep the accepted signed values; apply the rest.
-		next = prev
-		next.Ready = obs.Ready
-	}
-	if refusal == nil && !had {
-		// The member now carries the newest accepted signedAt.
-		delete(c.removals, p.Name)
-	}
-	repeat := false
-	if refusal != nil {
-		g, seen := c.refused[p.Name]
-		repeat = seen && g == p.Generation
-		c.refused[p.Name] = p.Generation
-	} else {
-		delete(c.refused, p.Name)
-	}
+	repeat := c.noteRefusalLocked(p, refusal)
 	if refusal != nil && !had {
 		c.mu.Unlock()
 		if !repeat {
 			c.reportRefusal(p, nil, refusal)
 		}
 		return false
+	}
+	if refusal != nil {
+		// Keep the accepted signed values; apply the rest.
+		next = prev
+		next.Ready = obs.Ready
+	} else if !had {
+		// The member now carries the newest accepted signedAt.
+		delete(c.removals, p.Name)
 	}
 	c.members[p.Name] = next
 	c.cfg.Metrics.Members.Set(float64(len(c.members)))
@@ -125,17 +110,52 @@ func (c *Client) observe(p *infrav1alpha1.Project) bool {
 		}
 		return true
 	}
+	c.emitChanges(p.Name, prev, had, next)
+	return true
+}
+
+// observedMember is the Project as observed, before the trust rule.
+func observedMember(p *infrav1alpha1.Project) Member {
+	obs := Member{Name: p.Name, ShardID: p.Spec.ShardID, APIServerEndpoint: p.Spec.APIServerEndpoint, RelayRoots: p.Spec.RelayRoots}
+	if p.Spec.AgentCA != nil {
+		obs.Certificates = p.Spec.AgentCA.Certificates
+	}
+	if p.Spec.TrustSignature != nil {
+		obs.TrustSignature = p.Spec.TrustSignature.DeepCopy()
+	}
+	if cond := meta.FindStatusCondition(p.Status.Conditions, infrav1alpha1.ConditionReady); cond != nil {
+		obs.Ready = cond.Status
+	}
+	return obs
+}
+
+// noteRefusalLocked remembers the generation of a refused change (and
+// forgets it on acceptance). It reports whether that generation was refused
+// already: then the observation is a status-only update of a refused object
+// and is not reported again. c.mu is held.
+func (c *Client) noteRefusalLocked(p *infrav1alpha1.Project, refusal error) bool {
+	if refusal == nil {
+		delete(c.refused, p.Name)
+		return false
+	}
+	g, seen := c.refused[p.Name]
+	c.refused[p.Name] = p.Generation
+	return seen && g == p.Generation
+}
+
+// emitChanges announces an accepted observation: Added for a newcomer;
+// EndpointChanged and TrustChanged for what changed in a member.
+func (c *Client) emitChanges(name string, prev Member, had bool, next Member) {
 	if !had {
-		c.emit(Event{Type: Added, Name: p.Name, Member: copyMember(next)})
-		return true
+		c.emit(Event{Type: Added, Name: name, Member: copyMember(next)})
+		return
 	}
 	if next.APIServerEndpoint != prev.APIServerEndpoint {
-		c.emit(Event{Type: EndpointChanged, Name: p.Name, Member: copyMember(next), Previous: &prev})
+		c.emit(Event{Type: EndpointChanged, Name: name, Member: copyMember(next), Previous: &prev})
 	}
 	if next.Certificates != prev.Certificates || next.RelayRoots != prev.RelayRoots {
-		c.emit(Event{Type: TrustChanged, Name: p.Name, Member: copyMember(next), Previous: &prev})
+		c.emit(Event{Type: TrustChanged, Name: name, Member: copyMember(next), Previous: &prev})
 	}
-	return true
 }
 
 // decideLocked applies the trust rule to an observation: a change of signed
