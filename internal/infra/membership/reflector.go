@@ -55,8 +55,8 @@ func (c *Client) Run(ctx context.Context) error {
 	return nil
 }
 
-// backoffSteps is how many doublings take min to max (at least one), as
-// client-go sizes its default backoff.
+// backoffSteps gives the doubling enough steps to reach the cap (client-go
+// sizes its default backoff the same way).
 func backoffSteps(lo, hi time.Duration) int {
 	return max(1, int(math.Ceil(float64(hi)/float64(lo))))
 }

@@ -31,6 +31,12 @@ import (
 // call goes through the trust handlers (observe.go) into the membership. A
 // failed list never reaches it, so a transport failure never shrinks the
 // membership.
+//
+// A Reflector with this store rather than an informer, because the
+// membership is not a cache of Projects: an informer keeps its own copy,
+// tells its handlers about single objects but not that a list completed
+// (which readiness and OnSynced need), and could not remove seeded members
+// it never listed.
 type reflectorStore struct{ c *Client }
 
 var _ cache.ReflectorStore = reflectorStore{}
