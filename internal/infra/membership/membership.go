@@ -20,92 +20,33 @@ limitations under the License.
 // rule to signed fields; and it never shrinks membership on a transport
 // failure: the last known set stays until a successful relist, diffed
 // against it, says otherwise.
+//
+// Where things live: membership.go holds the Client, its Config and what
+// consumers read (Members, Get, Ready); reflector.go runs client-go's
+// Reflector against the infra-apiserver and counts its failures; store.go is
+// the store the Reflector writes to, where a complete list is diffed against
+// the membership; observe.go holds the trust handlers every observed Project
+// goes through and the events they emit; removals.go remembers the newest
+// accepted signature of removed Projects; options.go and metrics.go are the
+// flags and Prometheus metrics of shard services.
 package membership
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/tools/cache"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 )
-
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// Options are the flags every shard service takes.
-type Options struct {
-	// ShardID is the shard UUID; it must equal spec.shardID.
-	ShardID string
-	// InfraAddr is the host[:port] (or https:// URL) of the infra-apiserver.
-	InfraAddr string
-	// InfraInsecure disables TLS verification of the infra-apiserver
-	// (development only).
-	InfraInsecure bool
-}
-
-// BindFlags adds --shard_id, --infra_addr and --infra_insecure.
-func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ShardID, "shard_id", "", "Shard UUID; it must equal spec.shardID of the Projects this service serves.")
-	fs.StringVar(&o.InfraAddr, "infra_addr", "", "Address (host:port or https:// URL) of the infra-apiserver that holds the shard's Projects. Empty: the kubeconfig's server.")
-	fs.BoolVar(&o.InfraInsecure, "infra_insecure", false, "Disable TLS verification of the infra-apiserver. Development only.")
-}
-
-// Validate checks the options.
-func (o Options) Validate() error {
-	if !uuidRE.MatchString(o.ShardID) {
-		return fmt.Errorf("--shard_id must be a lowercase UUID, got %q", o.ShardID)
-	}
-	return nil
-}
-
-// RESTConfig derives the infra-apiserver client config from base (which
-// carries the credentials): --infra_addr replaces the server and
-// --infra_insecure turns TLS verification off, with a warning.
-func (o Options) RESTConfig(base *rest.Config, log logr.Logger) (*rest.Config, error) {
-	if base == nil {
-		base = &rest.Config{}
-	}
-	cfg := rest.CopyConfig(base)
-	if o.InfraAddr != "" {
-		host := o.InfraAddr
-		if !strings.Contains(host, "://") {
-			host = "https://" + host
-		}
-		u, err := url.Parse(host)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("--infra_addr %q is not host:port or a URL", o.InfraAddr)
-		}
-		cfg.Host = host
-	}
-	if cfg.Host == "" {
-		return nil, errors.New("no infra-apiserver address: set --infra_addr or a kubeconfig")
-	}
-	if o.InfraInsecure {
-		log.Info("WARNING: --infra_insecure is set: the infra-apiserver's TLS certificate is not verified. Use only in development.")
-		cfg.Insecure = true
-		cfg.CAData, cfg.CAFile = nil, ""
-	}
-	return cfg, nil
-}
 
 // Member is what a shard service knows of one Project. The signed fields
 // (APIServerEndpoint, Certificates, RelayRoots) are the last accepted ones.
@@ -154,39 +95,6 @@ type Event struct {
 	Err error
 }
 
-// Metrics are the membership client's Prometheus metrics.
-type Metrics struct {
-	Ignored      *prometheus.CounterVec
-	TrustRefused *prometheus.CounterVec
-	ListErrors   prometheus.Counter
-	WatchErrors  prometheus.Counter
-	Members      prometheus.Gauge
-	Ready        prometheus.Gauge
-}
-
-// NewMetrics creates the metrics and registers them with reg (nil: not
-// registered).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_infra_membership_ignored_projects_total",
-			Help: "Projects ignored by the membership client, by reason (shard_mismatch)."}, []string{"reason"}),
-		TrustRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "coxswain_infra_membership_trust_refused_total",
-			Help: "Changes of signed Project fields refused, by reason."}, []string{"reason"}),
-		ListErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_infra_membership_list_errors_total",
-			Help: "Failed Project lists."}),
-		WatchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "coxswain_infra_membership_watch_errors_total",
-			Help: "Project watches that failed or ended with an error."}),
-		Members: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_infra_membership_projects",
-			Help: "Projects in the membership."}),
-		Ready: prometheus.NewGauge(prometheus.GaugeOpts{Name: "coxswain_infra_membership_ready",
-			Help: "1 once the first Project list succeeded."}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.Ignored, m.TrustRefused, m.ListErrors, m.WatchErrors, m.Members, m.Ready)
-	}
-	return m
-}
-
 // Config configures a Client.
 type Config struct {
 	ShardID    string
@@ -206,7 +114,9 @@ type Config struct {
 	OnSynced func()
 	Log      logr.Logger
 	Metrics  *Metrics
-	// MinBackoff and MaxBackoff bound the wait between failed attempts.
+	// MinBackoff and MaxBackoff bound the Reflector's wait before it lists
+	// or watches again: it starts at MinBackoff and doubles up to MaxBackoff
+	// while attempts keep ending, and starts over after two quiet minutes.
 	MinBackoff, MaxBackoff time.Duration
 	// Removed seeds the remembered removals (for example from the relay's
 	// snapshot file); see Removal.
@@ -221,8 +131,9 @@ type Config struct {
 
 // Client maintains the membership of one shard.
 type Client struct {
-	cfg     Config
-	kube    client.WithWatch
+	cfg Config
+	// source lists and watches the shard's Projects (reflector.go).
+	source  cache.ListerWatcherWithContext
 	mu      sync.RWMutex
 	members map[string]Member
 	ready   bool
@@ -260,15 +171,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	scheme := runtime.NewScheme()
-	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+	source, err := projectSource(cfg.RESTConfig, cfg.ShardID)
+	if err != nil {
 		return nil, err
 	}
-	kube, err := client.NewWithWatch(cfg.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("infra-apiserver client: %w", err)
-	}
-	c := &Client{cfg: cfg, kube: kube, members: map[string]Member{}, refused: map[string]int64{}, removals: map[string]Removal{}}
+	c := &Client{cfg: cfg, source: source, members: map[string]Member{}, refused: map[string]int64{}, removals: map[string]Removal{}}
 	for _, r := range cfg.Removed {
 		r.SignedAt, r.RemovedAt = r.SignedAt.UTC(), r.RemovedAt.UTC()
 		c.removals[r.Name] = r
@@ -283,32 +190,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg.Metrics.Members.Set(float64(len(c.members)))
 	return c, nil
-}
-
-// seedable checks a seeded member as an observed one would be checked.
-func (c *Client) seedable(m Member) error {
-	if m.ShardID != c.cfg.ShardID {
-		return fmt.Errorf("assigned to shard %s", m.ShardID)
-	}
-	if c.cfg.Keys != nil {
-		if err := c.cfg.Keys.Verify(m.fields(), m.TrustSignature); err != nil {
-			return err
-		}
-		if err := c.checkRemovalLocked(m.Name, m.TrustSignature.SignedAt.Time); err != nil {
-			return err
-		}
-	}
-	return validAgentCA(m.Certificates)
-}
-
-// validAgentCA accepts an absent agent CA (no agent can authenticate) and
-// PEM certificates that parse.
-func validAgentCA(certs string) error {
-	if certs == "" {
-		return nil
-	}
-	_, err := trust.ParseAgentCA(certs)
-	return err
 }
 
 // Ready reports whether the first list succeeded.
@@ -352,306 +233,4 @@ func copyMember(m Member) Member {
 		m.TrustSignature = m.TrustSignature.DeepCopy()
 	}
 	return m
-}
-
-// Run lists, then watches, until ctx ends. It returns nil on cancellation.
-func (c *Client) Run(ctx context.Context) error {
-	backoff := c.cfg.MinBackoff
-	wait := func() bool {
-		t := time.NewTimer(backoff)
-		defer t.Stop()
-		backoff = min(2*backoff, c.cfg.MaxBackoff)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	needList := true
-	rv := ""
-	for ctx.Err() == nil {
-		if needList {
-			var err error
-			rv, err = c.relist(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				c.cfg.Metrics.ListErrors.Inc()
-				c.cfg.Log.Info("listing projects failed; keeping the last known membership", "error", err.Error())
-				if !wait() {
-					return nil
-				}
-				continue
-			}
-			needList = false
-			backoff = c.cfg.MinBackoff
-		}
-		w, err := c.kube.Watch(ctx, &infrav1alpha1.ProjectList{}, c.selector(), &client.ListOptions{Raw: &metav1.ListOptions{
-			ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: ptr(int64(300 + time.Now().UnixNano()%300)),
-		}})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			c.cfg.Metrics.WatchErrors.Inc()
-			c.cfg.Log.Info("watching projects failed; will relist, keeping the last known membership", "error", err.Error())
-			needList = true
-			if !wait() {
-				return nil
-			}
-			continue
-		}
-		var ok bool
-		rv, ok = c.consume(ctx, w, rv)
-		w.Stop()
-		if !ok {
-			c.cfg.Metrics.WatchErrors.Inc()
-			needList = true
-			if !wait() {
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func (c *Client) selector() client.MatchingLabels {
-	return client.MatchingLabels{infrav1alpha1.ShardIDLabel: c.cfg.ShardID}
-}
-
-// relist lists the shard's Projects and diffs the result against the
-// membership. Nothing changes when the list fails.
-func (c *Client) relist(ctx context.Context) (string, error) {
-	var list infrav1alpha1.ProjectList
-	if err := c.kube.List(ctx, &list, c.selector()); err != nil {
-		return "", err
-	}
-	seen := map[string]bool{}
-	for i := range list.Items {
-		if c.observe(&list.Items[i]) {
-			seen[list.Items[i].Name] = true
-		}
-	}
-	c.mu.Lock()
-	var gone []Member
-	for name, m := range c.members {
-		if !seen[name] {
-			gone = append(gone, m)
-			delete(c.members, name)
-			delete(c.refused, name)
-			c.rememberRemovalLocked(m)
-		}
-	}
-	c.pruneRemovalsLocked()
-	first := !c.ready
-	c.ready = true
-	c.cfg.Metrics.Members.Set(float64(len(c.members)))
-	c.mu.Unlock()
-	c.cfg.Metrics.Ready.Set(1)
-	sort.Slice(gone, func(i, j int) bool { return gone[i].Name < gone[j].Name })
-	for _, m := range gone {
-		c.emit(Event{Type: Removed, Name: m.Name, Member: m})
-	}
-	if first {
-		c.cfg.Log.Info("first project list succeeded", "shard", c.cfg.ShardID, "projects", len(list.Items))
-	}
-	if c.cfg.OnSynced != nil {
-		c.cfg.OnSynced()
-	}
-	return list.ResourceVersion, nil
-}
-
-// consume applies watch events until the watch ends. ok is false when it
-// ended with an error (a relist follows); true when it simply closed.
-func (c *Client) consume(ctx context.Context, w watch.Interface, rv string) (string, bool) {
-	for {
-		select {
-		case <-ctx.Done():
-			return rv, true
-		case ev, open := <-w.ResultChan():
-			if !open {
-				return rv, true
-			}
-			switch ev.Type {
-			case watch.Error:
-				err := apierrors.FromObject(ev.Object)
-				c.cfg.Log.Info("project watch error; relisting, keeping the last known membership", "error", err.Error())
-				return rv, false
-			case watch.Bookmark:
-				if acc, err := meta.Accessor(ev.Object); err == nil {
-					rv = acc.GetResourceVersion()
-				}
-			case watch.Added, watch.Modified:
-				p, ok := ev.Object.(*infrav1alpha1.Project)
-				if !ok {
-					continue
-				}
-				rv = p.ResourceVersion
-				if !c.observe(p) {
-					c.remove(p.Name)
-				}
-			case watch.Deleted:
-				p, ok := ev.Object.(*infrav1alpha1.Project)
-				if !ok {
-					continue
-				}
-				rv = p.ResourceVersion
-				c.remove(p.Name)
-			}
-		}
-	}
-}
-
-func (c *Client) remove(name string) {
-	c.mu.Lock()
-	m, ok := c.members[name]
-	delete(c.members, name)
-	delete(c.refused, name)
-	if ok {
-		c.rememberRemovalLocked(m)
-		c.pruneRemovalsLocked()
-	}
-	c.cfg.Metrics.Members.Set(float64(len(c.members)))
-	c.mu.Unlock()
-	if ok {
-		c.emit(Event{Type: Removed, Name: name, Member: m})
-	}
-}
-
-// observe applies one observed Project. It returns false when the Project
-// does not belong to the membership (another shard, or never validly signed).
-func (c *Client) observe(p *infrav1alpha1.Project) bool {
-	if p.Spec.ShardID != c.cfg.ShardID {
-		c.cfg.Metrics.Ignored.WithLabelValues("shard_mismatch").Inc()
-		c.cfg.Log.Info("ignoring project assigned to another shard: check --shard_id and the infra-apiserver wiring",
-			"project", p.Name, "spec.shardID", p.Spec.ShardID, "shard", c.cfg.ShardID)
-		return false
-	}
-	obs := Member{Name: p.Name, ShardID: p.Spec.ShardID, APIServerEndpoint: p.Spec.APIServerEndpoint, RelayRoots: p.Spec.RelayRoots}
-	if p.Spec.AgentCA != nil {
-		obs.Certificates = p.Spec.AgentCA.Certificates
-	}
-	if p.Spec.TrustSignature != nil {
-		obs.TrustSignature = p.Spec.TrustSignature.DeepCopy()
-	}
-	if cond := meta.FindStatusCondition(p.Status.Conditions, infrav1alpha1.ConditionReady); cond != nil {
-		obs.Ready = cond.Status
-	}
-
-	c.mu.Lock()
-	prev, had := c.members[p.Name]
-	next, refusal := c.decideLocked(prev, had, obs)
-	if refusal != nil && had {
-		// Keep the accepted signed values; apply the rest.
-		next = prev
-		next.Ready = obs.Ready
-	}
-	if refusal == nil && !had {
-		// The member now carries the newest accepted signedAt.
-		delete(c.removals, p.Name)
-	}
-	repeat := false
-	if refusal != nil {
-		g, seen := c.refused[p.Name]
-		repeat = seen && g == p.Generation
-		c.refused[p.Name] = p.Generation
-	} else {
-		delete(c.refused, p.Name)
-	}
-	if refusal != nil && !had {
-		c.mu.Unlock()
-		if !repeat {
-			c.reportRefusal(p, nil, refusal)
-		}
-		return false
-	}
-	c.members[p.Name] = next
-	c.cfg.Metrics.Members.Set(float64(len(c.members)))
-	c.mu.Unlock()
-
-	if refusal != nil {
-		if !repeat {
-			c.reportRefusal(p, &prev, refusal)
-		}
-		return true
-	}
-	if !had {
-		c.emit(Event{Type: Added, Name: p.Name, Member: copyMember(next)})
-		return true
-	}
-	if next.APIServerEndpoint != prev.APIServerEndpoint {
-		c.emit(Event{Type: EndpointChanged, Name: p.Name, Member: copyMember(next), Previous: &prev})
-	}
-	if next.Certificates != prev.Certificates || next.RelayRoots != prev.RelayRoots {
-		c.emit(Event{Type: TrustChanged, Name: p.Name, Member: copyMember(next), Previous: &prev})
-	}
-	return true
-}
-
-// decideLocked applies the trust rule to an observation: a change of signed
-// fields needs a valid signature not older than the accepted one (or, for a
-// Project seen again after its removal, than the one accepted before it),
-// and the agent CA must parse. It returns the member to keep on acceptance,
-// or the refusal. c.mu is held.
-func (c *Client) decideLocked(prev Member, had bool, obs Member) (Member, error) {
-	next := obs
-	if c.cfg.Keys != nil {
-		var prevAcc *trust.Accepted
-		if had {
-			prevAcc = &trust.Accepted{Fields: prev.fields()}
-			if prev.TrustSignature != nil {
-				prevAcc.Signature = *prev.TrustSignature
-			}
-		}
-		decision, acc, err := trust.Decide(c.cfg.Keys, prevAcc, obs.fields(), obs.TrustSignature)
-		if decision == trust.Refuse {
-			return prev, err
-		}
-		next.TrustSignature = acc.Signature.DeepCopy()
-		if !had {
-			if err := c.checkRemovalLocked(obs.Name, acc.Signature.SignedAt.Time); err != nil {
-				return prev, err
-			}
-		}
-	}
-	if !had || next.Certificates != prev.Certificates {
-		if err := validAgentCA(next.Certificates); err != nil {
-			return prev, err
-		}
-	}
-	return next, nil
-}
-
-func (c *Client) reportRefusal(p *infrav1alpha1.Project, kept *Member, err error) {
-	reason := "invalid"
-	switch {
-	case errors.Is(err, trust.ErrUnsigned):
-		reason = "unsigned"
-	case errors.Is(err, trust.ErrUnknownKey):
-		reason = "unknown_key"
-	case errors.Is(err, trust.ErrStale):
-		reason = "stale"
-	case errors.Is(err, trust.ErrBadSignature):
-		reason = "bad_signature"
-	case errors.Is(err, trust.ErrInvalidAgentCA):
-		reason = "invalid_agent_ca"
-	}
-	c.cfg.Metrics.TrustRefused.WithLabelValues(reason).Inc()
-	c.cfg.Log.Info("refusing a change of signed project fields; keeping the last accepted values",
-		"project", p.Name, "resourceVersion", p.ResourceVersion, "reason", reason, "error", err.Error())
-	ev := Event{Type: TrustRefused, Name: p.Name, Err: err}
-	if kept != nil {
-		ev.Member = copyMember(*kept)
-	}
-	c.emit(ev)
-}
-
-func (c *Client) emit(ev Event) {
-	if c.cfg.OnEvent != nil {
-		c.cfg.OnEvent(ev)
-	}
 }

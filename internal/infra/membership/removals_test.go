@@ -17,62 +17,16 @@ limitations under the License.
 package membership
 
 import (
-	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/google/uuid"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 )
-
-// logLines is a logger that keeps its lines (and passes them to t.Log).
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func captureLog(t *testing.T) (logr.Logger, *logLines) {
-	ll := &logLines{}
-	return funcr.New(func(prefix, args string) {
-		ll.mu.Lock()
-		ll.lines = append(ll.lines, prefix+" "+args)
-		ll.mu.Unlock()
-		t.Log(prefix, args)
-	}, funcr.Options{}), ll
-}
-
-// has reports whether one line holds every word.
-func (l *logLines) has(words ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		all := true
-		for _, w := range words {
-			all = all && strings.Contains(line, w)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
-func deleteProject(t *testing.T, name string) {
-	t.Helper()
-	if err := k8s.Delete(context.Background(), &infrav1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestNoRollbackAfterRecreate: the newest accepted signedAt outlives the
 // Project, so deleting and recreating it with an older, validly signed CA is
