@@ -75,7 +75,7 @@ func (c *Client) remove(name string) {
 func (c *Client) observe(p *infrav1alpha1.Project) bool {
 	if p.Spec.ShardID != c.cfg.ShardID {
 		c.cfg.Metrics.Ignored.WithLabelValues("shard_mismatch").Inc()
-		c.cfg.Log.Info("ignoring project assigned to another shard: check --shard_id and the infra-apiserver wiring",
+		c.cfg.Log.Info("ignoring project assigned to another shard: check --shard-id and the infra-apiserver wiring",
 			"project", p.Name, "spec.shardID", p.Spec.ShardID, "shard", c.cfg.ShardID)
 		return false
 	}

@@ -41,24 +41,24 @@ type Options struct {
 	InfraInsecure bool
 }
 
-// BindFlags adds --shard_id, --infra_addr and --infra_insecure.
+// BindFlags adds --shard-id, --infra-addr and --infra-insecure.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ShardID, "shard_id", "", "Shard UUID; it must equal spec.shardID of the Projects this service serves.")
-	fs.StringVar(&o.InfraAddr, "infra_addr", "", "Address (host:port or https:// URL) of the infra-apiserver that holds the shard's Projects. Empty: the kubeconfig's server.")
-	fs.BoolVar(&o.InfraInsecure, "infra_insecure", false, "Disable TLS verification of the infra-apiserver. Development only.")
+	fs.StringVar(&o.ShardID, "shard-id", "", "Shard UUID; it must equal spec.shardID of the Projects this service serves.")
+	fs.StringVar(&o.InfraAddr, "infra-addr", "", "Address (host:port or https:// URL) of the infra-apiserver that holds the shard's Projects. Empty: the kubeconfig's server.")
+	fs.BoolVar(&o.InfraInsecure, "infra-insecure", false, "Disable TLS verification of the infra-apiserver. Development only.")
 }
 
 // Validate checks the options.
 func (o Options) Validate() error {
 	if !uuidRE.MatchString(o.ShardID) {
-		return fmt.Errorf("--shard_id must be a lowercase UUID, got %q", o.ShardID)
+		return fmt.Errorf("--shard-id must be a lowercase UUID, got %q", o.ShardID)
 	}
 	return nil
 }
 
 // RESTConfig derives the infra-apiserver client config from base (which
-// carries the credentials): --infra_addr replaces the server and
-// --infra_insecure turns TLS verification off, with a warning.
+// carries the credentials): --infra-addr replaces the server and
+// --infra-insecure turns TLS verification off, with a warning.
 func (o Options) RESTConfig(base *rest.Config, log logr.Logger) (*rest.Config, error) {
 	if base == nil {
 		base = &rest.Config{}
@@ -71,15 +71,15 @@ func (o Options) RESTConfig(base *rest.Config, log logr.Logger) (*rest.Config, e
 		}
 		u, err := url.Parse(host)
 		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("--infra_addr %q is not host:port or a URL", o.InfraAddr)
+			return nil, fmt.Errorf("--infra-addr %q is not host:port or a URL", o.InfraAddr)
 		}
 		cfg.Host = host
 	}
 	if cfg.Host == "" {
-		return nil, errors.New("no infra-apiserver address: set --infra_addr or a kubeconfig")
+		return nil, errors.New("no infra-apiserver address: set --infra-addr or a kubeconfig")
 	}
 	if o.InfraInsecure {
-		log.Info("WARNING: --infra_insecure is set: the infra-apiserver's TLS certificate is not verified. Use only in development.")
+		log.Info("WARNING: --infra-insecure is set: the infra-apiserver's TLS certificate is not verified. Use only in development.")
 		cfg.Insecure = true
 		cfg.CAData, cfg.CAFile = nil, ""
 	}
