@@ -39,7 +39,7 @@ type objectSource interface {
 // tokenSource issues a service-account token for the pod (TokenRequest).
 type tokenSource func(pod *corev1.Pod, audience string, expirationSeconds int64) (string, error)
 
-// objects reads Secrets and ConfigMaps from the API.
+// apiObjects reads Secrets and ConfigMaps from the API.
 type apiObjects struct {
 	ctx    context.Context
 	client kubernetes.Interface

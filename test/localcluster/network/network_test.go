@@ -40,6 +40,6 @@ func TestNetworkAllocate(t *testing.T) {
 		}
 	}
 	if a, b := PodNetNames("0a1b2c3d-4e5f-6789-abcd-ef0123456789"); a != "cxp-0a1b2c3d4e5" || b != "cxv0a1b2c3d4e5" || len(b) > 15 {
-		t.Errorf("podNetNames: %s %s", a, b)
+		t.Errorf("PodNetNames: %s %s", a, b)
 	}
 }
