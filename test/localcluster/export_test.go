@@ -21,10 +21,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coxswain-go/coxswain/test/localcluster/kubelet"
+	"github.com/coxswain-go/coxswain/test/localcluster/network"
+	"github.com/coxswain-go/coxswain/test/localcluster/process"
 )
 
 // PlantLeftovers simulates a run that crashed: a recorded process still
@@ -36,14 +39,11 @@ func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, net
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if err := os.MkdirAll(StateDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := acquireLock(ctx, filepath.Join(StateDir(), "lock"), 5*time.Minute)
+	lock, err := lockMachine(ctx, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.release()
+	defer lock.Release()
 
 	start := func(name string, args ...string) int {
 		cmd := exec.Command(name, args...)
@@ -55,11 +55,11 @@ func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, net
 		return cmd.Process.Pid
 	}
 	recordedPID = start("sleep", "300")
-	st, err := procStartTime(recordedPID)
+	st, err := process.StartTime(recordedPID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(StateDir(), "pids"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(pidsFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,22 +75,22 @@ func PlantLeftovers(t *testing.T, bridge string) (recordedPID, netnsPID int, net
 	if err := os.Mkdir(mountTarget, 0o755); err != nil && !os.IsExist(err) {
 		t.Fatal(err)
 	}
-	(&mountTargets{record: filepath.Join(StateDir(), "mounts")}).recordLocked(mountTarget)
+	kubelet.RecordMountTarget(mountsRecord(), mountTarget)
 
-	netns = netnsPrefix + "stale000000"
-	if _, err := runIP("netns", "add", netns); err != nil {
-		t.Fatal(err)
+	netns = network.NetnsPrefix + "stale000000"
+	if out, err := exec.Command("ip", "netns", "add", netns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", netns, err, out)
 	}
 	netnsPID = start("ip", "netns", "exec", netns, "sleep", "300")
-	if !linkExists(bridge) {
-		if _, err := runIP("link", "add", bridge, "type", "bridge"); err != nil {
-			t.Fatal(err)
+	if !network.LinkExists(bridge) {
+		if out, err := exec.Command("ip", "link", "add", bridge, "type", "bridge").CombinedOutput(); err != nil {
+			t.Fatalf("ip link add %s: %v: %s", bridge, err, out)
 		}
 	}
 	// Wait (bounded) until the process has entered the namespace.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if pids, _ := NetnsPIDs(netns); len(pids) > 0 {
+		if pids, _ := network.NetnsPIDs(netns); len(pids) > 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -35,13 +35,16 @@ import (
 func (c *Cluster) Kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.AssetsDir, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, c.KubectlPath(), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// KubectlPath is the asset directory's kubectl, which Kubectl runs.
+func (c *Cluster) KubectlPath() string { return filepath.Join(c.cfg.AssetsDir, "kubectl") }
 
 // InstallBase applies the Gateway API CRDs (gatewayCRDs, a directory such
 // as the gateway-api module's config/crd/standard) and repo's

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coxswain-go/coxswain/test/localcluster"
+	"github.com/coxswain-go/coxswain/test/localcluster/process"
 )
 
 // keepAlive is one HTTP/1.1 connection to a Service address, reused for
@@ -73,7 +74,64 @@ func (k *keepAlive) get(host string) (echoReply, error) {
 // a connection already open to the terminating pod keeps being served; the
 // process gets SIGTERM only after the preStop sleep; then the pod is gone.
 func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.Interface, c *localcluster.Cluster) {
-	const preStop = 5 * time.Second
+	clusterIP := createTermDeployment(t, ctx, cs)
+	defer func() {
+		// Remove the rest at once (grace period 0: no preStop sleep).
+		_ = cs.AppsV1().Deployments(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
+		_ = cs.CoreV1().Services(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
+		_ = cs.CoreV1().Pods(testNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+			metav1.ListOptions{LabelSelector: "app=term"})
+	}()
+	poll(t, "2 ready endpoints of term", 60*time.Second, func() (bool, string) {
+		eps, err := termEndpoints(ctx, cs)
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, cond := range eps {
+			if cond.Ready != nil && *cond.Ready {
+				n++
+			}
+		}
+		return n == 2, fmt.Sprintf("%d ready", n)
+	})
+	addr := net.JoinHostPort(clusterIP, "8080")
+	kept, victim := openKeepAlive(t, addr)
+	defer func() { _ = kept.conn.Close() }()
+	pod, err := cs.CoreV1().Pods(testNS).Get(ctx, victim.Pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := c.Sandboxes()[pod.UID].PIDs
+	if len(pids) != 1 {
+		t.Fatalf("pod %s runs %v, want one process", pod.Name, pids)
+	}
+
+	deleted := time.Now()
+	if err := cs.CoreV1().Pods(testNS).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checkTerminating(t, ctx, cs, pod.Name, pids[0], addr, kept, deleted)
+
+	poll(t, "the pod's process ends after SIGTERM", 20*time.Second, func() (bool, string) {
+		return !process.Alive(pids[0]), "still running"
+	})
+	if ended := time.Since(deleted); ended < termPreStop {
+		t.Errorf("the process ended %s after the deletion, before its %s preStop sleep was over", ended, termPreStop)
+	}
+	poll(t, "the pod object is gone", 20*time.Second, func() (bool, string) {
+		_, err := cs.CoreV1().Pods(testNS).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// termPreStop is the preStop sleep of the term Deployment's container.
+const termPreStop = 5 * time.Second
+
+// createTermDeployment creates the term Deployment (echo-basic over plain
+// HTTP, with the preStop sleep and a 40 s grace period) and its Service,
+// and returns the Service's ClusterIP.
+func createTermDeployment(t *testing.T, ctx context.Context, cs kubernetes.Interface) string {
 	dep, svc := echoDeployment()
 	dep.Name, svc.Name = "term", "term"
 	labels := map[string]string{"app": "term"}
@@ -91,7 +149,7 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 	spec.Containers[0].Env = env
 	spec.TerminationGracePeriodSeconds = ptr.To[int64](40)
 	spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		Sleep: &corev1.SleepAction{Seconds: int64(preStop / time.Second)},
+		Sleep: &corev1.SleepAction{Seconds: int64(termPreStop / time.Second)},
 	}}
 	if _, err := cs.AppsV1().Deployments(testNS).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -100,42 +158,29 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		// Remove the rest at once (grace period 0: no preStop sleep).
-		_ = cs.AppsV1().Deployments(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
-		_ = cs.CoreV1().Services(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
-		_ = cs.CoreV1().Pods(testNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
-			metav1.ListOptions{LabelSelector: "app=term"})
-	}()
-	endpoints := func() (map[string]discoveryv1.EndpointConditions, error) {
-		slices, err := cs.DiscoveryV1().EndpointSlices(testNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=term"})
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]discoveryv1.EndpointConditions{}
-		for _, s := range slices.Items {
-			for _, e := range s.Endpoints {
-				if e.TargetRef != nil {
-					out[e.TargetRef.Name] = e.Conditions
-				}
-			}
-		}
-		return out, nil
+	return created.Spec.ClusterIP
+}
+
+// termEndpoints are the term Service's endpoints' conditions by pod name.
+func termEndpoints(ctx context.Context, cs kubernetes.Interface) (map[string]discoveryv1.EndpointConditions, error) {
+	slices, err := cs.DiscoveryV1().EndpointSlices(testNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=term"})
+	if err != nil {
+		return nil, err
 	}
-	poll(t, "2 ready endpoints of term", 60*time.Second, func() (bool, string) {
-		eps, err := endpoints()
-		if err != nil {
-			return false, err.Error()
-		}
-		n := 0
-		for _, cond := range eps {
-			if cond.Ready != nil && *cond.Ready {
-				n++
+	out := map[string]discoveryv1.EndpointConditions{}
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.TargetRef != nil {
+				out[e.TargetRef.Name] = e.Conditions
 			}
 		}
-		return n == 2, fmt.Sprintf("%d ready", n)
-	})
-	addr := net.JoinHostPort(created.Spec.ClusterIP, "8080")
+	}
+	return out, nil
+}
+
+// openKeepAlive opens a keep-alive connection through the ClusterIP at addr
+// and returns it with the reply of its first request (naming its pod).
+func openKeepAlive(t *testing.T, addr string) (*keepAlive, echoReply) {
 	var kept *keepAlive
 	var victim echoReply
 	poll(t, "a keep-alive connection through the ClusterIP", 20*time.Second, func() (bool, string) {
@@ -150,30 +195,24 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 		}
 		return true, ""
 	})
-	defer func() { _ = kept.conn.Close() }()
-	pod, err := cs.CoreV1().Pods(testNS).Get(ctx, victim.Pod, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pids := c.Sandboxes()[pod.UID].PIDs
-	if len(pids) != 1 {
-		t.Fatalf("pod %s runs %v, want one process", pod.Name, pids)
-	}
+	return kept, victim
+}
 
-	deleted := time.Now()
-	if err := cs.CoreV1().Pods(testNS).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+// checkTerminating checks, within the preStop sleep of the pod deleted at
+// deleted: its endpoint is not ready and terminating while its process
+// (pid) runs, new connections to addr avoid it, and the connection kept
+// open to it is still served.
+func checkTerminating(t *testing.T, ctx context.Context, cs kubernetes.Interface, name string, pid int, addr string, kept *keepAlive, deleted time.Time) {
 	poll(t, "the deleted pod's endpoint turns not ready and terminating", 3*time.Second, func() (bool, string) {
-		eps, err := endpoints()
+		eps, err := termEndpoints(ctx, cs)
 		if err != nil {
 			return false, err.Error()
 		}
-		cond, ok := eps[pod.Name]
+		cond, ok := eps[name]
 		return ok && cond.Ready != nil && !*cond.Ready && cond.Terminating != nil && *cond.Terminating, fmt.Sprintf("%+v", eps)
 	})
-	if !localcluster.ProcessAlive(pids[0]) {
-		t.Fatalf("pod %s's process ended %s after the deletion, inside its %s preStop sleep", pod.Name, time.Since(deleted), preStop)
+	if !process.Alive(pid) {
+		t.Fatalf("pod %s's process ended %s after the deletion, inside its %s preStop sleep", name, time.Since(deleted), termPreStop)
 	}
 	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	poll(t, "new connections avoid the terminating pod", 2*time.Second, func() (bool, string) {
@@ -182,29 +221,18 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 			if err != nil {
 				return false, err.Error()
 			}
-			if r.Pod == pod.Name {
-				return false, "a new connection reached " + pod.Name
+			if r.Pod == name {
+				return false, "a new connection reached " + name
 			}
 		}
 		return true, ""
 	})
 	r, err := kept.get("term")
-	if err != nil || r.Pod != pod.Name {
-		t.Fatalf("the open connection to the terminating pod: %+v, %v; want it still served by %s", r, err, pod.Name)
+	if err != nil || r.Pod != name {
+		t.Fatalf("the open connection to the terminating pod: %+v, %v; want it still served by %s", r, err, name)
 	}
-	if since := time.Since(deleted); since >= preStop {
-		t.Fatalf("the checks took %s, beyond the %s preStop sleep: the machine is too slow for this test", since, preStop)
+	if since := time.Since(deleted); since >= termPreStop {
+		t.Fatalf("the checks took %s, beyond the %s preStop sleep: the machine is too slow for this test", since, termPreStop)
 	}
-	t.Logf("pod %s terminating: endpoint not ready, new connections elsewhere, open connection served (%s after the deletion)", pod.Name, time.Since(deleted).Round(time.Millisecond))
-
-	poll(t, "the pod's process ends after SIGTERM", 20*time.Second, func() (bool, string) {
-		return !localcluster.ProcessAlive(pids[0]), "still running"
-	})
-	if ended := time.Since(deleted); ended < preStop {
-		t.Errorf("the process ended %s after the deletion, before its %s preStop sleep was over", ended, preStop)
-	}
-	poll(t, "the pod object is gone", 20*time.Second, func() (bool, string) {
-		_, err := cs.CoreV1().Pods(testNS).Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	t.Logf("pod %s terminating: endpoint not ready, new connections elsewhere, open connection served (%s after the deletion)", name, time.Since(deleted).Round(time.Millisecond))
 }

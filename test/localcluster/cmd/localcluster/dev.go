@@ -17,14 +17,12 @@ limitations under the License.
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -128,9 +126,7 @@ func runDev(parent context.Context, o devOptions) error {
 			fmt.Fprintln(os.Stderr, "localcluster: stop:", err)
 		}
 	}()
-	kubectl := kubectlRunner{path: filepath.Join(assetsDir(o.cfg.AssetsDir), "kubectl"), kubeconfig: c.Kubeconfig}
-
-	checks, err := installAndWait(ctx, c, kubectl, o)
+	checks, err := installAndWait(ctx, c, o)
 	if o.check {
 		if err == nil {
 			err = runChecks(ctx, checks)
@@ -145,11 +141,11 @@ func runDev(parent context.Context, o devOptions) error {
 		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
 		fmt.Fprintln(os.Stderr, "localcluster: the cluster keeps running for debugging:")
 		for _, args := range [][]string{{"get", "gateways,httproutes,ingresses", "-A"}, {"get", "pods", "-A", "-o", "wide"}} {
-			out, _ := kubectl.run(ctx, nil, args...)
+			out, _ := c.Kubectl(ctx, nil, args...)
 			fmt.Fprintln(os.Stderr, out)
 		}
 	}
-	fmt.Printf("\nexport KUBECONFIG=%s\n%s get gateways,pods -A\nlogs: %s\nCtrl-C stops everything.\n", c.Kubeconfig, kubectl.path, c.LogDir())
+	fmt.Printf("\nexport KUBECONFIG=%s\n%s get gateways,pods -A\nlogs: %s\nCtrl-C stops everything.\n", c.Kubeconfig, c.KubectlPath(), c.LogDir())
 	<-ctx.Done()
 	return nil
 }
@@ -203,7 +199,7 @@ func runChecks(ctx context.Context, checks []devCheck) error {
 	return nil
 }
 
-func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubectlRunner, o devOptions) ([]devCheck, error) {
+func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) ([]devCheck, error) {
 	if err := c.InstallBase(ctx, o.gatewayCRDs, o.repo); err != nil {
 		return nil, err
 	}
@@ -213,10 +209,10 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubect
 		demo.WriteString("\n---\n")
 	}
 	fmt.Println("==> demo backends (echo-basic) and config/samples")
-	if out, err := kubectl.run(ctx, []byte(demo.String()), "apply", "--server-side", "-f", "-"); err != nil {
+	if out, err := c.Kubectl(ctx, []byte(demo.String()), "apply", "--server-side", "-f", "-"); err != nil {
 		return nil, fmt.Errorf("demo backends: %w\n%s", err, out)
 	}
-	if out, err := kubectl.run(ctx, nil, "apply", "--server-side", "-k", filepath.Join(o.repo, "config", "samples")); err != nil {
+	if out, err := c.Kubectl(ctx, nil, "apply", "--server-side", "-k", filepath.Join(o.repo, "config", "samples")); err != nil {
 		return nil, fmt.Errorf("config/samples: %w\n%s", err, out)
 	}
 	fmt.Println("==> waiting for the controller")
@@ -225,11 +221,11 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubect
 	}
 	fmt.Println("==> waiting for Gateway default/web to be Programmed")
 	timeout := fmt.Sprintf("--timeout=%ds", int(o.waitTimeout.Seconds()))
-	if out, err := kubectl.run(ctx, nil, "wait", "--for=condition=Programmed", "-n", "default", "gateway/web", timeout); err != nil {
+	if out, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Programmed", "-n", "default", "gateway/web", timeout); err != nil {
 		return nil, fmt.Errorf("gateway default/web not Programmed: %w\n%s", err, out)
 	}
-	gwAddr, _ := kubectl.run(ctx, nil, "get", "gateway", "web", "-n", "default", "-o", "jsonpath={.status.addresses[0].value}")
-	ingAddr, _ := kubectl.run(ctx, nil, "get", "ingress", "shop", "-n", "default", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
+	gwAddr, _ := c.Kubectl(ctx, nil, "get", "gateway", "web", "-n", "default", "-o", "jsonpath={.status.addresses[0].value}")
+	ingAddr, _ := c.Kubectl(ctx, nil, "get", "ingress", "shop", "-n", "default", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
 	fmt.Println("\nCoxswain is routing. Try:")
 	var checks []devCheck
 	if gwAddr = strings.TrimSpace(gwAddr); gwAddr != "" {
@@ -246,32 +242,4 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, kubectl kubect
 		fmt.Println("  (no Gateway or Ingress address published yet: kubectl get gateways,ingresses -A)")
 	}
 	return checks, nil
-}
-
-func assetsDir(dir string) string {
-	if dir != "" {
-		return dir
-	}
-	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "share", "kubebuilder-envtest", "k8s", localcluster.KubernetesVersion+"-linux-amd64")
-}
-
-// kubectlRunner runs the envtest kubectl against the cluster (bounded).
-type kubectlRunner struct {
-	path       string
-	kubeconfig string
-}
-
-func (k kubectlRunner) run(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, k.path, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }

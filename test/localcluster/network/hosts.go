@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package network
 
 import (
 	"fmt"
@@ -33,16 +33,17 @@ import (
 // ClusterIP or a ready endpoint: "<svc>.<ns>.svc.cluster.local",
 // "<svc>.<ns>.svc", "<svc>.<ns>" and, for Services in the pod's namespace,
 // "<svc>" resolve to the ClusterIP (which the harness's service proxy
-// serves, see serviceproxy.go) or, for a headless Service, to the first
-// ready endpoint address (sorted). The files are rewritten in place when Services or EndpointSlices
-// change, and a resolv.conf pointing at the pod's loopback makes other
-// lookups fail at once instead of timing out.
+// serves, see package serviceproxy) or, for a headless Service, to the
+// first ready endpoint address (sorted). The kubelet rewrites the files in
+// place when Services or EndpointSlices change, and a resolv.conf pointing
+// at the pod's loopback makes other lookups fail at once instead of timing
+// out.
 const netnsEtc = "/etc/netns"
 
-// serviceAddresses maps "<namespace>/<name>" of each Service to its
-// ClusterIP (served by serviceProxy), or for a headless Service to the first
-// ready endpoint address of its EndpointSlices.
-func serviceAddresses(services []*corev1.Service, slices []*discoveryv1.EndpointSlice) map[string]string {
+// ServiceAddresses maps "<namespace>/<name>" of each Service to its
+// ClusterIP (served by the service proxy), or for a headless Service to
+// the first ready endpoint address of its EndpointSlices.
+func ServiceAddresses(services []*corev1.Service, slices []*discoveryv1.EndpointSlice) map[string]string {
 	ready := map[string][]string{}
 	for _, s := range slices {
 		svc := s.Labels[discoveryv1.LabelServiceName]
@@ -77,8 +78,8 @@ func serviceAddresses(services []*corev1.Service, slices []*discoveryv1.Endpoint
 	return out
 }
 
-// hostsFile renders a pod's /etc/hosts.
-func hostsFile(podNamespace, podName, podIP string, services map[string]string) string {
+// HostsFile renders a pod's /etc/hosts.
+func HostsFile(podNamespace, podName, podIP string, services map[string]string) string {
 	var b strings.Builder
 	b.WriteString("# written by the coxswain local kubelet\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
 	if podIP != "" {
@@ -104,9 +105,9 @@ func hostsFile(podNamespace, podName, podIP string, services map[string]string) 
 // loopback, where nothing answers, so they fail at once.
 const resolvConf = "# written by the coxswain local kubelet: Service names are in /etc/hosts\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 
-// writeNetnsEtc writes (in place, so bind mounts see the change) the
+// WriteNetnsEtc writes (in place, so bind mounts see the change) the
 // namespace's hosts and resolv.conf.
-func writeNetnsEtc(netns, hosts string) error {
+func WriteNetnsEtc(netns, hosts string) error {
 	dir := filepath.Join(netnsEtc, netns)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

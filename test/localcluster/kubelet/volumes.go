@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package kubelet
 
 import (
 	"fmt"
@@ -24,9 +24,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 )
-
-// tokenSource issues a service-account token for the pod (TokenRequest).
-type tokenSource func(pod *corev1.Pod, audience string, expirationSeconds int64) (string, error)
 
 // volumeWriter materialises a pod's volumes as files under dir/<volume>.
 type volumeWriter struct {

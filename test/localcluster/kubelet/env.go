@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package kubelet
 
 import (
 	"fmt"
@@ -24,13 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-// objectSource fetches the Secrets and ConfigMaps env and volumes refer to.
-// A missing object is reported as found == false, not as an error.
-type objectSource interface {
-	Secret(namespace, name string) (s *corev1.Secret, found bool, err error)
-	ConfigMap(namespace, name string) (cm *corev1.ConfigMap, found bool, err error)
-}
 
 // podFacts are the runtime values downward API references resolve to.
 type podFacts struct {

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package kubelet
 
 import (
 	"encoding/json"
@@ -32,7 +32,8 @@ import (
 // the pod's network namespace (under `ip netns exec`) and in a mount
 // namespace of its own, bind-mounts the pod's volumes at their mountPaths,
 // and then exec()s the mapped binary - so the PID the kubelet started is the
-// container's process. A binary that imports this package gets the shim.
+// container's process. A binary that imports this package (package
+// localcluster does) gets the shim.
 const shimEnv = "COXSWAIN_LOCALCLUSTER_SHIM"
 
 // shimSpec is the launch file the kubelet writes for the shim.

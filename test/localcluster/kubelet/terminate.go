@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package kubelet
 
 import (
 	"sync"
@@ -22,7 +22,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coxswain-go/coxswain/test/localcluster/process"
 )
 
 // terminate is the graceful part of a pod's deletion, as the kubelet does
@@ -44,11 +45,11 @@ func (r *podRunner) terminate(containers []*containerState, grace time.Duration)
 	}()
 	var wg sync.WaitGroup
 	for _, c := range containers {
-		if c.proc == nil || c.proc.exited() {
+		if c.proc == nil || c.proc.Exited() {
 			continue
 		}
 		wg.Add(1)
-		go func(c *containerState, p *process) {
+		go func(c *containerState, p *process.Process) {
 			defer wg.Done()
 			r.stopContainer(c, p, grace)
 		}(c, c.proc)
@@ -78,14 +79,14 @@ func (r *podRunner) terminate(containers []*containerState, grace time.Duration)
 
 // stopContainer runs one container's preStop sleep, sends SIGTERM and, once
 // the grace period is over, SIGKILL.
-func (r *podRunner) stopContainer(c *containerState, p *process, grace time.Duration) {
+func (r *podRunner) stopContainer(c *containerState, p *process.Process, grace time.Duration) {
 	deadline := time.Now().Add(grace)
 	if sleep := r.preStopSleep(&c.spec); sleep > 0 {
 		sleep = min(sleep, grace)
 		select {
 		case <-time.After(sleep):
 		case <-r.hurry:
-		case <-p.done:
+		case <-p.Done():
 			return
 		}
 	}
@@ -95,25 +96,25 @@ func (r *podRunner) stopContainer(c *containerState, p *process, grace time.Dura
 		remaining = min(remaining, minGraceAfterPreStop)
 	default:
 	}
-	_ = syscall.Kill(p.pid(), syscall.SIGTERM)
+	_ = syscall.Kill(p.PID(), syscall.SIGTERM)
 	timer := time.NewTimer(remaining)
 	defer timer.Stop()
 	select {
-	case <-p.done:
+	case <-p.Done():
 		return
 	case <-timer.C:
 	case <-r.hurry:
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return
 		case <-time.After(minGraceAfterPreStop):
 		}
 	}
-	_ = syscall.Kill(p.pid(), syscall.SIGKILL)
+	_ = syscall.Kill(p.PID(), syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(10 * time.Second):
-		r.logf("container %s (pid %d) did not exit after SIGKILL", c.spec.Name, p.pid())
+		r.logf("container %s (pid %d) did not exit after SIGKILL", c.spec.Name, p.PID())
 	}
 }
 
@@ -136,13 +137,9 @@ func (r *podRunner) markExited(c *containerState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := c.proc
-	if p == nil || !p.exited() || c.done {
+	if p == nil || !p.Exited() || c.done {
 		return
 	}
-	code := p.exitCode()
 	c.ready, c.done = false, true
-	c.lastTerm = &corev1.ContainerStateTerminated{
-		ExitCode: int32(code), Reason: exitReason(code), StartedAt: c.startedAt, FinishedAt: metav1.Now(),
-		ContainerID: containerID(p),
-	}
+	c.lastTerm = terminated(c, p)
 }

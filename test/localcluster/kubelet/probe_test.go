@@ -1,0 +1,64 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubelet
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func TestReadinessTarget(t *testing.T) {
+	echo := launchPlan{kind: launchBinary, defaultPort: 3000}
+	tests := []struct {
+		name string
+		c    corev1.Container
+		plan launchPlan
+		env  map[string]string
+		want probeTarget
+	}{
+		{"image default", corev1.Container{}, echo, nil, probeTarget{port: 3000}},
+		{"HTTP_PORT overrides the default", corev1.Container{}, echo, map[string]string{"HTTP_PORT": "8080"}, probeTarget{port: 8080}},
+		{"first TCP container port", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {ContainerPort: 9000}}}, echo, nil, probeTarget{port: 9000}},
+		{"nothing to wait for", corev1.Container{}, launchPlan{}, nil, probeTarget{}},
+		{"readiness httpGet by port name", corev1.Container{
+			Ports:          []corev1.ContainerPort{{Name: "admin", ContainerPort: 9901}},
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: 2, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("admin")}}},
+		}, echo, nil, probeTarget{port: 9901, path: "/readyz", period: 2e9, explicit: true}},
+		{"readiness tcpSocket", corev1.Container{
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(81)}}},
+		}, echo, nil, probeTarget{port: 81, period: 10e9, explicit: true}},
+	}
+	for _, tt := range tests {
+		if got := readinessTarget(&tt.c, tt.plan, tt.env); got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestPlaceholderPorts(t *testing.T) {
+	c := &corev1.Container{
+		Ports:          []corev1.ContainerPort{{ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {ContainerPort: 53, Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9153}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8181)}}},
+		LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("metrics")}}},
+	}
+	if got, want := placeholderPorts(c), []int32{53, 9153, 8181}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
