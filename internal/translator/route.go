@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
@@ -177,7 +178,7 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 		sortConds(conds)
 		out = append(out, gwv1.RouteParentStatus{
 			ParentRef:      *ref.DeepCopy(),
-			ControllerName: gwv1.GatewayController(ControllerName),
+			ControllerName: gwv1.GatewayController(names.ControllerName),
 			Conditions:     conds,
 		})
 	}
