@@ -584,7 +584,7 @@ func headerAnnotations(get func(string) (string, bool), invalid func(k, v, why s
 			if n == "" {
 				continue
 			}
-			if !validToken(n) {
+			if !snapshot.ValidToken(n) {
 				bad = true
 				break
 			}
