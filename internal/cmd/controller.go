@@ -65,9 +65,9 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", names.BindAddress(names.MetricsPort), "Address of the /metrics endpoint; 0 disables it.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+names.LeaseName+".")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+names.DefaultInstallNamespace+".")
-	f.StringVar(&o.proxyImage, "proxy-image", os.Getenv(EnvProxyImage),
+	f.StringVar(&o.proxyImage, "proxy-image", os.Getenv(names.ProxyImageEnv),
 		"Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one. "+
-			"Default: $"+EnvProxyImage+", else the image of the controller's own container (read from its Pod), else "+builtinProxyImage+".")
+			"Default: $"+names.ProxyImageEnv+", else the image of the controller's own container (read from its Pod), else "+builtinProxyImage+".")
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
 	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", envInt32("COXSWAIN_SHARED_PROXY_REPLICAS", 2),
 		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")

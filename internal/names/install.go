@@ -47,6 +47,13 @@ const (
 	// tell (no $POD_NAMESPACE), and where proxies look for it by default.
 	DefaultInstallNamespace = "coxswain-system"
 
+	// ControllerContainerName is the controller's container in its Pod.
+	ControllerContainerName = "coxswain"
+	// ProxyImageEnv is the controller's environment variable that every
+	// install path sets to the controller container's own image; it is the
+	// default image of the proxies the controller provisions.
+	ProxyImageEnv = "COXSWAIN_PROXY_IMAGE"
+
 	// LeaseName is the Lease the controller replicas compete for.
 	LeaseName = "coxswain-leader-lock"
 	// ControllerServiceAccount is the controller's ServiceAccount; its SVID
