@@ -38,8 +38,8 @@ import (
 // DedicatedNameConflicts, so they agree.
 
 // DedicatedObjectNames are the names a dedicated Gateway's objects take in
-// its namespace: names.DedicatedName (Deployment, ServiceAccount, ConfigMap, HPA,
-// PDB) and, when it differs, names.DedicatedServiceName (the Service).
+// its namespace: names.DedicatedName (Deployment, ServiceAccount, ConfigMap,
+// HPA, PDB) and, when it differs, names.DedicatedServiceName (the Service).
 func DedicatedObjectNames(gatewayName, className string) []string {
 	n, svc := names.DedicatedName(gatewayName, className), names.DedicatedServiceName(gatewayName, className)
 	if svc == n {
