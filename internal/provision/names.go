@@ -27,19 +27,21 @@ limitations under the License.
 // Trust bundle: a proxy must verify the controller's discovery endpoints
 // before it has an SVID, so it needs the discovery CA bundle on disk. The
 // bundle is published in the install namespace as the ConfigMap
-// names.TrustBundleConfigMapName (key names.TrustBundleKey). A pod can only mount
-// ConfigMaps of its own namespace, so the dedicated renderer copies the
-// bundle into a ConfigMap named like the other dedicated objects
+// names.TrustBundleConfigMapName (key names.TrustBundleKey). A pod can only
+// mount ConfigMaps of its own namespace, so the dedicated renderer copies
+// the bundle into a ConfigMap named like the other dedicated objects
 // ({gateway}-{gatewayclass}) in the Gateway's namespace, owner-referenced to
 // the Gateway; the shared pool runs in the install namespace and mounts the
 // source ConfigMap directly.
+//
+// The names shared with the rest of Coxswain (labels, install-namespace
+// objects, ports, naming functions) are in internal/names; names.go keeps
+// only what the rendered pods alone agree on.
 package provision
 
 import "github.com/coxswain-go/coxswain/internal/names"
 
-// What only the rendered pods need to agree on; the names other parts of
-// Coxswain share (labels, install-namespace objects, ports, naming
-// functions) are in internal/names.
+// What only the rendered pods agree on.
 const (
 	// ProxyContainerName is the name of the proxy container in every proxy pod.
 	ProxyContainerName = "coxswain"

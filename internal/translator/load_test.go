@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,6 +77,20 @@ func testFile(name string) []byte {
 	}
 	testPEM[name] = b
 	return b
+}
+
+// loadGolden reads and strictly loads the golden input file in.
+func loadGolden(t testing.TB, in string) *Resources {
+	t.Helper()
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := loadResources(data, true)
+	if err != nil {
+		t.Fatalf("load %s: %v", in, err)
+	}
+	return res
 }
 
 // loadResources decodes multi-document YAML. strict rejects unknown

@@ -17,7 +17,6 @@ limitations under the License.
 package translator
 
 import (
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -91,14 +90,7 @@ func TestGoldenLoaderRejectsUnclassifiedServices(t *testing.T) {
 func TestGoldenInfrastructureIsRendered(t *testing.T) {
 	seen := map[string]int{}
 	for _, in := range goldenInputs(t) {
-		data, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := loadResources(data, true)
-		if err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
+		res := loadGolden(t, in)
 		for _, s := range res.SharedVIPServices {
 			seen["VIP Service"]++
 			if msg := vipRendered(s); msg != "" {
