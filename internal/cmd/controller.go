@@ -33,15 +33,9 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/controller"
 	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 )
-
-// LeaderElectionID is the name of the Lease the controller replicas compete for.
-const LeaderElectionID = "coxswain-leader-lock"
-
-// defaultNamespace is where the controller runs when the pod's namespace is
-// not known (for example under `make run`).
-const defaultNamespace = "coxswain-system"
 
 type controllerOptions struct {
 	kubeconfig              string
@@ -67,13 +61,13 @@ func newControllerCommand() *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
-	f.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", ":8083", "Address of the /metrics endpoint; 0 disables it.")
-	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+LeaderElectionID+".")
-	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+defaultNamespace+".")
-	f.StringVar(&o.proxyImage, "proxy-image", os.Getenv(EnvProxyImage),
+	f.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", names.BindAddress(names.HealthPort), "Address of the /healthz and /readyz endpoints.")
+	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", names.BindAddress(names.MetricsPort), "Address of the /metrics endpoint; 0 disables it.")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+names.LeaseName+".")
+	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+names.DefaultInstallNamespace+".")
+	f.StringVar(&o.proxyImage, "proxy-image", os.Getenv(names.ProxyImageEnv),
 		"Image of the proxies the controller provisions (shared pool and dedicated Gateways), unless CoxswainGatewayParameters set one. "+
-			"Default: $"+EnvProxyImage+", else the image of the controller's own container (read from its Pod), else "+builtinProxyImage+".")
+			"Default: $"+names.ProxyImageEnv+", else the image of the controller's own container (read from its Pod), else "+builtinProxyImage+".")
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
 	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", envInt32("COXSWAIN_SHARED_PROXY_REPLICAS", 2),
 		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")
@@ -97,7 +91,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		ns = os.Getenv("POD_NAMESPACE")
 	}
 	if ns == "" {
-		ns = defaultNamespace
+		ns = names.DefaultInstallNamespace
 	}
 
 	// Build the Lease lock ourselves, so the status writer knows our
@@ -111,7 +105,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		HealthProbeBindAddress:              o.healthProbeBindAddress,
 		Metrics:                             metricsserver.Options{BindAddress: o.metricsBindAddress},
 		LeaderElection:                      o.leaderElect,
-		LeaderElectionID:                    LeaderElectionID,
+		LeaderElectionID:                    names.LeaseName,
 		LeaderElectionNamespace:             ns,
 		LeaderElectionResourceLockInterface: lock,
 		// Release the Lease on a clean shutdown, so a standby takes over at
@@ -162,7 +156,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding readiness check: %w", err)
 	}
-	log.Info("starting controller", "leaderElection", o.leaderElect, "leaseNamespace", ns, "lease", LeaderElectionID)
+	log.Info("starting controller", "leaderElection", o.leaderElect, "leaseNamespace", ns, "lease", names.LeaseName)
 	return mgr.Start(cmd.Context())
 }
 
@@ -186,7 +180,7 @@ func newLeaseLock(cfg *rest.Config, ns string) (resourcelock.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader election client: %w", err)
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, ns, LeaderElectionID,
+	return resourcelock.New(resourcelock.LeasesResourceLock, ns, names.LeaseName,
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + uuid.NewString()})
 }
 

@@ -29,6 +29,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -95,8 +96,8 @@ func newProxyCommand() *cobra.Command {
 	f.BoolVar(&dedicated, "dedicated", false, "Serve one Gateway only (with --gateway-name and --gateway-namespace).")
 	f.StringVar(&cfg.GatewayName, "gateway-name", "", "Name of the Gateway a dedicated proxy serves.")
 	f.StringVar(&cfg.GatewayNamespace, "gateway-namespace", "", "Namespace of the Gateway a dedicated proxy serves.")
-	f.StringVar(&cfg.HealthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", ":8083", "Address of the /metrics endpoint.")
+	f.StringVar(&cfg.HealthAddr, "health-probe-bind-address", names.BindAddress(names.HealthPort), "Address of the /healthz and /readyz endpoints.")
+	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", names.BindAddress(names.MetricsPort), "Address of the /metrics endpoint.")
 	f.StringVar(&cfg.SnapshotFile, "snapshot-file", "", "Serve the routing snapshot in this JSON or YAML file and reload it when it changes (benchmarks, tests, last-known-good).")
 	f.DurationVar(&cfg.SnapshotPollInterval, "snapshot-poll-interval", time.Second, "How often --snapshot-file is checked for changes.")
 	f.StringVar(&cfg.DataPlane.BindHost, "bind-host", "", "Address the traffic listeners bind (empty: every address).")

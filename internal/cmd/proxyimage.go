@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // The proxies the controller provisions run the controller's own image
@@ -42,21 +44,15 @@ import (
 //     variable still runs proxies of the image it installed.
 //  3. builtinProxyImage, when the controller runs outside a Pod (`make run`).
 const (
-	// EnvProxyImage is the environment variable every install path sets to
-	// the controller container's image; it is the default of --proxy-image.
-	EnvProxyImage = "COXSWAIN_PROXY_IMAGE"
-	// controllerContainerName is the controller's container in its Pod
-	// (config/manager).
-	controllerContainerName = "coxswain"
-	builtinProxyImage       = "coxswain:latest"
-	ownPodReadTimeout       = 5 * time.Second
+	builtinProxyImage = "coxswain:latest"
+	ownPodReadTimeout = 5 * time.Second
 )
 
 // proxyImageSource says where the proxy image was found, for the log.
 type proxyImageSource string
 
 const (
-	proxyImageFromFlag    proxyImageSource = "--proxy-image or $" + EnvProxyImage
+	proxyImageFromFlag    proxyImageSource = "--proxy-image or $" + names.ProxyImageEnv
 	proxyImageFromOwnPod  proxyImageSource = "the controller's own Pod"
 	proxyImageFromBuiltin proxyImageSource = "the built-in default"
 )
@@ -101,7 +97,7 @@ func ownContainerImage(ctx context.Context, r client.Reader, pod ownPod) (string
 		})
 	if err != nil {
 		return "", fmt.Errorf("reading the controller's own Pod %s/%s for the proxy image (set --proxy-image or $%s to skip this): %w",
-			pod.Namespace, pod.Name, EnvProxyImage, errors.Join(err, lastErr))
+			pod.Namespace, pod.Name, names.ProxyImageEnv, errors.Join(err, lastErr))
 	}
 	return containerImage(&p)
 }
@@ -110,7 +106,7 @@ func ownContainerImage(ctx context.Context, r client.Reader, pod ownPod) (string
 // only container.
 func containerImage(p *corev1.Pod) (string, error) {
 	for _, c := range p.Spec.Containers {
-		if c.Name == controllerContainerName && c.Image != "" {
+		if c.Name == names.ControllerContainerName && c.Image != "" {
 			return c.Image, nil
 		}
 	}
@@ -118,7 +114,7 @@ func containerImage(p *corev1.Pod) (string, error) {
 		return p.Spec.Containers[0].Image, nil
 	}
 	return "", fmt.Errorf("pod %s/%s has no container %q to take the proxy image from (set --proxy-image or $%s)",
-		p.Namespace, p.Name, controllerContainerName, EnvProxyImage)
+		p.Namespace, p.Name, names.ControllerContainerName, names.ProxyImageEnv)
 }
 
 // controllerProxyImage resolves the proxy image for `serve controller` and

@@ -28,22 +28,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/coxswain-go/coxswain/internal/distribution"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
 // The install paths set the variable internal/distribution names.
 func TestProxyImageEnvMatchesTheInstall(t *testing.T) {
-	if EnvProxyImage != distribution.ProxyImageEnv || controllerContainerName != distribution.ControllerContainer {
+	if names.ProxyImageEnv != distribution.ProxyImageEnv || names.ControllerContainerName != distribution.ControllerContainer {
 		t.Fatalf("cmd reads $%s of container %s; the install sets $%s on container %s",
-			EnvProxyImage, controllerContainerName, distribution.ProxyImageEnv, distribution.ControllerContainer)
+			names.ProxyImageEnv, names.ControllerContainerName, distribution.ProxyImageEnv, distribution.ControllerContainer)
 	}
 }
 
 func TestProxyImageFlagDefaultsFromEnvironment(t *testing.T) {
-	t.Setenv(EnvProxyImage, "registry.example.test/platform/coxswain:e2e")
+	t.Setenv(names.ProxyImageEnv, "registry.example.test/platform/coxswain:e2e")
 	f := newControllerCommand().Flags()
 	if got := f.Lookup("proxy-image").Value.String(); got != "registry.example.test/platform/coxswain:e2e" {
-		t.Errorf("--proxy-image = %q, want $%s", got, EnvProxyImage)
+		t.Errorf("--proxy-image = %q, want $%s", got, names.ProxyImageEnv)
 	}
 	if err := f.Parse([]string{"--proxy-image=other:1"}); err != nil {
 		t.Fatal(err)
@@ -52,9 +53,9 @@ func TestProxyImageFlagDefaultsFromEnvironment(t *testing.T) {
 		t.Errorf("--proxy-image = %q, want the flag's other:1", got)
 	}
 
-	t.Setenv(EnvProxyImage, "")
+	t.Setenv(names.ProxyImageEnv, "")
 	if got := newControllerCommand().Flags().Lookup("proxy-image").Value.String(); got != "" {
-		t.Errorf("--proxy-image = %q without $%s; want empty (own Pod, then %s)", got, EnvProxyImage, builtinProxyImage)
+		t.Errorf("--proxy-image = %q without $%s; want empty (own Pod, then %s)", got, names.ProxyImageEnv, builtinProxyImage)
 	}
 }
 

@@ -44,6 +44,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 )
 
@@ -115,10 +116,10 @@ func (r *DedicatedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(provision.FieldManager)
+		r.Recorder = mgr.GetEventRecorder(names.FieldManager)
 	}
 	trustBundle := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.InstallNamespace && o.GetName() == provision.TrustBundleConfigMapName
+		return o.GetNamespace() == r.InstallNamespace && o.GetName() == names.TrustBundleConfigMapName
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dedicated-proxy").
@@ -253,7 +254,7 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			return ctrl.Result{}, reconcile.TerminalError(err)
 		}
-		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(provision.FieldManager), client.ForceOwnership); err != nil {
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(names.FieldManager), client.ForceOwnership); err != nil {
 			r.warn(&gw, EventApplyFailed, fmt.Sprintf("apply %s %s: %v", u.GetKind(), u.GetName(), err))
 			return ctrl.Result{}, fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 		}
@@ -323,7 +324,7 @@ func (r *DedicatedReconciler) handOffReplicas(ctx context.Context, desired *apps
 	case err != nil:
 		return err
 	}
-	if live.Spec.Replicas == nil || !ownsReplicas(&live, provision.FieldManager) {
+	if live.Spec.Replicas == nil || !ownsReplicas(&live, names.FieldManager) {
 		return nil
 	}
 	handoff := &appsv1.Deployment{
@@ -368,11 +369,8 @@ func ownsReplicas(d *appsv1.Deployment, manager string) bool {
 // longer ask for, objects named after a former class, or everything when the
 // Gateway left dedicated mode.
 func (r *DedicatedReconciler) prune(ctx context.Context, gw *gwv1.Gateway, keep map[string]bool) error {
-	sel := client.MatchingLabels{
-		provision.LabelManagedBy:   provision.ValueManagedBy,
-		provision.LabelComponent:   provision.ComponentDedicatedProxy,
-		provision.LabelGatewayName: provision.LabelValue(gw.Name),
-	}
+	sel := client.MatchingLabels(names.DedicatedProxySelector())
+	sel[names.LabelGatewayName] = names.LabelValue(gw.Name)
 	for _, k := range dedicatedKinds {
 		list := k.list()
 		if err := r.Client.List(ctx, list, client.InNamespace(gw.Namespace), sel); err != nil {
@@ -441,15 +439,15 @@ func ownedBy(obj client.Object, gw *gwv1.Gateway) bool {
 // "" while it does not exist yet (its creation re-triggers every Gateway).
 func (r *DedicatedReconciler) trustBundle(ctx context.Context) (string, error) {
 	var cm corev1.ConfigMap
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.InstallNamespace, Name: provision.TrustBundleConfigMapName}, &cm)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.InstallNamespace, Name: names.TrustBundleConfigMapName}, &cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		log.FromContext(ctx).Info("trust bundle ConfigMap not found yet", "configmap", klog.KRef(r.InstallNamespace, provision.TrustBundleConfigMapName))
+		log.FromContext(ctx).Info("trust bundle ConfigMap not found yet", "configmap", klog.KRef(r.InstallNamespace, names.TrustBundleConfigMapName))
 		return "", nil
 	case err != nil:
 		return "", err
 	}
-	return cm.Data[provision.TrustBundleKey], nil
+	return cm.Data[names.TrustBundleKey], nil
 }
 
 func (r *DedicatedReconciler) warn(gw *gwv1.Gateway, reason, note string) {

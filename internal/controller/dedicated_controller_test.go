@@ -42,6 +42,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayparamsv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/testenv"
@@ -57,7 +58,7 @@ const (
 // appliedFields returns the fields coxswain-controller owns by apply on obj.
 func appliedFields(obj client.Object) string {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == provision.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil {
+		if mf.Manager == names.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil {
 			return string(mf.FieldsV1.Raw)
 		}
 	}
@@ -111,8 +112,8 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		suffix = uuid.NewString()[:8]
 		installNS = dedNamespace("ded-install")
 		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: provision.TrustBundleConfigMapName},
-			Data:       map[string]string{provision.TrustBundleKey: dedBundle},
+			ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: names.TrustBundleConfigMapName},
+			Data:       map[string]string{names.TrustBundleKey: dedBundle},
 		})).To(Succeed())
 
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -157,9 +158,9 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		class := &gwv1.GatewayClass{
 			ObjectMeta: metav1.ObjectMeta{Name: className},
 			Spec: gwv1.GatewayClassSpec{
-				ControllerName: provision.ControllerName,
+				ControllerName: names.ControllerName,
 				ParametersRef: &gwv1.ParametersReference{
-					Group: provision.ParametersGroup, Kind: provision.ParametersKind, Name: "class-params",
+					Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "class-params",
 					Namespace: ptr.To(gwv1.Namespace(ns)),
 				},
 			},
@@ -196,9 +197,9 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		Expect(pod.Containers).To(HaveLen(1))
 		Expect(pod.Containers[0].Image).To(Equal(dedImage))
 		Expect(pod.Containers[0].Args).To(ContainElements("--dedicated", "--gateway-name", "edge", "--gateway-namespace", ns,
-			provision.DiscoveryEndpoint(installNS), provision.BootstrapEndpoint(installNS)))
+			names.DiscoveryEndpoint(installNS), names.BootstrapEndpoint(installNS)))
 		Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("example.com/team", "payments"))
-		Expect(d.Labels).To(HaveKeyWithValue(provision.LabelComponent, provision.ComponentDedicatedProxy))
+		Expect(d.Labels).To(HaveKeyWithValue(names.LabelComponent, names.ComponentDedicatedProxy))
 
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gw), gw)).To(Succeed())
 		owner := metav1.OwnerReference{APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: gw.Name, UID: gw.UID,
@@ -222,11 +223,11 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			And(HaveField("Port", BeEquivalentTo(80)), HaveField("TargetPort.IntVal", BeEquivalentTo(80))),
 			And(HaveField("Port", BeEquivalentTo(5432)), HaveField("TargetPort.IntVal", BeEquivalentTo(5432))),
 		))
-		Expect(cm.Data).To(HaveKeyWithValue(provision.TrustBundleKey, dedBundle))
+		Expect(cm.Data).To(HaveKeyWithValue(names.TrustBundleKey, dedBundle))
 		Expect(sa.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		var hpa autoscalingv2.HorizontalPodAutoscaler
 		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &hpa))).To(BeTrue())
-		Expect(d.ManagedFields).To(ContainElement(And(HaveField("Manager", provision.FieldManager), HaveField("Operation", metav1.ManagedFieldsOperationApply))))
+		Expect(d.ManagedFields).To(ContainElement(And(HaveField("Manager", names.FieldManager), HaveField("Operation", metav1.ManagedFieldsOperationApply))))
 		Eventually(warningEvents(ns, gw.Name, provision.EventPodTemplateSanitized), dedTimeout, dedInterval).
 			Should(ContainElement(HaveField("Note", ContainSubstring("spec.hostNetwork"))))
 
@@ -276,7 +277,7 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		className := "ded-plain-" + suffix
 		class := &gwv1.GatewayClass{
 			ObjectMeta: metav1.ObjectMeta{Name: className},
-			Spec:       gwv1.GatewayClassSpec{ControllerName: provision.ControllerName},
+			Spec:       gwv1.GatewayClassSpec{ControllerName: names.ControllerName},
 		}
 		Expect(k8sClient.Create(ctx, class)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, class))).To(Succeed()) })
@@ -285,7 +286,7 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			Spec: gwv1.GatewaySpec{
 				GatewayClassName: gwv1.ObjectName(className),
 				Infrastructure: &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{
-					Group: provision.ParametersGroup, Kind: provision.ParametersKind, Name: "solo-params",
+					Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "solo-params",
 				}},
 				Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 8080}},
 			},
@@ -315,14 +316,14 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 
 		By("copying a new trust bundle into the Gateway's namespace")
 		var source corev1.ConfigMap
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: installNS, Name: provision.TrustBundleConfigMapName}, &source)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: installNS, Name: names.TrustBundleConfigMapName}, &source)).To(Succeed())
 		rotated := dedBundle + "-----BEGIN CERTIFICATE-----\nMIIBnext\n-----END CERTIFICATE-----\n"
-		source.Data[provision.TrustBundleKey] = rotated
+		source.Data[names.TrustBundleKey] = rotated
 		Expect(k8sClient.Update(ctx, &source)).To(Succeed())
 		Eventually(func(g Gomega) {
 			var cm corev1.ConfigMap
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cm)).To(Succeed())
-			g.Expect(cm.Data).To(HaveKeyWithValue(provision.TrustBundleKey, rotated))
+			g.Expect(cm.Data).To(HaveKeyWithValue(names.TrustBundleKey, rotated))
 		}, dedTimeout, dedInterval).Should(Succeed())
 
 		By("switching the Gateway to the shared pool")
@@ -347,8 +348,8 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 		for _, className := range []string{short, "internal-" + short} {
 			class := &gwv1.GatewayClass{
 				ObjectMeta: metav1.ObjectMeta{Name: className},
-				Spec: gwv1.GatewayClassSpec{ControllerName: provision.ControllerName, ParametersRef: &gwv1.ParametersReference{
-					Group: provision.ParametersGroup, Kind: provision.ParametersKind, Name: "p", Namespace: ptr.To(gwv1.Namespace(ns)),
+				Spec: gwv1.GatewayClassSpec{ControllerName: names.ControllerName, ParametersRef: &gwv1.ParametersReference{
+					Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "p", Namespace: ptr.To(gwv1.Namespace(ns)),
 				}},
 			}
 			Expect(k8sClient.Create(ctx, class)).To(Succeed())
@@ -461,12 +462,12 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			for _, gw := range gws {
 				u, err := provision.ToUnstructured(provision.RenderVIPServiceOfType(gw, vipNS, assigned, corev1.ServiceTypeClusterIP))
 				Expect(err).NotTo(HaveOccurred())
-				Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(provision.FieldManager), client.ForceOwnership)).To(Succeed())
+				Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(names.FieldManager), client.ForceOwnership)).To(Succeed())
 			}
 		}
 		readBack := func() []portalloc.Assignment {
 			var list corev1.ServiceList
-			Expect(k8sClient.List(ctx, &list, client.InNamespace(vipNS), client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP})).To(Succeed())
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(vipNS), client.MatchingLabels{names.LabelComponent: names.ComponentSharedVIP})).To(Succeed())
 			svcs := make([]*corev1.Service, 0, len(list.Items))
 			for i := range list.Items {
 				svcs = append(svcs, &list.Items[i])

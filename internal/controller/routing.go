@@ -29,6 +29,7 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provider"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
@@ -169,6 +170,6 @@ func DedicatedServiceAccountLookup(c client.Reader) func(ns, name string) (strin
 		if conflict, err := dedicatedNameConflict(ctx, c, gw); err != nil || conflict != nil {
 			return "", false
 		}
-		return provision.DedicatedName(gw.Name, class.Name), true
+		return names.DedicatedName(gw.Name, class.Name), true
 	}
 }

@@ -37,12 +37,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
-	"github.com/coxswain-go/coxswain/internal/provider"
-	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 	"github.com/coxswain-go/coxswain/internal/testenv"
-	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
 // startRouting runs the routing pipeline in its own manager (no manager
@@ -117,7 +115,7 @@ func cond(conds []metav1.Condition, t string) *metav1.Condition {
 
 func ourParent(r *gwv1.HTTPRoute) *gwv1.RouteParentStatus {
 	for i := range r.Status.Parents {
-		if string(r.Status.Parents[i].ControllerName) == translator.ControllerName {
+		if string(r.Status.Parents[i].ControllerName) == names.ControllerName {
 			return &r.Status.Parents[i]
 		}
 	}
@@ -154,7 +152,7 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 		holdLease(installNS, me)
 		// The shared pool's public Service: Ingress status.loadBalancer comes from it.
 		Expect(k8sClient.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: provider.SharedProxyServiceName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: names.SharedProxyServiceName},
 			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 		})).To(Succeed())
 		applySamplesInto(ns)
@@ -259,7 +257,7 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 			for _, p := range r.Status.Parents {
 				controllers = append(controllers, string(p.ControllerName))
 			}
-			g.Expect(controllers).To(ConsistOf(translator.ControllerName, "example.com/other-controller"))
+			g.Expect(controllers).To(ConsistOf(names.ControllerName, "example.com/other-controller"))
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
@@ -289,7 +287,7 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 
 	It("fills the sample Ingress's load balancer status from the shared proxy Service", func() {
 		svc := &corev1.Service{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: installNS, Name: provider.SharedProxyServiceName}, svc)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: installNS, Name: names.SharedProxyServiceName}, svc)).To(Succeed())
 		Expect(svc.Spec.ClusterIP).NotTo(BeEmpty())
 		Eventually(func(g Gomega) {
 			ing := &networkingv1.Ingress{}
@@ -338,8 +336,8 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 		vipOf := func(g Gomega, name string) *corev1.Service {
 			list := &corev1.ServiceList{}
 			g.Expect(k8sClient.List(ctx, list, client.InNamespace(installNS), client.MatchingLabels{
-				provision.LabelComponent: provision.ComponentSharedVIP, provision.LabelGatewayName: name,
-				provision.LabelGatewayNamespace: ns})).To(Succeed())
+				names.LabelComponent: names.ComponentSharedVIP, names.LabelGatewayName: name,
+				names.LabelGatewayNamespace: ns})).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(1))
 			return &list.Items[0]
 		}
@@ -378,8 +376,8 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 		Eventually(func(g Gomega) {
 			list := &corev1.ServiceList{}
 			g.Expect(k8sClient.List(ctx, list, client.InNamespace(installNS), client.MatchingLabels{
-				provision.LabelComponent: provision.ComponentSharedVIP, provision.LabelGatewayName: "another",
-				provision.LabelGatewayNamespace: ns})).To(Succeed())
+				names.LabelComponent: names.ComponentSharedVIP, names.LabelGatewayName: "another",
+				names.LabelGatewayNamespace: ns})).To(Succeed())
 			g.Expect(list.Items).To(BeEmpty())
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/translator"
@@ -133,7 +134,7 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	}
 	existing := &corev1.ServiceList{}
 	if err := a.Client.List(ctx, existing, client.InNamespace(a.InstallNamespace),
-		client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP, provision.LabelManagedBy: provision.ValueManagedBy}); err != nil {
+		client.MatchingLabels(names.SharedVIPSelector())); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	ptrs := make([]*corev1.Service, len(existing.Items))
@@ -153,7 +154,7 @@ func (a *SharedPoolApplier) apply(ctx context.Context, obj client.Object) error 
 	if err != nil {
 		return err
 	}
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(provision.FieldManager), client.ForceOwnership); err != nil {
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(names.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	return nil

@@ -35,12 +35,6 @@ const (
 
 	// DefaultTrustDomain is the SPIFFE trust domain unless configured.
 	DefaultTrustDomain = "cluster.local"
-	// ControllerServiceAccount is the controller's ServiceAccount; its SVID
-	// is the identity proxies expect from both discovery endpoints.
-	ControllerServiceAccount = "coxswain-controller"
-	// SharedProxyServiceAccount is the shared proxy's ServiceAccount in the
-	// install namespace.
-	SharedProxyServiceAccount = "coxswain-shared-proxy"
 
 	// MaxClientMessageBytes caps one proxy→controller message.
 	MaxClientMessageBytes = 1 << 20

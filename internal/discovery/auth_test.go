@@ -25,6 +25,7 @@ import (
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -80,8 +81,8 @@ func TestAuthorizer(t *testing.T) {
 		scope  snapshot.Scope
 		code   codes.Code
 	}{
-		{installNS, discovery.SharedProxyServiceAccount, snapshot.SharedPool(), codes.OK},
-		{"apps", discovery.SharedProxyServiceAccount, snapshot.SharedPool(), codes.PermissionDenied},
+		{installNS, names.SharedProxyServiceAccount, snapshot.SharedPool(), codes.OK},
+		{"apps", names.SharedProxyServiceAccount, snapshot.SharedPool(), codes.PermissionDenied},
 		{"apps", "web-coxswain", snapshot.GatewayScope("apps", "web"), codes.OK},
 		{"apps", "web-coxswain", snapshot.SharedPool(), codes.PermissionDenied},
 		{"other", "web-coxswain", snapshot.GatewayScope("apps", "web"), codes.PermissionDenied},
@@ -93,7 +94,7 @@ func TestAuthorizer(t *testing.T) {
 		}
 	}
 	var none *discovery.Authorizer
-	if status.Code(none.Authorize(installNS, discovery.SharedProxyServiceAccount, snapshot.SharedPool())) != codes.PermissionDenied {
+	if status.Code(none.Authorize(installNS, names.SharedProxyServiceAccount, snapshot.SharedPool())) != codes.PermissionDenied {
 		t.Error("a nil Authorizer must deny")
 	}
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/identity"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/testenv"
@@ -115,7 +116,7 @@ func startBootstrapStoppable(t *testing.T, p *pki, ttl time.Duration) (addr stri
 	b, err := identity.NewBootstrapServer(identity.BootstrapOptions{
 		CA:         p.ca,
 		SVID:       p.serving,
-		Reviewer:   &identity.TokenReviewer{Client: k8s, Audience: discovery.TokenAudience},
+		Reviewer:   &identity.TokenReviewer{Client: k8s, Audience: names.TokenAudience},
 		Authorizer: testAuthorizer(),
 		TTL:        ttl,
 		Registerer: reg,
@@ -239,7 +240,7 @@ func startProxyClient(t *testing.T, p *pki, bootstrapAddr, sa string, scope snap
 	}
 	dir := t.TempDir()
 	tokenPath, bundlePath := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(tokenPath, []byte(serviceAccountToken(t, ns, sa, discovery.TokenAudience)), 0o600); err != nil {
+	if err := os.WriteFile(tokenPath, []byte(serviceAccountToken(t, ns, sa, names.TokenAudience)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(bundlePath, p.ca.BundlePEM(), 0o600); err != nil {
@@ -294,7 +295,7 @@ func TestClientEndToEnd(t *testing.T) {
 		}
 	}
 
-	f := startProxyClient(t, p, bootstrapAddr, discovery.SharedProxyServiceAccount, shared, standby.addr, leader.addr)
+	f := startProxyClient(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared, standby.addr, leader.addr)
 	if f.readiness.Reason() == "" {
 		t.Fatal("/readyz must fail before the first snapshot")
 	}
@@ -370,7 +371,7 @@ func TestClientStopsOnWireVersionMismatch(t *testing.T) {
 	bootstrapAddr, _ := startBootstrap(t, p, 0)
 	srv := startServer(t, p, true, "")
 	discovery.SetWireVersionForTest(srv.Server, discovery.WireVersion+1)
-	f := startProxyClient(t, p, bootstrapAddr, discovery.SharedProxyServiceAccount, shared, srv.addr)
+	f := startProxyClient(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared, srv.addr)
 	select {
 	case err := <-f.done:
 		if !errors.Is(err, discovery.ErrWireVersion) {
@@ -424,7 +425,7 @@ func TestClientKeepsStreamingWhenRenewalFails(t *testing.T) {
 	if err := srv.Publish([]*snapshot.Snapshot{v1}); err != nil {
 		t.Fatal(err)
 	}
-	f := startProxyClient(t, p, bootstrapAddr, discovery.SharedProxyServiceAccount, shared, srv.addr)
+	f := startProxyClient(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared, srv.addr)
 	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
 	stopBootstrap()
 	eventually(t, "a failed renewal", func() bool {

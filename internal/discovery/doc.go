@@ -16,28 +16,7 @@ limitations under the License.
 
 // Package discovery is the control channel between the controller and its
 // proxies: the leader-only mTLS snapshot stream and the identity bootstrap
-// that every controller replica serves. These names are interface facts that
-// manifests, proxies and the controller must agree on.
+// that every controller replica serves. The names manifests, proxies and the
+// controller must agree on (Services, ports, token audience, CA Secret,
+// trust ConfigMap, leader label) are in internal/names.
 package discovery
-
-const (
-	// StreamPort serves the snapshot stream (mTLS, leader only).
-	StreamPort = 50051
-	// BootstrapPort serves SVID bootstrap (server-auth TLS, every replica).
-	BootstrapPort = 50052
-
-	// StreamServiceName routes to the leader only.
-	StreamServiceName = "coxswain-controller-discovery"
-	// BootstrapServiceName routes to every controller replica.
-	BootstrapServiceName = "coxswain-controller-discovery-bootstrap"
-
-	// LeaderLabel marks the controller pod that holds the Lease.
-	LeaderLabel = "discovery.coxswain-labs.dev/leader"
-	// TokenAudience is the audience of the projected token a proxy presents.
-	TokenAudience = "coxswain-discovery"
-	// CASecretName holds the discovery CA, in the controller's namespace.
-	CASecretName = "coxswain-discovery-ca"
-	// TrustConfigMapName holds the CA's public roots (key ca.crt), in the
-	// controller's namespace, for proxies to mount as their trust bundle.
-	TrustConfigMapName = "coxswain-discovery-trust"
-)

@@ -19,11 +19,11 @@ package discovery
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/pflag"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -31,7 +31,6 @@ import (
 const (
 	DefaultTokenPath       = "/var/run/secrets/coxswain/discovery-token/token"
 	DefaultTrustBundlePath = "/var/run/secrets/coxswain/discovery-trust/ca.crt"
-	DefaultNamespace       = "coxswain-system"
 )
 
 // ProxyFlags are the discovery flags of `serve proxy`.
@@ -48,18 +47,18 @@ type ProxyFlags struct {
 // AddFlags registers the flags with their defaults.
 func (f *ProxyFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Endpoints, "discovery-endpoint", "",
-		"Comma-separated discovery stream endpoints, https://host:port (e.g. https://"+StreamServiceName+"."+DefaultNamespace+".svc:"+strconv.Itoa(StreamPort)+").")
+		"Comma-separated discovery stream endpoints, https://host:port (e.g. "+names.DiscoveryEndpoint(names.DefaultInstallNamespace)+").")
 	fs.StringVar(&f.BootstrapEndpoint, "discovery-bootstrap-endpoint",
-		"https://"+BootstrapServiceName+"."+DefaultNamespace+".svc:"+strconv.Itoa(BootstrapPort),
+		names.BootstrapEndpoint(names.DefaultInstallNamespace),
 		"SVID bootstrap endpoint, https://host:port.")
 	fs.StringVar(&f.TokenPath, "discovery-token-path", DefaultTokenPath,
-		"Projected ServiceAccount token with audience "+TokenAudience+", presented once per SVID bootstrap.")
+		"Projected ServiceAccount token with audience "+names.TokenAudience+", presented once per SVID bootstrap.")
 	fs.StringVar(&f.TrustBundlePath, "discovery-trust-bundle", DefaultTrustBundlePath,
-		"PEM roots of the discovery CA (the "+TrustConfigMapName+" ConfigMap).")
+		"PEM roots of the discovery CA (the "+names.TrustBundleConfigMapName+" ConfigMap).")
 	fs.StringVar(&f.TrustDomain, "discovery-trust-domain", DefaultTrustDomain, "SPIFFE trust domain of the discovery CA.")
-	fs.StringVar(&f.ControllerNamespace, "discovery-controller-namespace", DefaultNamespace,
+	fs.StringVar(&f.ControllerNamespace, "discovery-controller-namespace", names.DefaultInstallNamespace,
 		"Namespace of the controller, whose SVID both discovery endpoints must present.")
-	fs.StringVar(&f.ControllerServiceAccount, "discovery-controller-service-account", ControllerServiceAccount,
+	fs.StringVar(&f.ControllerServiceAccount, "discovery-controller-service-account", names.ControllerServiceAccount,
 		"ServiceAccount of the controller, whose SVID both discovery endpoints must present.")
 }
 

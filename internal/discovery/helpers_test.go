@@ -44,6 +44,7 @@ import (
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/identity"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -85,7 +86,7 @@ func newPKI(t *testing.T) *pki {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverID := mustID(t, installNS, discovery.ControllerServiceAccount)
+	serverID := mustID(t, installNS, names.ControllerServiceAccount)
 	serving, err := identity.NewServingSVID(ca, serverID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ type testServer struct {
 // "coxswain" expects SA "web-coxswain".
 func testAuthorizer() *discovery.Authorizer {
 	return &discovery.Authorizer{
-		SharedPool: discovery.ServiceAccounts(installNS + "/" + discovery.SharedProxyServiceAccount),
+		SharedPool: discovery.ServiceAccounts(installNS + "/" + names.SharedProxyServiceAccount),
 		GatewayServiceAccount: func(ns, name string) (string, bool) {
 			if ns == "apps" && name == "web" {
 				return "web-coxswain", true

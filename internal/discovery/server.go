@@ -44,6 +44,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -131,7 +132,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		return nil, errors.New("discovery server needs an IsLeader function")
 	}
 	if opts.Addr == "" {
-		opts.Addr = ":" + strconv.Itoa(StreamPort)
+		opts.Addr = names.BindAddress(names.DiscoveryStreamPort)
 	}
 	if opts.LeaderCheckInterval <= 0 {
 		opts.LeaderCheckInterval = time.Second
@@ -388,7 +389,7 @@ func peerIdentity(ctx context.Context) (spiffeid.ID, error) {
 // Stream serves one proxy: Subscribe, then snapshots out and acks in.
 func (s *Server) Stream(stream grpc.BidiStreamingServer[discoveryv1.ClientMessage, discoveryv1.ServerMessage]) error {
 	if !s.opts.IsLeader() {
-		return s.reject(codes.FailedPrecondition, "%s: this controller replica is a standby; dial the %s Service", NotLeaderMessage, StreamServiceName)
+		return s.reject(codes.FailedPrecondition, "%s: this controller replica is a standby; dial the %s Service", NotLeaderMessage, names.DiscoveryStreamServiceName)
 	}
 	id, err := peerIdentity(stream.Context())
 	if err != nil {

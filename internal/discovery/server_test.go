@@ -29,6 +29,7 @@ import (
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -102,7 +103,7 @@ func TestClientCertificateFromAnotherCARefused(t *testing.T) {
 	}
 	// Same SPIFFE ID as a legitimate shared proxy, signed by another CA. The
 	// client trusts the real server (p) so only the server's check can fail.
-	svid := other.svidFor(t, installNS, discovery.SharedProxyServiceAccount)
+	svid := other.svidFor(t, installNS, names.SharedProxyServiceAccount)
 	expectHandshakeRefused(t, ts.addr, p, svid)
 }
 
@@ -112,10 +113,10 @@ func TestExpiredSVIDRefused(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{snap(shared, "gw", 1, []int32{8080}, "10.0.0.1")}); err != nil {
 		t.Fatal(err)
 	}
-	svid := p.expiredSVIDFor(t, installNS, discovery.SharedProxyServiceAccount)
+	svid := p.expiredSVIDFor(t, installNS, names.SharedProxyServiceAccount)
 	expectHandshakeRefused(t, ts.addr, p, svid)
 	// The same identity with a valid SVID is served: the refusal was the expiry.
-	st2, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st2, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st2.Send(subscribe("valid", shared)); err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +132,9 @@ func TestWrongServiceAccountForDedicatedScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct{ ns, sa string }{
-		{"apps", "other-coxswain"},                       // wrong SA name
-		{"elsewhere", "web-coxswain"},                    // right name, wrong namespace
-		{installNS, discovery.SharedProxyServiceAccount}, // the shared proxy
+		{"apps", "other-coxswain"},                   // wrong SA name
+		{"elsewhere", "web-coxswain"},                // right name, wrong namespace
+		{installNS, names.SharedProxyServiceAccount}, // the shared proxy
 	}
 	for _, c := range cases {
 		st, _ := rawStream(t, ts.addr, p, p.svidFor(t, c.ns, c.sa))
@@ -168,7 +169,7 @@ func TestStandbyRefusesThenLeaderServes(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{snap(shared, "gw", 1, []int32{8080}, "10.0.0.1")}); err != nil {
 		t.Fatal(err)
 	}
-	svid := p.svidFor(t, installNS, discovery.SharedProxyServiceAccount)
+	svid := p.svidFor(t, installNS, names.SharedProxyServiceAccount)
 	st, _ := rawStream(t, ts.addr, p, svid)
 	_ = st.Send(subscribe("p1", shared))
 	expectRefused(t, st, codes.FailedPrecondition, discovery.NotLeaderMessage)
@@ -188,7 +189,7 @@ func TestStandbyRefusesThenLeaderServes(t *testing.T) {
 func TestWireVersionMismatchRefused(t *testing.T) {
 	p := newPKI(t)
 	ts := startServer(t, p, true, "")
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	msg := subscribe("old", shared)
 	msg.GetSubscribe().WireVersion = 1
 	if err := st.Send(msg); err != nil {
@@ -206,7 +207,7 @@ func TestNodeIDHeldByAnotherIdentity(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st.Send(subscribe("node-a", shared)); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestMessageSizeCap(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{snap(shared, "gw", 1, []int32{8080}, "10.0.0.1")}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st.Send(subscribe("big", shared)); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestFullThenDeltaThenFullAfterNack(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{v1}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st.Send(subscribe("p", shared)); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestOneUnackedMessageAndCoalescing(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{v1}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st.Send(subscribe("p", shared)); err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestPublishRejectsInvalidSnapshotKeepingPrevious(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{bad}); err == nil {
 		t.Fatal("an invalid snapshot must be reported")
 	}
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st.Send(subscribe("p", shared)); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestOversizeSnapshotNotSent(t *testing.T) {
 	if err := ts.Publish([]*snapshot.Snapshot{big}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, discovery.SharedProxyServiceAccount))
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
 	if err := st.Send(subscribe("p", shared)); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,6 +39,7 @@ import (
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // ReasonBootstrapRejected is the reason of the Event a refused bootstrap
@@ -60,7 +60,7 @@ type BootstrapOptions struct {
 	// SVID is the server certificate (the controller's ServingSVID).
 	SVID x509svid.Source
 	// Reviewer checks the token (a *TokenReviewer with audience
-	// discovery.TokenAudience).
+	// names.TokenAudience).
 	Reviewer Reviewer
 	// Authorizer decides which ServiceAccounts are Coxswain-managed for
 	// which scope; others get PERMISSION_DENIED.
@@ -94,7 +94,7 @@ func NewBootstrapServer(opts BootstrapOptions) (*BootstrapServer, error) {
 		return nil, errors.New("bootstrap server needs a CA, an SVID source and a token reviewer")
 	}
 	if opts.Addr == "" {
-		opts.Addr = ":" + strconv.Itoa(discovery.BootstrapPort)
+		opts.Addr = names.BindAddress(names.DiscoveryBootstrapPort)
 	}
 	b := &BootstrapServer{opts: opts, results: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "coxswain_discovery_bootstrap_total",

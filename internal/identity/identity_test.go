@@ -57,6 +57,7 @@ import (
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/identity"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
@@ -158,13 +159,13 @@ func TestCASecretFirstWriterWins(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range replicas {
 		cas[i] = identity.NewCA(td)
-		src := &identity.SecretSource{Client: k8s, Namespace: ns, Name: discovery.CASecretName, Mode: identity.ModeAuto, CA: cas[i], Log: testr.New(t)}
+		src := &identity.SecretSource{Client: k8s, Namespace: ns, Name: names.CASecretName, Mode: identity.ModeAuto, CA: cas[i], Log: testr.New(t)}
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = src.Load(context.Background()) }()
 	}
 	wg.Wait()
 	sec := &corev1.Secret{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: discovery.CASecretName}, sec); err != nil {
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.CASecretName}, sec); err != nil {
 		t.Fatal(err)
 	}
 	for i := range replicas {
@@ -185,8 +186,8 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 	ns := "ca-external"
 	ensureNamespace(t, ns)
 	ca := identity.NewCA(td)
-	src := &identity.SecretSource{Client: k8s, Namespace: ns, Name: discovery.CASecretName, Mode: identity.ModeExternal, CA: ca,
-		TrustConfigMap: discovery.TrustConfigMapName, Interval: 100 * time.Millisecond, Log: testr.New(t)}
+	src := &identity.SecretSource{Client: k8s, Namespace: ns, Name: names.CASecretName, Mode: identity.ModeExternal, CA: ca,
+		TrustConfigMap: names.TrustBundleConfigMapName, Interval: 100 * time.Millisecond, Log: testr.New(t)}
 	if err := src.Load(context.Background()); err == nil || !strings.Contains(err.Error(), "absent") {
 		t.Fatalf("external mode with no Secret: expected an 'absent' error, got %v", err)
 	}
@@ -200,7 +201,7 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 
 	_, cert1, key1 := newCA(t)
 	sec := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: discovery.CASecretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.CASecretName},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": cert1, "tls.key": key1},
 	}
@@ -224,7 +225,7 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 	}
 	eventually(t, "the trust ConfigMap to carry both roots", func() bool {
 		cm := &corev1.ConfigMap{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.TrustConfigMapName}, cm); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, cm); err != nil {
 			return false
 		}
 		return cm.Data["ca.crt"] == string(ca.BundlePEM()) && strings.Count(cm.Data["ca.crt"], "BEGIN CERTIFICATE") == 2
@@ -262,7 +263,7 @@ type bootstrapFixture struct {
 func startBootstrap(t *testing.T) *bootstrapFixture {
 	t.Helper()
 	ca, _, _ := newCA(t)
-	serverID, _ := discovery.ServiceAccountID(td, installNS, discovery.ControllerServiceAccount)
+	serverID, _ := discovery.ServiceAccountID(td, installNS, names.ControllerServiceAccount)
 	serving, err := identity.NewServingSVID(ca, serverID, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -277,9 +278,9 @@ func startBootstrap(t *testing.T) *bootstrapFixture {
 	b, err := identity.NewBootstrapServer(identity.BootstrapOptions{
 		CA:       ca,
 		SVID:     serving,
-		Reviewer: &identity.TokenReviewer{Client: k8s, Audience: discovery.TokenAudience},
+		Reviewer: &identity.TokenReviewer{Client: k8s, Audience: names.TokenAudience},
 		Authorizer: &discovery.Authorizer{
-			SharedPool: discovery.ServiceAccounts(installNS + "/" + discovery.SharedProxyServiceAccount),
+			SharedPool: discovery.ServiceAccounts(installNS + "/" + names.SharedProxyServiceAccount),
 			GatewayServiceAccount: func(ns, name string) (string, bool) {
 				if ns == "apps" && name == "web" {
 					return "web-coxswain", true
@@ -289,9 +290,9 @@ func startBootstrap(t *testing.T) *bootstrapFixture {
 		},
 		TTL:                  2 * time.Hour,
 		UpstreamEndpoint:     "https://coxswain-controller-discovery.coxswain-system.svc:50051",
-		ServerServiceAccount: discovery.ControllerServiceAccount,
+		ServerServiceAccount: names.ControllerServiceAccount,
 		Recorder:             broadcaster.NewRecorder(scheme.Scheme, "coxswain-controller"),
-		Regarding:            &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: installNS, Name: discovery.CASecretName},
+		Regarding:            &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: installNS, Name: names.CASecretName},
 		Registerer:           reg,
 		Log:                  testr.New(t),
 	})
@@ -350,7 +351,7 @@ func TestBootstrapIssuesExactlyTheServiceAccountSVID(t *testing.T) {
 	apiserver(t)
 	f := startBootstrap(t)
 	csrPEM, key := csr(t)
-	tok := token(t, installNS, discovery.SharedProxyServiceAccount, discovery.TokenAudience)
+	tok := token(t, installNS, names.SharedProxyServiceAccount, names.TokenAudience)
 	resp, err := f.call(t, request(tok, csrPEM, snapshot.SharedPool()))
 	if err != nil {
 		t.Fatal(err)
@@ -370,7 +371,7 @@ func TestBootstrapIssuesExactlyTheServiceAccountSVID(t *testing.T) {
 	if life := leaf.NotAfter.Sub(time.Now()); life < 119*time.Minute || life > 121*time.Minute {
 		t.Fatalf("SVID lifetime %v, want the configured 2h", life)
 	}
-	if resp.GetNotAfterUnix() != leaf.NotAfter.Unix() || resp.GetExpectedServerSa() != discovery.ControllerServiceAccount {
+	if resp.GetNotAfterUnix() != leaf.NotAfter.Unix() || resp.GetExpectedServerSa() != names.ControllerServiceAccount {
 		t.Fatal("response metadata does not match the SVID")
 	}
 	bundle, err := x509svidBundle(resp.GetTrustBundlePem())
@@ -382,7 +383,7 @@ func TestBootstrapIssuesExactlyTheServiceAccountSVID(t *testing.T) {
 	}
 
 	// The dedicated Gateway's SA gets its SVID for its own scope.
-	tok = token(t, "apps", "web-coxswain", discovery.TokenAudience)
+	tok = token(t, "apps", "web-coxswain", names.TokenAudience)
 	if _, err := f.call(t, request(tok, csrPEM, snapshot.GatewayScope("apps", "web"))); err != nil {
 		t.Fatalf("dedicated SA: %v", err)
 	}
@@ -398,15 +399,15 @@ func TestBootstrapRefusals(t *testing.T) {
 		code   codes.Code
 		reason string // the Event's regarding object, "" for none
 	}{
-		{"wrong audience", request(token(t, installNS, discovery.SharedProxyServiceAccount, "https://kubernetes.default.svc"), csrPEM, snapshot.SharedPool()),
-			codes.Unauthenticated, "Secret/" + discovery.CASecretName},
-		{"garbage token", request("not-a-token", csrPEM, snapshot.SharedPool()), codes.Unauthenticated, "Secret/" + discovery.CASecretName},
-		{"non-managed SA", request(token(t, "apps", "default", discovery.TokenAudience), csrPEM, snapshot.SharedPool()),
+		{"wrong audience", request(token(t, installNS, names.SharedProxyServiceAccount, "https://kubernetes.default.svc"), csrPEM, snapshot.SharedPool()),
+			codes.Unauthenticated, "Secret/" + names.CASecretName},
+		{"garbage token", request("not-a-token", csrPEM, snapshot.SharedPool()), codes.Unauthenticated, "Secret/" + names.CASecretName},
+		{"non-managed SA", request(token(t, "apps", "default", names.TokenAudience), csrPEM, snapshot.SharedPool()),
 			codes.PermissionDenied, "ServiceAccount/default"},
-		{"dedicated scope, wrong SA", request(token(t, "apps", "other-coxswain", discovery.TokenAudience), csrPEM, snapshot.GatewayScope("apps", "web")),
+		{"dedicated scope, wrong SA", request(token(t, "apps", "other-coxswain", names.TokenAudience), csrPEM, snapshot.GatewayScope("apps", "web")),
 			codes.PermissionDenied, "ServiceAccount/other-coxswain"},
 		{"wire mismatch", &discoveryv1.BootstrapRequest{SaToken: "x", CsrPem: csrPEM, WireVersion: 1}, codes.FailedPrecondition, ""},
-		{"bad CSR", request(token(t, installNS, discovery.SharedProxyServiceAccount, discovery.TokenAudience), "junk", snapshot.SharedPool()), codes.InvalidArgument, ""},
+		{"bad CSR", request(token(t, installNS, names.SharedProxyServiceAccount, names.TokenAudience), "junk", snapshot.SharedPool()), codes.InvalidArgument, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -27,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Mode says where the CA comes from.
@@ -61,8 +63,8 @@ type SecretSource struct {
 	Mode      Mode
 	CA        *CA
 	// TrustConfigMap, when set, is a ConfigMap in Namespace that the
-	// source keeps equal to the CA's bundle (key ca.crt), for proxies to
-	// mount as their trust bundle.
+	// source keeps equal to the CA's bundle (key names.TrustBundleKey), for
+	// proxies to mount as their trust bundle.
 	TrustConfigMap string
 	// Interval between reloads (default 10s).
 	Interval time.Duration
@@ -113,8 +115,8 @@ func (s *SecretSource) publishTrust(ctx context.Context, reader client.Reader) e
 	if apierrors.IsNotFound(err) {
 		cm = &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.TrustConfigMap,
-				Labels: map[string]string{"app.kubernetes.io/name": "coxswain", "app.kubernetes.io/component": "discovery-trust"}},
-			Data: map[string]string{SecretBundleKey: bundle},
+				Labels: map[string]string{names.LabelName: names.ValueName, names.LabelComponent: names.ComponentDiscoveryTrust}},
+			Data: map[string]string{names.TrustBundleKey: bundle},
 		}
 		if err := s.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating trust ConfigMap %s: %w", key, err)
@@ -124,13 +126,13 @@ func (s *SecretSource) publishTrust(ctx context.Context, reader client.Reader) e
 	if err != nil {
 		return fmt.Errorf("reading trust ConfigMap %s: %w", key, err)
 	}
-	if cm.Data[SecretBundleKey] == bundle {
+	if cm.Data[names.TrustBundleKey] == bundle {
 		return nil
 	}
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[SecretBundleKey] = bundle
+	cm.Data[names.TrustBundleKey] = bundle
 	if err := s.Client.Update(ctx, cm); err != nil {
 		return fmt.Errorf("updating trust ConfigMap %s: %w", key, err)
 	}
@@ -146,7 +148,7 @@ func (s *SecretSource) create(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace,
 			Name:      s.Name,
-			Labels:    map[string]string{"app.kubernetes.io/name": "coxswain", "app.kubernetes.io/component": "discovery-ca"},
+			Labels:    map[string]string{names.LabelName: names.ValueName, names.LabelComponent: names.ComponentDiscoveryCA},
 		},
 		Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{SecretCertKey: certPEM, SecretKeyKey: keyPEM},

@@ -33,7 +33,7 @@ var ErrUnauthenticated = errors.New("token not authenticated")
 // TokenReviewer checks ServiceAccount tokens with the TokenReview API.
 type TokenReviewer struct {
 	Client client.Client
-	// Audience the token must be issued for (discovery.TokenAudience).
+	// Audience the token must be issued for (names.TokenAudience).
 	Audience string
 }
 

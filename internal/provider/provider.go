@@ -36,7 +36,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,22 +45,8 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/translator"
-)
-
-// Label contract of the objects Coxswain renders (see internal/provision).
-const (
-	ManagedByLabel      = "app.kubernetes.io/managed-by"
-	ManagedByValue      = "coxswain"
-	ComponentLabel      = "app.kubernetes.io/component"
-	ComponentDedicated  = "dedicated-proxy"
-	ComponentSharedVIP  = "shared-vip"
-	GatewayNameLabel    = "gateway.networking.k8s.io/gateway-name"
-	GatewayNamespaceLbl = "gateway.coxswain-labs.dev/gateway-namespace"
-	// SharedProxyServiceName is the shared pool's public Service in the
-	// install namespace.
-	SharedProxyServiceName = "coxswain-shared-proxy"
 )
 
 // Debounce bounds: an event after a quiet period rebuilds at once; an event
@@ -344,24 +329,12 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 		return nil, err
 	}
 	deployments, err := list(ctx, c, &appsv1.DeploymentList{}, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
-		client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{ManagedByLabel: ManagedByValue, ComponentLabel: ComponentDedicated})})
+		client.MatchingLabels(names.DedicatedProxySelector()))
 	if err != nil {
 		return nil, err
 	}
 	r.DedicatedDeployments = deployments
-	r.Services = services
-	for _, s := range services {
-		l := s.Labels
-		switch {
-		case l[ManagedByLabel] == ManagedByValue && l[ComponentLabel] == ComponentDedicated:
-			r.DedicatedServices = append(r.DedicatedServices, s)
-		case s.Namespace == p.opts.InstallNamespace && l[ManagedByLabel] == ManagedByValue && l[ComponentLabel] == ComponentSharedVIP:
-			r.SharedVIPServices = append(r.SharedVIPServices, s)
-		case s.Namespace == p.opts.InstallNamespace && s.Name == SharedProxyServiceName:
-			r.SharedProxyService = s
-		}
-	}
-	r.InternalPorts = provision.AssignmentsFromVIPServices(r.SharedVIPServices)
+	r.SetServices(p.opts.InstallNamespace, services)
 	return r, nil
 }
 

@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Dedicated object names are "{gateway}-{gatewayclass}" (GEP-1762), which
@@ -36,10 +38,10 @@ import (
 // DedicatedNameConflicts, so they agree.
 
 // DedicatedObjectNames are the names a dedicated Gateway's objects take in
-// its namespace: DedicatedName (Deployment, ServiceAccount, ConfigMap, HPA,
-// PDB) and, when it differs, DedicatedServiceName (the Service).
+// its namespace: names.DedicatedName (Deployment, ServiceAccount, ConfigMap,
+// HPA, PDB) and, when it differs, names.DedicatedServiceName (the Service).
 func DedicatedObjectNames(gatewayName, className string) []string {
-	n, svc := DedicatedName(gatewayName, className), DedicatedServiceName(gatewayName, className)
+	n, svc := names.DedicatedName(gatewayName, className), names.DedicatedServiceName(gatewayName, className)
 	if svc == n {
 		return []string{n}
 	}

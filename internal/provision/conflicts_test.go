@@ -25,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 func conflictGateway(ns, name, class string, created time.Time) *gwv1.Gateway {
@@ -38,7 +40,7 @@ func TestDedicatedNameConflicts(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	key := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 	long := strings.Repeat("a", 60) // {gateway}-{class} too long for a Service name: hashed
-	hashedSvc := DedicatedServiceName(long, "coxswain")
+	hashedSvc := names.DedicatedServiceName(long, "coxswain")
 	for _, tc := range []struct {
 		name string
 		gws  []*gwv1.Gateway
@@ -120,7 +122,7 @@ func TestDedicatedObjectNames(t *testing.T) {
 	}
 	long := strings.Repeat("a", 60)
 	got := DedicatedObjectNames(long, "coxswain")
-	if len(got) != 2 || got[0] != long+"-coxswain" || got[1] != DedicatedServiceName(long, "coxswain") || got[1] == got[0] {
+	if len(got) != 2 || got[0] != long+"-coxswain" || got[1] != names.DedicatedServiceName(long, "coxswain") || got[1] == got[0] {
 		t.Errorf("DedicatedObjectNames(long, coxswain) = %v: want the Deployment name and the hashed Service name", got)
 	}
 }

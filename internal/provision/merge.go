@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Strategic-merge directives.
@@ -81,17 +83,17 @@ func MergePodTemplate(base corev1.PodTemplateSpec, layers []Layer) (corev1.PodTe
 		}
 		patch, err := rawToMap(l.Patch.Spec)
 		if err != nil {
-			return out, nil, fmt.Errorf("podTemplate.spec of %s %s: %w", ParametersKind, l.Source, err)
+			return out, nil, fmt.Errorf("podTemplate.spec of %s %s: %w", names.ParametersKind, l.Source, err)
 		}
 		if patch == nil {
 			continue
 		}
 		spec, unknown, err := MergePodSpec(out.Spec, patch)
 		if err != nil {
-			return out, nil, fmt.Errorf("podTemplate.spec of %s %s: %w", ParametersKind, l.Source, err)
+			return out, nil, fmt.Errorf("podTemplate.spec of %s %s: %w", names.ParametersKind, l.Source, err)
 		}
 		for _, u := range unknown {
-			dropped = append(dropped, fmt.Sprintf("%s %s: podTemplate.spec: %s", ParametersKind, l.Source, u))
+			dropped = append(dropped, fmt.Sprintf("%s %s: podTemplate.spec: %s", names.ParametersKind, l.Source, u))
 		}
 		out.Spec = spec
 	}

@@ -32,6 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // DedicatedInput is everything the dedicated renderer reads.
@@ -88,20 +90,20 @@ func DefaultResources() corev1.ResourceRequirements {
 // DedicatedLabels are the reserved labels of every dedicated object of gw.
 func DedicatedLabels(gw *gwv1.Gateway) map[string]string {
 	return map[string]string{
-		LabelName:        ValueName,
-		LabelInstance:    LabelValue(gw.Name),
-		LabelManagedBy:   ValueManagedBy,
-		LabelComponent:   ComponentDedicatedProxy,
-		LabelGatewayName: LabelValue(gw.Name),
+		names.LabelName:        names.ValueName,
+		names.LabelInstance:    names.LabelValue(gw.Name),
+		names.LabelManagedBy:   names.ValueManagedBy,
+		names.LabelComponent:   names.ComponentDedicatedProxy,
+		names.LabelGatewayName: names.LabelValue(gw.Name),
 	}
 }
 
 // DedicatedSelector selects the dedicated proxy pods of gw.
 func DedicatedSelector(gw *gwv1.Gateway) map[string]string {
 	return map[string]string{
-		LabelName:      ValueName,
-		LabelInstance:  LabelValue(gw.Name),
-		LabelComponent: ComponentDedicatedProxy,
+		names.LabelName:      names.ValueName,
+		names.LabelInstance:  names.LabelValue(gw.Name),
+		names.LabelComponent: names.ComponentDedicatedProxy,
 	}
 }
 
@@ -125,7 +127,7 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 	if image == "" {
 		return nil, fmt.Errorf("render dedicated proxies of Gateway %s/%s: no image (parameters set none and the controller has no default)", gw.Namespace, gw.Name)
 	}
-	name := DedicatedName(gw.Name, string(gw.Spec.GatewayClassName))
+	name := names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName))
 	reserved := DedicatedLabels(gw)
 	infraLabels, infraAnnotations := infrastructureMetadata(gw)
 	labels := mergeStrings(infraLabels, reserved)
@@ -149,14 +151,14 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 	out.ConfigMap = &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: meta(name, nil),
-		Data:       map[string]string{TrustBundleKey: in.TrustBundle},
+		Data:       map[string]string{names.TrustBundleKey: in.TrustBundle},
 	}
 
 	listeners := listenerPorts(gw)
 	selector := DedicatedSelector(gw)
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(DedicatedServiceName(gw.Name, string(gw.Spec.GatewayClassName)), eff.ServiceAnnotations),
+		ObjectMeta: meta(names.DedicatedServiceName(gw.Name, string(gw.Spec.GatewayClassName)), eff.ServiceAnnotations),
 		Spec: corev1.ServiceSpec{
 			Type:     eff.ServiceType,
 			Selector: selector,
@@ -189,7 +191,7 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 		corev1.EnvVar{Name: EnvLogLevel, Value: string(eff.LogLevel)},
 		corev1.EnvVar{Name: EnvAccessLog, Value: strconv.FormatBool(eff.AccessLog)},
 	)
-	seen := map[int32]bool{HealthPort: true, MetricsPort: true}
+	seen := map[int32]bool{names.HealthPort: true, names.MetricsPort: true}
 	var listenerContainerPorts []corev1.ContainerPort
 	for _, lp := range listeners {
 		if seen[lp.port] && lp.protocol == corev1.ProtocolTCP {
@@ -201,12 +203,12 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 	proxy.Ports = append(listenerContainerPorts, proxy.Ports...)
 
 	podLabels := mergeStrings(infraLabels, reserved)
-	podLabels[LabelGatewayNamespace] = LabelValue(gw.Namespace)
+	podLabels[names.LabelGatewayNamespace] = names.LabelValue(gw.Namespace)
 	reservedPod := copyStrings(reserved)
-	reservedPod[LabelGatewayNamespace] = LabelValue(gw.Namespace)
+	reservedPod[names.LabelGatewayNamespace] = names.LabelValue(gw.Namespace)
 	volumes := proxyVolumes(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: name},
-		Items:                []corev1.KeyToPath{{Key: TrustBundleKey, Path: TrustBundleKey}},
+		Items:                []corev1.KeyToPath{{Key: names.TrustBundleKey, Path: names.TrustBundleKey}},
 	}})
 	base := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: copyStrings(infraAnnotations)},
@@ -313,8 +315,8 @@ func listenerProtocol(p gwv1.ProtocolType) corev1.Protocol {
 // discoveryArgs are the proxy flags that reach the controller's discovery.
 func discoveryArgs(installNS string) []string {
 	return []string{
-		"--discovery-endpoint", DiscoveryEndpoint(installNS),
-		"--discovery-bootstrap-endpoint", BootstrapEndpoint(installNS),
+		"--discovery-endpoint", names.DiscoveryEndpoint(installNS),
+		"--discovery-bootstrap-endpoint", names.BootstrapEndpoint(installNS),
 		"--discovery-token-path", TokenPath,
 		"--discovery-trust-bundle", TrustBundlePath,
 		"--discovery-controller-namespace", installNS,
@@ -333,8 +335,8 @@ func proxyContainer(image string, args []string, resources corev1.ResourceRequir
 			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
 		},
 		Ports: []corev1.ContainerPort{
-			{Name: "health", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP},
-			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: "health", ContainerPort: names.HealthPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: names.MetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		Resources: resources,
 		ReadinessProbe: &corev1.Probe{
@@ -359,7 +361,7 @@ func proxyVolumes(trust corev1.VolumeSource) []corev1.Volume {
 	return []corev1.Volume{
 		{Name: TokenVolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-				Audience:          TokenAudience,
+				Audience:          names.TokenAudience,
 				ExpirationSeconds: ptrTo(TokenExpirationSeconds),
 				Path:              "token",
 			}}},

@@ -25,6 +25,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Built-in defaults for fields no parameters layer sets.
@@ -115,7 +116,7 @@ func (r ParamsRef) String() string {
 
 // IsParameters reports whether the reference names a CoxswainGatewayParameters.
 func (r ParamsRef) IsParameters() bool {
-	return r.Group == ParametersGroup && r.Kind == ParametersKind
+	return r.Group == names.ParametersGroup && r.Kind == names.ParametersKind
 }
 
 // ParamsRefs returns the parameter references of a Gateway of a class we
@@ -123,7 +124,7 @@ func (r ParamsRef) IsParameters() bool {
 // class is nil or belongs to another controller. The reconciler fetches each
 // reference that IsParameters and passes what it found to Resolve.
 func ParamsRefs(gw *gwv1.Gateway, class *gwv1.GatewayClass) []ParamsRef {
-	if gw == nil || class == nil || string(class.Spec.ControllerName) != ControllerName {
+	if gw == nil || class == nil || string(class.Spec.ControllerName) != names.ControllerName {
 		return nil
 	}
 	var refs []ParamsRef
@@ -168,10 +169,10 @@ func Resolve(gw *gwv1.Gateway, class *gwv1.GatewayClass, params []gatewayv1alpha
 	var sources []types.NamespacedName
 	for _, r := range refs {
 		if !r.IsParameters() {
-			return Effective{}, true, fmt.Errorf("%s: unsupported kind, want %s/%s", r, ParametersGroup, ParametersKind)
+			return Effective{}, true, fmt.Errorf("%s: unsupported kind, want %s/%s", r, names.ParametersGroup, names.ParametersKind)
 		}
 		if r.Namespace == "" {
-			return Effective{}, true, fmt.Errorf("%s: namespace is required for %s", r, ParametersKind)
+			return Effective{}, true, fmt.Errorf("%s: namespace is required for %s", r, names.ParametersKind)
 		}
 		if r.Name == "" {
 			return Effective{}, true, fmt.Errorf("%s: name is required", r)

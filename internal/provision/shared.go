@@ -27,25 +27,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 )
 
 // SharedPoolLabels are the reserved labels of the shared pool's objects.
 func SharedPoolLabels() map[string]string {
 	return map[string]string{
-		LabelName:      ValueName,
-		LabelInstance:  sharedPoolInstanceValue,
-		LabelManagedBy: ValueManagedBy,
-		LabelComponent: ComponentSharedProxy,
+		names.LabelName:      names.ValueName,
+		names.LabelInstance:  sharedPoolInstanceValue,
+		names.LabelManagedBy: names.ValueManagedBy,
+		names.LabelComponent: names.ComponentSharedProxy,
 	}
 }
 
 // SharedPoolSelector selects the shared proxy pods; every VIP Service uses it.
 func SharedPoolSelector() map[string]string {
 	return map[string]string{
-		LabelName:      ValueName,
-		LabelInstance:  sharedPoolInstanceValue,
-		LabelComponent: ComponentSharedProxy,
+		names.LabelName:      names.ValueName,
+		names.LabelInstance:  sharedPoolInstanceValue,
+		names.LabelComponent: names.ComponentSharedProxy,
 	}
 }
 
@@ -62,7 +63,7 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 	}
 	sa := &corev1.ServiceAccount{
 		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta:                   meta(SharedPoolName),
+		ObjectMeta:                   meta(names.SharedPoolName),
 		AutomountServiceAccountToken: ptrTo(false),
 	}
 	shutdown := DefaultShutdown()
@@ -71,16 +72,16 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 	proxy := proxyContainer(image, args, DefaultResources())
 	proxy.Lifecycle = shutdown.lifecycle()
 	volumes := proxyVolumes(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: TrustBundleConfigMapName},
-		Items:                []corev1.KeyToPath{{Key: TrustBundleKey, Path: TrustBundleKey}},
+		LocalObjectReference: corev1.LocalObjectReference{Name: names.TrustBundleConfigMapName},
+		Items:                []corev1.KeyToPath{{Key: names.TrustBundleKey, Path: names.TrustBundleKey}},
 	}})
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: copyStrings(labels)},
-		Spec:       proxyPodSpec(SharedPoolName, proxy, volumes),
+		Spec:       proxyPodSpec(names.SharedPoolName, proxy, volumes),
 	}
 	tmpl.Spec.TerminationGracePeriodSeconds = shutdown.gracePeriod()
 	ApplyEnvelope(&tmpl, Envelope{
-		ServiceAccountName: SharedPoolName,
+		ServiceAccountName: names.SharedPoolName,
 		ReservedLabels:     labels,
 		ProxyContainer:     proxy,
 		Volumes:            volumes,
@@ -91,7 +92,7 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 	}
 	deploy := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta(SharedPoolName),
+		ObjectMeta: meta(names.SharedPoolName),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptrTo(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: SharedPoolSelector()},
@@ -101,13 +102,13 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 	}
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(SharedInternalServiceName),
+		ObjectMeta: meta(names.SharedInternalServiceName),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: SharedPoolSelector(),
 			Ports: []corev1.ServicePort{
-				{Name: "health", Protocol: corev1.ProtocolTCP, Port: HealthPort, TargetPort: intstr.FromString("health")},
-				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: MetricsPort, TargetPort: intstr.FromString("metrics")},
+				{Name: "health", Protocol: corev1.ProtocolTCP, Port: names.HealthPort, TargetPort: intstr.FromString("health")},
+				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: names.MetricsPort, TargetPort: intstr.FromString("metrics")},
 			},
 		},
 	}
@@ -115,7 +116,7 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 	// 80 and 443; its address fills Ingress status.loadBalancer.
 	ingress := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(SharedPoolName),
+		ObjectMeta: meta(names.SharedPoolName),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeLoadBalancer,
 			Selector: SharedPoolSelector(),
@@ -131,10 +132,10 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 // VIPLabels are the labels of the shared VIP Service of gw.
 func VIPLabels(gw *gwv1.Gateway) map[string]string {
 	return map[string]string{
-		LabelGatewayName:      LabelValue(gw.Name),
-		LabelGatewayNamespace: LabelValue(gw.Namespace),
-		LabelManagedBy:        ValueManagedBy,
-		LabelComponent:        ComponentSharedVIP,
+		names.LabelGatewayName:      names.LabelValue(gw.Name),
+		names.LabelGatewayNamespace: names.LabelValue(gw.Namespace),
+		names.LabelManagedBy:        names.ValueManagedBy,
+		names.LabelComponent:        names.ComponentSharedVIP,
 	}
 }
 
@@ -151,7 +152,7 @@ func RenderVIPService(gw *gwv1.Gateway, installNS string, assignments []portallo
 // NoInternalPortAvailable). A port used by both UDP and TCP listeners gets
 // both protocols. Assignments of other Gateways are ignored. The Gateway's
 // spec.infrastructure labels and annotations propagate; the annotation
-// AnnotationGateway records the Gateway so AssignmentsFromVIPServices can
+// names.AnnotationGateway records the Gateway so AssignmentsFromVIPServices can
 // read the assignments back.
 func RenderVIPServiceOfType(gw *gwv1.Gateway, installNS string, assignments []portalloc.Assignment, svcType corev1.ServiceType) *corev1.Service {
 	internal := map[int32]int32{}
@@ -161,11 +162,11 @@ func RenderVIPServiceOfType(gw *gwv1.Gateway, installNS string, assignments []po
 		}
 	}
 	infraLabels, infraAnnotations := infrastructureMetadata(gw)
-	annotations := mergeStrings(infraAnnotations, map[string]string{AnnotationGateway: gw.Namespace + "/" + gw.Name})
+	annotations := mergeStrings(infraAnnotations, map[string]string{names.AnnotationGateway: gw.Namespace + "/" + gw.Name})
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        VIPServiceName(gw.Namespace, gw.Name),
+			Name:        names.VIPServiceName(gw.Namespace, gw.Name),
 			Namespace:   installNS,
 			Labels:      mergeStrings(infraLabels, VIPLabels(gw)),
 			Annotations: annotations,
@@ -198,11 +199,11 @@ func AssignmentsFromVIPServices(svcs []*corev1.Service) []portalloc.Assignment {
 	seen := map[portalloc.Key]bool{}
 	var out []portalloc.Assignment
 	for _, svc := range svcs {
-		if svc == nil || svc.Labels[LabelComponent] != ComponentSharedVIP {
+		if svc == nil || svc.Labels[names.LabelComponent] != names.ComponentSharedVIP {
 			continue
 		}
-		ns, name := svc.Labels[LabelGatewayNamespace], svc.Labels[LabelGatewayName]
-		if ref := svc.Annotations[AnnotationGateway]; ref != "" {
+		ns, name := svc.Labels[names.LabelGatewayNamespace], svc.Labels[names.LabelGatewayName]
+		if ref := svc.Annotations[names.AnnotationGateway]; ref != "" {
 			if i := strings.IndexByte(ref, '/'); i > 0 && i < len(ref)-1 {
 				ns, name = ref[:i], ref[i+1:]
 			}

@@ -25,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Pure status helpers for the one status writer (the translator): it reads
@@ -95,7 +97,7 @@ func DedicatedProxyReady(gw *gwv1.Gateway, d *appsv1.Deployment) metav1.Conditio
 	}
 	switch {
 	case d == nil:
-		c.Message = fmt.Sprintf("Deployment %s is not created yet", DedicatedName(gw.Name, string(gw.Spec.GatewayClassName)))
+		c.Message = fmt.Sprintf("Deployment %s is not created yet", names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName)))
 	case d.Status.ObservedGeneration < d.Generation:
 		c.Message = fmt.Sprintf("Deployment %s: rollout of generation %d not observed yet", d.Name, d.Generation)
 	case d.Status.ReadyReplicas < 1 || d.Status.UpdatedReplicas < 1:
@@ -116,11 +118,11 @@ func DedicatedProxyReady(gw *gwv1.Gateway, d *appsv1.Deployment) metav1.Conditio
 func StaleVIPServices(existing []*corev1.Service, shared []types.NamespacedName) []*corev1.Service {
 	want := map[string]bool{}
 	for _, k := range shared {
-		want[VIPServiceName(k.Namespace, k.Name)] = true
+		want[names.VIPServiceName(k.Namespace, k.Name)] = true
 	}
 	var out []*corev1.Service
 	for _, s := range existing {
-		if s == nil || s.Labels[LabelComponent] != ComponentSharedVIP || s.Labels[LabelManagedBy] != ValueManagedBy {
+		if s == nil || s.Labels[names.LabelComponent] != names.ComponentSharedVIP || s.Labels[names.LabelManagedBy] != names.ValueManagedBy {
 			continue
 		}
 		if !want[s.Name] {

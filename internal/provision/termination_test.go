@@ -26,6 +26,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // TestShutdownAndHeaderCapOverlay: the Gateway's parameters win over the
@@ -76,7 +77,7 @@ func TestShutdownAndHeaderCapOverlay(t *testing.T) {
 				class = testClass(nil)
 			}
 			if tc.gw != nil {
-				gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: ParametersGroup, Kind: ParametersKind, Name: "mine"}}
+				gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "mine"}}
 				params = append(params, gatewayv1alpha1.CoxswainGatewayParameters{ObjectMeta: metav1.ObjectMeta{Namespace: gw.Namespace, Name: "mine"}, Spec: *tc.gw})
 			}
 			eff, dedicated, err := Resolve(gw, class, params)

@@ -17,7 +17,6 @@ limitations under the License.
 package provision
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,21 +28,9 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 )
-
-func TestDiscoveryNamesAgree(t *testing.T) {
-	if DiscoveryEndpoint("ns") != fmt.Sprintf("https://%s.ns.svc:%d", discovery.StreamServiceName, discovery.StreamPort) {
-		t.Errorf("DiscoveryEndpoint = %s", DiscoveryEndpoint("ns"))
-	}
-	if BootstrapEndpoint("ns") != fmt.Sprintf("https://%s.ns.svc:%d", discovery.BootstrapServiceName, discovery.BootstrapPort) {
-		t.Errorf("BootstrapEndpoint = %s", BootstrapEndpoint("ns"))
-	}
-	if TokenAudience != discovery.TokenAudience {
-		t.Errorf("TokenAudience = %s, discovery says %s", TokenAudience, discovery.TokenAudience)
-	}
-}
 
 func tol(key, op, value string) map[string]interface{} {
 	m := map[string]interface{}{"key": key}
@@ -168,13 +155,13 @@ func testGateway() *gwv1.Gateway {
 func testClass(ref *gwv1.ParametersReference) *gwv1.GatewayClass {
 	return &gwv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "dedicated"},
-		Spec:       gwv1.GatewayClassSpec{ControllerName: ControllerName, ParametersRef: ref},
+		Spec:       gwv1.GatewayClassSpec{ControllerName: names.ControllerName, ParametersRef: ref},
 	}
 }
 
 func classRef(ns, name string) *gwv1.ParametersReference {
 	n := gwv1.Namespace(ns)
-	return &gwv1.ParametersReference{Group: ParametersGroup, Kind: ParametersKind, Name: name, Namespace: &n}
+	return &gwv1.ParametersReference{Group: names.ParametersGroup, Kind: names.ParametersKind, Name: name, Namespace: &n}
 }
 
 func TestResolve(t *testing.T) {
@@ -182,7 +169,7 @@ func TestResolve(t *testing.T) {
 		return gatewayv1alpha1.CoxswainGatewayParameters{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
 	}
 	gw := testGateway()
-	gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: ParametersGroup, Kind: ParametersKind, Name: "mine"}}
+	gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "mine"}}
 	class := testClass(classRef("infra", "defaults"))
 	params := []gatewayv1alpha1.CoxswainGatewayParameters{
 		p("infra", "defaults", gatewayv1alpha1.CoxswainGatewayParametersSpec{Replicas: ptrTo[int32](3), Image: ptrTo("class")}),
@@ -219,7 +206,7 @@ func TestParamsUsers(t *testing.T) {
 	a := *testGateway()
 	b := *testGateway()
 	b.Name = "b"
-	b.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: ParametersGroup, Kind: ParametersKind, Name: "own"}}
+	b.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "own"}}
 	c := *testGateway()
 	c.Name, c.Spec.GatewayClassName = "c", "plain"
 	classes := []gwv1.GatewayClass{*testClass(classRef("infra", "defaults")), *testClass(nil)}
@@ -232,31 +219,6 @@ func TestParamsUsers(t *testing.T) {
 	got = ParamsUsers(types.NamespacedName{Namespace: "apps", Name: "own"}, []gwv1.Gateway{c, b, a}, classes)
 	if want := []types.NamespacedName{{Namespace: "apps", Name: "b"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("gateway users = %v, want %v", got, want)
-	}
-}
-
-func TestNames(t *testing.T) {
-	long := strings.Repeat("n", 253)
-	for _, c := range []struct{ ns, name string }{{"default", "web"}, {long[:63], long}, {"a.b", "x.y.z"}, {"0ns", "9"}} {
-		n := VIPServiceName(c.ns, c.name)
-		if !isDNS1035Label(n) || len(n) > 63 {
-			t.Errorf("VIPServiceName(%q, %q) = %q is not a DNS-1035 label", c.ns, c.name, n)
-		}
-		if n != VIPServiceName(c.ns, c.name) {
-			t.Errorf("VIPServiceName not deterministic")
-		}
-	}
-	if VIPServiceName("a", "b-c") == VIPServiceName("a-b", "c") {
-		t.Errorf("VIPServiceName collides for a/b-c and a-b/c")
-	}
-	if got := DedicatedServiceName("edge", "coxswain"); got != "edge-coxswain" {
-		t.Errorf("DedicatedServiceName = %q", got)
-	}
-	if got := DedicatedServiceName("my.gw", "coxswain"); !isDNS1035Label(got) {
-		t.Errorf("DedicatedServiceName(my.gw) = %q is not a DNS-1035 label", got)
-	}
-	if v := LabelValue(long); len(v) > 63 || v == LabelValue(long[:100]) {
-		t.Errorf("LabelValue(long) = %q", v)
 	}
 }
 

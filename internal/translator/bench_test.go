@@ -28,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -40,7 +42,7 @@ func generate(nRoutes, nNS, nGW int) *Resources {
 	res := &Resources{}
 	res.GatewayClasses = append(res.GatewayClasses, &gwv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "coxswain", Generation: 1},
-		Spec:       gwv1.GatewayClassSpec{ControllerName: ControllerName},
+		Spec:       gwv1.GatewayClassSpec{ControllerName: names.ControllerName},
 	})
 	res.Secrets = append(res.Secrets, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "wildcard"},

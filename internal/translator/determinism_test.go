@@ -19,7 +19,6 @@ package translator
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"testing"
 )
@@ -51,14 +50,7 @@ func shuffled(res *Resources, seed uint64) *Resources {
 
 func TestDeterminism(t *testing.T) {
 	for _, in := range goldenInputs(t) {
-		data, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := loadResources(data, true)
-		if err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
+		res := loadGolden(t, in)
 		want := encodeResult(t, Translate(res))
 		for seed := uint64(1); seed <= 5; seed++ {
 			got := encodeResult(t, Translate(shuffled(res, seed)))

@@ -27,6 +27,7 @@ import (
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 )
 
@@ -67,11 +68,11 @@ func structuredResources(data []byte) *Resources {
 	res := &Resources{}
 	res.GatewayClasses = append(res.GatewayClasses, &gwv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "coxswain"},
-		Spec:       gwv1.GatewayClassSpec{ControllerName: pick(s, gwv1.GatewayController(ControllerName), "other/controller")},
+		Spec:       gwv1.GatewayClassSpec{ControllerName: pick(s, gwv1.GatewayController(names.ControllerName), "other/controller")},
 	})
 	if s.n(3) == 0 {
 		ns := gwv1.Namespace(pick(s, fzNamespaces...))
-		res.GatewayClasses[0].Spec.ParametersRef = &gwv1.ParametersReference{Group: gwv1.Group(pick(s, paramsGroup, "x")), Kind: gwv1.Kind(pick(s, paramsKind, "Y")), Name: pick(s, "p", "q"), Namespace: &ns}
+		res.GatewayClasses[0].Spec.ParametersRef = &gwv1.ParametersReference{Group: gwv1.Group(pick(s, names.ParametersGroup, "x")), Kind: gwv1.Kind(pick(s, names.ParametersKind, "Y")), Name: pick(s, "p", "q"), Namespace: &ns}
 	}
 	for _, ns := range fzNamespaces {
 		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": pick(s, "a", "b")}}})
@@ -120,7 +121,7 @@ func structuredResources(data []byte) *Resources {
 		gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: pick(s, fzNamespaces...), Name: fmt.Sprintf("gw%d", g), Generation: int64(s.n(3))},
 			Spec: gwv1.GatewaySpec{GatewayClassName: pick(s, gwv1.ObjectName("coxswain"), "nope")}}
 		if s.n(3) == 0 {
-			gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: paramsGroup, Kind: paramsKind, Name: pick(s, "p", "q")}}
+			gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: names.ParametersGroup, Kind: names.ParametersKind, Name: pick(s, "p", "q")}}
 		}
 		for l := s.n(5) + 1; l > 0; l-- {
 			ln := gwv1.Listener{Name: gwv1.SectionName(fmt.Sprintf("l%d", s.n(4))), Port: gwv1.PortNumber(pick(s, fzPorts...)),
@@ -208,7 +209,7 @@ func structuredResources(data []byte) *Resources {
 	}
 	if s.n(2) == 0 {
 		res.IngressClasses = append(res.IngressClasses, &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "coxswain",
-			Annotations: map[string]string{AnnotationDefaultClass: pick(s, "true", "false")}}, Spec: networkingv1.IngressClassSpec{Controller: ControllerName}})
+			Annotations: map[string]string{AnnotationDefaultClass: pick(s, "true", "false")}}, Spec: networkingv1.IngressClassSpec{Controller: names.ControllerName}})
 	}
 	for i := s.n(4); i > 0; i-- {
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: pick(s, fzNamespaces...), Name: fmt.Sprintf("i%d", i),

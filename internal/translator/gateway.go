@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
@@ -45,7 +46,7 @@ type classInfo struct {
 func (t *translator) processGatewayClasses() {
 	t.classes = map[string]*classInfo{}
 	for _, gc := range t.res.GatewayClasses {
-		if gc == nil || gc.Name == "" || string(gc.Spec.ControllerName) != ControllerName {
+		if gc == nil || gc.Name == "" || string(gc.Spec.ControllerName) != names.ControllerName {
 			continue
 		}
 		if prev, ok := t.classes[gc.Name]; ok && prev.gc.UID <= gc.UID {
@@ -59,8 +60,8 @@ func (t *translator) processGatewayClasses() {
 			}
 			desc := fmt.Sprintf("parametersRef %s/%s %s/%s", ref.Group, ref.Kind, ns, ref.Name)
 			switch {
-			case string(ref.Group) != paramsGroup || string(ref.Kind) != paramsKind:
-				ci.paramsErr = desc + ": unsupported kind; only " + paramsGroup + "/" + paramsKind + " is supported"
+			case string(ref.Group) != names.ParametersGroup || string(ref.Kind) != names.ParametersKind:
+				ci.paramsErr = desc + ": unsupported kind; only " + names.ParametersGroup + "/" + names.ParametersKind + " is supported"
 			case ns == "":
 				ci.paramsErr = desc + ": namespace is required"
 			case t.ix.gwParams[nn{Namespace: ns, Name: ref.Name}] == nil:
@@ -71,19 +72,19 @@ func (t *translator) processGatewayClasses() {
 		}
 		t.classes[gc.Name] = ci
 	}
-	names := make([]string, 0, len(t.classes))
+	classNames := make([]string, 0, len(t.classes))
 	for n := range t.classes {
-		names = append(names, n)
+		classNames = append(classNames, n)
 	}
-	sort.Strings(names)
-	for _, n := range names {
+	sort.Strings(classNames)
+	for _, n := range classNames {
 		ci := t.classes[n]
 		gen := ci.gc.Generation
 		var cond metav1.Condition
 		if ci.paramsErr != "" {
 			cond = status.Accepted(false, status.ReasonInvalidParameters, ci.paramsErr, gen)
 		} else {
-			cond = status.Accepted(true, status.ReasonAccepted, "GatewayClass is accepted by "+ControllerName, gen)
+			cond = status.Accepted(true, status.ReasonAccepted, "GatewayClass is accepted by "+names.ControllerName, gen)
 		}
 		t.out.GatewayClasses = append(t.out.GatewayClasses, GatewayClassStatus{
 			NamespacedName: nn{Name: n},
@@ -173,8 +174,8 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 			ref := inf.ParametersRef
 			desc := fmt.Sprintf("infrastructure.parametersRef %s/%s %s", ref.Group, ref.Kind, ref.Name)
 			switch {
-			case string(ref.Group) != paramsGroup || string(ref.Kind) != paramsKind:
-				gi.paramsErr = desc + ": unsupported kind; only " + paramsGroup + "/" + paramsKind + " is supported"
+			case string(ref.Group) != names.ParametersGroup || string(ref.Kind) != names.ParametersKind:
+				gi.paramsErr = desc + ": unsupported kind; only " + names.ParametersGroup + "/" + names.ParametersKind + " is supported"
 			case ix.gwParams[nn{Namespace: gw.Namespace, Name: ref.Name}] == nil:
 				gi.paramsErr = desc + ": not found in namespace " + gw.Namespace
 			default:
@@ -229,8 +230,9 @@ func asksDedicated(gi *gatewayInfo) bool {
 	return (inf != nil && inf.ParametersRef != nil) || gi.class.gc.Spec.ParametersRef != nil
 }
 
+// dedicatedName is the name of gw's dedicated Deployment.
 func dedicatedName(gw *gwv1.Gateway) string {
-	return gw.Name + "-" + string(gw.Spec.GatewayClassName)
+	return names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName))
 }
 
 // SharedPortKeys is the set of Gateway listener ports the shared pool
@@ -655,7 +657,7 @@ func (t *translator) gatewayAddresses(gi *gatewayInfo) []gwv1.GatewayStatusAddre
 	if gi.dedicated {
 		// The Service name is shortened (hashed) when the Deployment's name
 		// is not a valid Service name; look it up as provision names it.
-		svc = t.ix.dedSvc[nn{Namespace: gi.gw.Namespace, Name: provision.DedicatedServiceName(gi.gw.Name, string(gi.gw.Spec.GatewayClassName))}]
+		svc = t.ix.dedSvc[nn{Namespace: gi.gw.Namespace, Name: names.DedicatedServiceName(gi.gw.Name, string(gi.gw.Spec.GatewayClassName))}]
 	} else {
 		svc = t.ix.vip[key(&gi.gw.ObjectMeta)]
 	}

@@ -57,15 +57,7 @@ func TestGolden(t *testing.T) {
 	for _, in := range goldenInputs(t) {
 		name := strings.TrimSuffix(filepath.Base(in), ".in.yaml")
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := loadResources(data, true)
-			if err != nil {
-				t.Fatalf("load %s: %v", in, err)
-			}
-			r := Translate(res)
+			r := Translate(loadGolden(t, in))
 			for _, s := range r.Snapshots {
 				if err := snapshot.Validate(s); err != nil {
 					t.Errorf("snapshot %s is invalid: %v", s.Scope, err)

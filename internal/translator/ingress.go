@@ -28,6 +28,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
@@ -89,7 +90,7 @@ func (t *translator) processIngresses() {
 	classes := map[string]*networkingv1.IngressClass{}
 	var defaults []string
 	for _, ic := range t.res.IngressClasses {
-		if ic == nil || ic.Spec.Controller != ControllerName {
+		if ic == nil || ic.Spec.Controller != names.ControllerName {
 			continue
 		}
 		if _, dup := classes[ic.Name]; dup {
@@ -281,8 +282,8 @@ func (t *translator) ingressParams(ic *networkingv1.IngressClass) *ingressv1alph
 		}
 		return nil
 	}
-	if p.APIGroup == nil || *p.APIGroup != ingressParamsGroup || p.Kind != ingressParamsKind {
-		return bad("must refer to " + ingressParamsGroup + "/" + ingressParamsKind)
+	if p.APIGroup == nil || *p.APIGroup != names.IngressParametersGroup || p.Kind != names.IngressParametersKind {
+		return bad("must refer to " + names.IngressParametersGroup + "/" + names.IngressParametersKind)
 	}
 	if p.Scope == nil || *p.Scope != networkingv1.IngressClassParametersReferenceScopeNamespace || p.Namespace == nil {
 		return bad("must have scope Namespace and a namespace")
@@ -583,7 +584,7 @@ func headerAnnotations(get func(string) (string, bool), invalid func(k, v, why s
 			if n == "" {
 				continue
 			}
-			if !validToken(n) {
+			if !snapshot.ValidToken(n) {
 				bad = true
 				break
 			}

@@ -25,12 +25,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -38,24 +40,29 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Test input conventions (testdata/*.in.yaml):
-//   - Services labelled app.kubernetes.io/component=shared-proxy become
-//     Resources.SharedProxyService, =shared-gateway-vip SharedVIPServices,
-//     =dedicated-proxy DedicatedServices; other Services are Services.
-//   - A document `kind: InternalPorts` with `assignments: [...]` fills
-//     Resources.InternalPorts.
+//   - The controller is installed in goldenInstallNamespace. Services are
+//     sorted as internal/provider sorts them (Resources.SetServices): the
+//     shared pool's Service, the VIP Services (whose ports persist the
+//     internal ports) and the dedicated Services carry the labels,
+//     annotations and names internal/provision renders. Strict loading
+//     rejects a Service that looks like Coxswain's but does not classify.
+//   - Deployments are dedicated proxy Deployments and must carry the labels
+//     provision renders (internal/provider lists only those).
 //   - Secret stringData values TEST_CERT and TEST_KEY are replaced by
 //     testdata/tls.crt and testdata/tls.key; stringData is merged into data
 //     as the apiserver does.
 
-const componentLabel = "app.kubernetes.io/component"
+// goldenInstallNamespace is the install namespace of every golden input.
+const goldenInstallNamespace = "coxswain-system"
 
-type internalPortsDoc struct {
-	Kind        string                 `json:"kind"`
-	Assignments []portalloc.Assignment `json:"assignments"`
+// loader collects what SetServices sorts once every document is read.
+type loader struct {
+	res      *Resources
+	services []*corev1.Service
 }
 
 var testPEM = map[string][]byte{}
@@ -72,10 +79,24 @@ func testFile(name string) []byte {
 	return b
 }
 
+// loadGolden reads and strictly loads the golden input file in.
+func loadGolden(t testing.TB, in string) *Resources {
+	t.Helper()
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := loadResources(data, true)
+	if err != nil {
+		t.Fatalf("load %s: %v", in, err)
+	}
+	return res
+}
+
 // loadResources decodes multi-document YAML. strict rejects unknown
 // fields and kinds (golden inputs); the fuzz test decodes leniently.
 func loadResources(data []byte, strict bool) (*Resources, error) {
-	res := &Resources{}
+	in := &loader{res: &Resources{}}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for i := 0; ; i++ {
 		doc, err := r.Read()
@@ -88,16 +109,20 @@ func loadResources(data []byte, strict bool) (*Resources, error) {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
-		if err := addDoc(res, doc, strict); err != nil {
+		if err := in.addDoc(doc, strict); err != nil {
 			if strict {
 				return nil, fmt.Errorf("document %d: %w", i, err)
 			}
 		}
 	}
-	return res, nil
+	in.res.SetServices(goldenInstallNamespace, in.services)
+	return in.res, nil
 }
 
-func addDoc(res *Resources, doc []byte, strict bool) error {
+// addDoc decodes one document into in. It is long because it is one switch
+// with a short case per kind, clearer whole than split.
+func (in *loader) addDoc(doc []byte, strict bool) error {
+	res := in.res
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(doc, &tm); err != nil {
 		return err
@@ -150,16 +175,10 @@ func addDoc(res *Resources, doc []byte, strict bool) error {
 		if err := un(o); err != nil {
 			return err
 		}
-		switch o.Labels[componentLabel] {
-		case "shared-proxy":
-			res.SharedProxyService = o
-		case "shared-gateway-vip":
-			res.SharedVIPServices = append(res.SharedVIPServices, o)
-		case "dedicated-proxy":
-			res.DedicatedServices = append(res.DedicatedServices, o)
-		default:
-			res.Services = append(res.Services, o)
+		if err := checkGoldenService(o); strict && err != nil {
+			return err
 		}
+		in.services = append(in.services, o)
 	case "EndpointSlice":
 		o := &discoveryv1.EndpointSlice{}
 		if err := un(o); err != nil {
@@ -214,15 +233,29 @@ func addDoc(res *Resources, doc []byte, strict bool) error {
 		if err := un(o); err != nil {
 			return err
 		}
-		res.DedicatedDeployments = append(res.DedicatedDeployments, o)
-	case "InternalPorts":
-		o := &internalPortsDoc{}
-		if err := un(o); err != nil {
-			return err
+		if !labels.SelectorFromSet(names.DedicatedProxySelector()).Matches(labels.Set(o.Labels)) {
+			// internal/provider lists only dedicated proxy Deployments.
+			return fmt.Errorf("golden Deployment %s/%s lacks the dedicated proxy labels %v", o.Namespace, o.Name, names.DedicatedProxySelector())
 		}
-		res.InternalPorts = append(res.InternalPorts, o.Assignments...)
+		res.DedicatedDeployments = append(res.DedicatedDeployments, o)
 	default:
 		return fmt.Errorf("unknown kind %q", tm.Kind)
+	}
+	return nil
+}
+
+// checkGoldenService rejects a Service that looks like one Coxswain renders
+// (in the install namespace, or carrying Coxswain's managed-by or a
+// component label) but that production's ClassifyService does not
+// recognise: a golden written with other labels than provision renders
+// would test a classification production never makes.
+func checkGoldenService(s *corev1.Service) error {
+	if ClassifyService(goldenInstallNamespace, s) != ServiceBackend {
+		return nil
+	}
+	_, component := s.Labels[names.LabelComponent]
+	if s.Namespace == goldenInstallNamespace || component || s.Labels[names.LabelManagedBy] == names.ValueManagedBy {
+		return fmt.Errorf("golden Service %s/%s looks like one Coxswain renders but does not classify as one; give it the labels internal/provision renders (internal/names)", s.Namespace, s.Name)
 	}
 	return nil
 }

@@ -35,9 +35,6 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// ControllerName is the GatewayClass and IngressClass controller we own.
-const ControllerName = "coxswain-labs.dev/gateway-controller"
-
 // Resources is everything one rebuild reads, gathered by internal/provider
 // from the informer caches. Slices may arrive in any order; Translate sorts
 // what it needs. Objects are read-only.
@@ -58,11 +55,14 @@ type Resources struct {
 	GatewayParameters      []*gatewayv1alpha1.CoxswainGatewayParameters
 
 	// DedicatedDeployments and DedicatedServices are the rendered objects of
-	// dedicated Gateways (label app.kubernetes.io/component=dedicated-proxy),
-	// read for status.addresses and make-before-break.
+	// dedicated Gateways (labels names.DedicatedProxySelector), read for
+	// status.addresses and make-before-break.
 	DedicatedDeployments []*appsv1.Deployment
 	DedicatedServices    []*corev1.Service
 
+	// SharedProxyService, SharedVIPServices and InternalPorts are sorted out
+	// of Services by SetServices (ClassifyService).
+	//
 	// SharedProxyService is the shared pool's public Service (for Ingress
 	// status.loadBalancer); nil when absent.
 	SharedProxyService *corev1.Service
@@ -110,7 +110,7 @@ type GatewayStatus struct {
 }
 
 // RouteStatus holds only the parents this controller owns
-// (controllerName == ControllerName); the writer merges them into the
+// (controllerName == names.ControllerName); the writer merges them into the
 // object's status.parents without touching other controllers' entries.
 type RouteStatus struct {
 	types.NamespacedName

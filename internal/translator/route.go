@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
@@ -177,7 +178,7 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 		sortConds(conds)
 		out = append(out, gwv1.RouteParentStatus{
 			ParentRef:      *ref.DeepCopy(),
-			ControllerName: gwv1.GatewayController(ControllerName),
+			ControllerName: gwv1.GatewayController(names.ControllerName),
 			Conditions:     conds,
 		})
 	}
@@ -381,7 +382,7 @@ func httpMatch(cr *compiledRoute, m *gwv1.HTTPRouteMatch) (snapshot.Match, bool)
 		return out, false
 	}
 	if m.Method != nil {
-		if !validToken(string(*m.Method)) {
+		if !snapshot.ValidToken(string(*m.Method)) {
 			cr.fail("method %q is invalid", *m.Method)
 			return out, false
 		}
@@ -422,7 +423,7 @@ func httpMatch(cr *compiledRoute, m *gwv1.HTTPRouteMatch) (snapshot.Match, bool)
 
 func stringMatch(cr *compiledRoute, what, name, typ, value string) (snapshot.StringMatch, bool) {
 	sm := snapshot.StringMatch{Name: name, Value: value}
-	if name == "" || (what == "header" && !validToken(name)) {
+	if name == "" || (what == "header" && !snapshot.ValidToken(name)) {
 		cr.fail("%s match name %q is invalid", what, name)
 		return sm, false
 	}
@@ -463,7 +464,7 @@ func headerModifier(cr *compiledRoute, f *gwv1.HTTPHeaderFilter) *snapshot.Heade
 		hm.Add = append(hm.Add, snapshot.Header{Name: string(h.Name), Value: h.Value})
 	}
 	for _, n := range f.Remove {
-		if !validToken(n) {
+		if !snapshot.ValidToken(n) {
 			cr.fail("header name %q is invalid", n)
 			continue
 		}
@@ -476,20 +477,7 @@ func headerModifier(cr *compiledRoute, f *gwv1.HTTPHeaderFilter) *snapshot.Heade
 }
 
 func validHeader(name, value string) bool {
-	return validToken(name) && !strings.ContainsAny(value, "\r\n\x00")
-}
-
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
-			return false
-		}
-	}
-	return true
+	return snapshot.ValidToken(name) && !strings.ContainsAny(value, "\r\n\x00")
 }
 
 // applyFilters converts rule-level filters onto base.

@@ -28,6 +28,7 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -65,25 +66,15 @@ import (
 //     to a Gateway of our classes; the writer should drop our stale
 //     entries from routes that have none.
 
-// Label contract of the shared VIP Services (read-only here).
-const (
-	LabelGatewayName      = "gateway.networking.k8s.io/gateway-name"
-	LabelGatewayNamespace = "gateway.coxswain-labs.dev/gateway-namespace"
-)
-
 // Names used in references.
 const (
-	gatewayGroup       = "gateway.networking.k8s.io"
-	paramsGroup        = "gateway.coxswain-labs.dev"
-	paramsKind         = "CoxswainGatewayParameters"
-	ingressParamsGroup = "ingress.coxswain-labs.dev"
-	ingressParamsKind  = "CoxswainIngressClassParameters"
-	kindGateway        = "Gateway"
-	kindHTTPRoute      = "HTTPRoute"
-	kindGRPCRoute      = "GRPCRoute"
-	kindService        = "Service"
-	kindSecret         = "Secret"
-	kindIngress        = "Ingress"
+	gatewayGroup  = "gateway.networking.k8s.io"
+	kindGateway   = "Gateway"
+	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
+	kindService   = "Service"
+	kindSecret    = "Secret"
+	kindIngress   = "Ingress"
 )
 
 type nn = types.NamespacedName
@@ -173,7 +164,7 @@ func buildIndex(res *Resources) *index {
 		if s == nil {
 			continue
 		}
-		name, ns := s.Labels[LabelGatewayName], s.Labels[LabelGatewayNamespace]
+		name, ns := s.Labels[names.LabelGatewayName], s.Labels[names.LabelGatewayNamespace]
 		if name == "" || ns == "" {
 			continue
 		}

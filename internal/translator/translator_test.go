@@ -26,6 +26,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
@@ -99,7 +100,7 @@ func TestMakeBeforeBreak(t *testing.T) {
 	res := generate(20, 2, 1)
 	res.GatewayParameters = append(res.GatewayParameters, &gatewayv1alpha1.CoxswainGatewayParameters{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "dedicated"}})
 	gw := res.Gateways[0]
-	gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: paramsGroup, Kind: paramsKind, Name: "dedicated"}}
+	gw.Spec.Infrastructure = &gwv1.GatewayInfrastructure{ParametersRef: &gwv1.LocalParametersReference{Group: names.ParametersGroup, Kind: names.ParametersKind, Name: "dedicated"}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: gw.Name + "-coxswain"}}
 	res.DedicatedDeployments = append(res.DedicatedDeployments, dep)
 

@@ -44,8 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/coxswain-go/coxswain/internal/cmd"
-	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 )
 
@@ -288,11 +287,11 @@ spec:
   rules:
   - backendRefs: [{name: blue, port: 80}]
 `)
-	deploy := provision.DedicatedName("edge", "e2e-dedicated")
+	deploy := names.DedicatedName("edge", "e2e-dedicated")
 	// The Deployment exists, its pod cannot run, and the Gateway waits.
 	eventually(t, time.Minute, func() string {
 		pods := &corev1.PodList{}
-		if err := e.cl.List(e.ctx, pods, client.InNamespace(e2eNS), client.MatchingLabels{provision.LabelGatewayName: "edge"}); err != nil {
+		if err := e.cl.List(e.ctx, pods, client.InNamespace(e2eNS), client.MatchingLabels{names.LabelGatewayName: "edge"}); err != nil {
 			return err.Error()
 		}
 		if len(pods.Items) == 0 {
@@ -340,7 +339,7 @@ spec:
 	// pod with the coxswain image whose process the kubelet runs (its pod
 	// status may turn Running a moment later, after the readiness probe).
 	pods := &corev1.PodList{}
-	if err := e.cl.List(e.ctx, pods, client.InNamespace(e2eNS), client.MatchingLabels{provision.LabelGatewayName: "edge"}); err != nil {
+	if err := e.cl.List(e.ctx, pods, client.InNamespace(e2eNS), client.MatchingLabels{names.LabelGatewayName: "edge"}); err != nil {
 		t.Fatal(err)
 	}
 	running := 0
@@ -460,7 +459,7 @@ func testControllerKilled(t *testing.T, e *lcEnv) {
 	eventually(t, time.Minute, func() string {
 		pods := &corev1.PodList{}
 		if err := e.cl.List(e.ctx, pods, client.InNamespace(installNS), client.MatchingLabels{
-			"app.kubernetes.io/component": "controller", discovery.LeaderLabel: "true"}); err != nil {
+			"app.kubernetes.io/component": "controller", names.LeaderLabel: "true"}); err != nil {
 			return err.Error()
 		}
 		if len(pods.Items) != 1 {
@@ -469,7 +468,7 @@ func testControllerKilled(t *testing.T, e *lcEnv) {
 		leader = pods.Items[0]
 		holder = e.leaseHolder()
 		if holder == "" {
-			return "Lease " + cmd.LeaderElectionID + " has no holder"
+			return "Lease " + names.LeaseName + " has no holder"
 		}
 		return ""
 	})
@@ -522,7 +521,7 @@ func testControllerKilled(t *testing.T, e *lcEnv) {
 		if h := e.leaseHolder(); h != "" && h != holder {
 			pods := &corev1.PodList{}
 			if err := e.cl.List(e.ctx, pods, client.InNamespace(installNS), client.MatchingLabels{
-				"app.kubernetes.io/component": "controller", discovery.LeaderLabel: "true"}); err == nil &&
+				"app.kubernetes.io/component": "controller", names.LeaderLabel: "true"}); err == nil &&
 				len(pods.Items) > 0 {
 				for _, p := range pods.Items {
 					if p.UID != leader.UID {
@@ -535,7 +534,7 @@ func testControllerKilled(t *testing.T, e *lcEnv) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after SIGKILL of leader %s (%d kills), no other replica took Lease %s (holder %q)", leader.Name, killed, cmd.LeaderElectionID, e.leaseHolder())
+			t.Fatalf("after SIGKILL of leader %s (%d kills), no other replica took Lease %s (holder %q)", leader.Name, killed, names.LeaseName, e.leaseHolder())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -576,7 +575,7 @@ spec:
 // leaseHolder is the holder identity of the controller's Lease ("" if none).
 func (e *lcEnv) leaseHolder() string {
 	l := &coordinationv1.Lease{}
-	if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: installNS, Name: cmd.LeaderElectionID}, l); err != nil || l.Spec.HolderIdentity == nil {
+	if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: installNS, Name: names.LeaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
 	return *l.Spec.HolderIdentity

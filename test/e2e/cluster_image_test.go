@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 )
 
@@ -45,7 +46,7 @@ func testProxyImageIsTheInstalledImage(t *testing.T, e *lcEnv) {
 	if msg := e.imageOfPods(installNS, client.MatchingLabels{"app.kubernetes.io/component": "controller"}, installedImage); msg != "" {
 		t.Fatalf("controller: %s", msg)
 	}
-	if msg := e.deploymentImage(installNS, provision.SharedPoolName, installedImage); msg != "" {
+	if msg := e.deploymentImage(installNS, names.SharedPoolName, installedImage); msg != "" {
 		t.Fatal(msg)
 	}
 	if msg := e.imageOfPods(installNS, client.MatchingLabels(provision.SharedPoolSelector()), installedImage); msg != "" {
@@ -77,11 +78,11 @@ spec:
 	// Programmed: a proxy of the Deployment ran, bootstrapped, bound and
 	// acked, so the local kubelet ran the image it names.
 	e.waitProgrammed(t, e2eNS, "img", 2*time.Minute)
-	deploy := provision.DedicatedName("img", "e2e-installed-image")
+	deploy := names.DedicatedName("img", "e2e-installed-image")
 	if msg := e.deploymentImage(e2eNS, deploy, installedImage); msg != "" {
 		t.Fatal(msg)
 	}
-	if msg := e.imageOfPods(e2eNS, client.MatchingLabels{provision.LabelGatewayName: "img"}, installedImage); msg != "" {
+	if msg := e.imageOfPods(e2eNS, client.MatchingLabels{names.LabelGatewayName: "img"}, installedImage); msg != "" {
 		t.Fatalf("dedicated Gateway img: %s", msg)
 	}
 	// The garbage collector removes its proxies: the machine is small.

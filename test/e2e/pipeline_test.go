@@ -36,8 +36,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
-	"github.com/coxswain-go/coxswain/internal/discovery"
-	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // pipeline is the controller binary and a shared proxy binary running
@@ -111,7 +110,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 		}
 	}
 	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: provision.SharedPoolName}}))
+	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedPoolName}}))
 
 	streamAddr, bootAddr := freeAddr(t), freeAddr(t)
 	start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
@@ -132,8 +131,8 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	// What a proxy pod gets: a projected token and the public bundle.
 	cs, err := kubernetes.NewForConfig(cfg)
 	must(err)
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, provision.SharedPoolName, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{discovery.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, names.SharedPoolName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{names.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	must(err)
 	tokenPath := filepath.Join(dir, "token")
@@ -141,7 +140,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	bundlePath := filepath.Join(dir, "ca.crt")
 	eventually(t, 60*time.Second, func() string {
 		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.TrustConfigMapName}, cm); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, cm); err != nil {
 			return "trust ConfigMap: " + err.Error()
 		}
 		if cm.Data["ca.crt"] == "" {
@@ -173,7 +172,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	// from the Gateway's VIP Service.
 	eventually(t, 30*time.Second, func() string {
 		list := &corev1.ServiceList{}
-		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{provision.LabelComponent: provision.ComponentSharedVIP}); err != nil {
+		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{names.LabelComponent: names.ComponentSharedVIP}); err != nil {
 			return err.Error()
 		}
 		if len(list.Items) != 1 || len(list.Items[0].Spec.Ports) != 1 {

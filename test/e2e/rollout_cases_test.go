@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 )
 
@@ -131,11 +132,11 @@ spec:
 // replaces both of its pods, one by one, under load.
 func testHitlessSharedRollout(t *testing.T, e *lcEnv) {
 	addr := e.hitlessRoute(t)
-	eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, provision.SharedPoolName, 2) })
+	eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
 	old := e.proxyPods(t, installNS, provision.SharedPoolSelector())
 	underLoad(t, addr, "hitless.example.com", func() {
-		e.kubectl(t, "rollout", "restart", "-n", installNS, "deployment/"+provision.SharedPoolName)
-		e.kubectl(t, "rollout", "status", "-n", installNS, "deployment/"+provision.SharedPoolName, "--timeout=3m")
+		e.kubectl(t, "rollout", "restart", "-n", installNS, "deployment/"+names.SharedPoolName)
+		e.kubectl(t, "rollout", "status", "-n", installNS, "deployment/"+names.SharedPoolName, "--timeout=3m")
 		e.waitPodsGone(t, installNS, provision.SharedPoolSelector(), old, 2*time.Minute)
 	})
 }
@@ -144,8 +145,8 @@ func testHitlessSharedRollout(t *testing.T, e *lcEnv) {
 // Gateway edge's Deployment (one replica: surge first, then the old pod
 // drains) under load.
 func testHitlessDedicatedRollout(t *testing.T, e *lcEnv) {
-	deploy := provision.DedicatedName("edge", "e2e-dedicated")
-	selector := map[string]string{provision.LabelGatewayName: "edge"}
+	deploy := names.DedicatedName("edge", "e2e-dedicated")
+	selector := map[string]string{names.LabelGatewayName: "edge"}
 	gw := e.waitProgrammed(t, e2eNS, "edge", time.Minute)
 	eventually(t, time.Minute, func() string { return e.deploymentReady(e2eNS, deploy, 1) })
 	waitServes(t, &http.Client{Timeout: 5 * time.Second}, gatewayURL(gw, "http", 8080)+"/", "edge.example.com", "blue", time.Minute)
@@ -162,10 +163,10 @@ func testHitlessDedicatedRollout(t *testing.T, e *lcEnv) {
 // (the controller also re-applies its replica count on its next sync).
 func testHitlessSharedScaleDown(t *testing.T, e *lcEnv) {
 	addr := e.hitlessRoute(t)
-	eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, provision.SharedPoolName, 2) })
+	eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
 	before := e.proxyPods(t, installNS, provision.SharedPoolSelector())
 	underLoad(t, addr, "hitless.example.com", func() {
-		e.kubectl(t, "scale", "-n", installNS, "deployment/"+provision.SharedPoolName, "--replicas=1")
+		e.kubectl(t, "scale", "-n", installNS, "deployment/"+names.SharedPoolName, "--replicas=1")
 		// One of the two pods is deleted and drains.
 		var removed map[types.UID]string
 		eventually(t, time.Minute, func() string {
@@ -182,7 +183,7 @@ func testHitlessSharedScaleDown(t *testing.T, e *lcEnv) {
 			return "no shared proxy pod is terminating yet"
 		})
 		e.waitPodsGone(t, installNS, provision.SharedPoolSelector(), removed, 2*time.Minute)
-		e.kubectl(t, "scale", "-n", installNS, "deployment/"+provision.SharedPoolName, "--replicas=2")
-		eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, provision.SharedPoolName, 2) })
+		e.kubectl(t, "scale", "-n", installNS, "deployment/"+names.SharedPoolName, "--replicas=2")
+		eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
 	})
 }

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -36,6 +35,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/discovery/leaderlabel"
 	"github.com/coxswain-go/coxswain/internal/identity"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Flags are the discovery flags of `serve controller`.
@@ -52,18 +52,18 @@ type Flags struct {
 
 // AddFlags registers the flags with their defaults.
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.StreamAddr, "discovery-bind-address", ":"+strconv.Itoa(discovery.StreamPort),
+	fs.StringVar(&f.StreamAddr, "discovery-bind-address", names.BindAddress(names.DiscoveryStreamPort),
 		"Address of the discovery stream (mTLS; only the leader serves).")
-	fs.StringVar(&f.BootstrapAddr, "discovery-bootstrap-bind-address", ":"+strconv.Itoa(discovery.BootstrapPort),
+	fs.StringVar(&f.BootstrapAddr, "discovery-bootstrap-bind-address", names.BindAddress(names.DiscoveryBootstrapPort),
 		"Address of SVID bootstrap (server-auth TLS; every replica).")
 	fs.StringVar(&f.TrustDomain, "discovery-trust-domain", discovery.DefaultTrustDomain, "SPIFFE trust domain of issued SVIDs.")
 	fs.StringVar(&f.CAMode, "discovery-ca-mode", string(identity.ModeAuto),
-		"auto: create the CA Secret "+discovery.CASecretName+" if absent (first replica wins); external: load it, hot-reloaded, and serve nothing while it is absent.")
+		"auto: create the CA Secret "+names.CASecretName+" if absent (first replica wins); external: load it, hot-reloaded, and serve nothing while it is absent.")
 	fs.DurationVar(&f.CAReloadInterval, "discovery-ca-reload-interval", 10*time.Second, "How often the CA Secret is re-read.")
 	fs.DurationVar(&f.SVIDTTL, "discovery-svid-ttl", identity.DefaultSVIDTTL, "Lifetime of issued SVIDs; proxies renew at half of it.")
-	fs.StringVar(&f.SharedProxyServiceAccount, "discovery-shared-proxy-service-account", discovery.SharedProxyServiceAccount,
+	fs.StringVar(&f.SharedProxyServiceAccount, "discovery-shared-proxy-service-account", names.SharedProxyServiceAccount,
 		"ServiceAccount (in the controller's namespace) of the shared proxies.")
-	fs.StringVar(&f.ControllerServiceAccount, "discovery-controller-service-account", discovery.ControllerServiceAccount,
+	fs.StringVar(&f.ControllerServiceAccount, "discovery-controller-service-account", names.ControllerServiceAccount,
 		"ServiceAccount of the controller, named in its own SVID.")
 }
 
@@ -98,8 +98,8 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 	ca := identity.NewCA(td)
 	src := &identity.SecretSource{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-		Namespace: o.Namespace, Name: discovery.CASecretName, Mode: mode, CA: ca,
-		TrustConfigMap: discovery.TrustConfigMapName, Interval: f.CAReloadInterval, Log: log.WithName("ca"),
+		Namespace: o.Namespace, Name: names.CASecretName, Mode: mode, CA: ca,
+		TrustConfigMap: names.TrustBundleConfigMapName, Interval: f.CAReloadInterval, Log: log.WithName("ca"),
 	}
 	serverID, err := discovery.ServiceAccountID(td, o.Namespace, f.ControllerServiceAccount)
 	if err != nil {
@@ -113,7 +113,7 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 		SharedPool:            discovery.ServiceAccounts(o.Namespace + "/" + f.SharedProxyServiceAccount),
 		GatewayServiceAccount: o.GatewayServiceAccount,
 	}
-	regarding := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: o.Namespace, Name: discovery.CASecretName}
+	regarding := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: o.Namespace, Name: names.CASecretName}
 	if pod, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); pod != "" && ns != "" {
 		regarding = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod}
 	}
@@ -121,10 +121,10 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 		Addr:                 f.BootstrapAddr,
 		CA:                   ca,
 		SVID:                 serving,
-		Reviewer:             &identity.TokenReviewer{Client: mgr.GetClient(), Audience: discovery.TokenAudience},
+		Reviewer:             &identity.TokenReviewer{Client: mgr.GetClient(), Audience: names.TokenAudience},
 		Authorizer:           authz,
 		TTL:                  f.SVIDTTL,
-		UpstreamEndpoint:     "https://" + discovery.StreamServiceName + "." + o.Namespace + ".svc:" + strconv.Itoa(discovery.StreamPort),
+		UpstreamEndpoint:     names.DiscoveryEndpoint(o.Namespace),
 		ServerServiceAccount: f.ControllerServiceAccount,
 		Recorder:             mgr.GetEventRecorder("coxswain-controller"),
 		Regarding:            regarding,

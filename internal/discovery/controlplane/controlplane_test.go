@@ -42,6 +42,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/testenv"
@@ -148,7 +149,7 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: discovery.SharedProxyServiceAccount}}); err != nil {
+	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedProxyServiceAccount}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -183,10 +184,10 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	// What a proxy pod mounts: the trust ConfigMap and a projected token.
 	trust := &corev1.ConfigMap{}
 	eventually(t, "the trust ConfigMap", func() bool {
-		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.TrustConfigMapName}, trust) == nil
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, trust) == nil
 	})
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, discovery.SharedProxyServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{discovery.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, names.SharedProxyServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{names.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	}
 	// The CA Secret was created in auto mode.
 	sec := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: discovery.CASecretName}, sec); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.CASecretName}, sec); err != nil {
 		t.Fatalf("CA Secret: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package leaderlabel marks the controller pod that holds the Lease with
-// discovery.LeaderLabel=true, so the leader-only discovery Service routes to
+// names.LeaderLabel=true, so the leader-only discovery Service routes to
 // it, and removes the mark when leadership ends.
 package leaderlabel
 
@@ -34,7 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // Labeler is a controller-runtime Runnable that needs leader election: the
@@ -71,7 +71,7 @@ func (l *Labeler) Start(ctx context.Context) error {
 			return true, nil
 		})
 	if err == nil {
-		l.Log.Info("labelled the leader pod", "pod", l.Namespace+"/"+l.Name, "label", discovery.LeaderLabel)
+		l.Log.Info("labelled the leader pod", "pod", l.Namespace+"/"+l.Name, "label", names.LeaderLabel)
 	}
 	<-ctx.Done()
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -90,7 +90,7 @@ func (l *Labeler) Set(ctx context.Context, leader bool) error {
 	if leader {
 		value = "true"
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{discovery.LeaderLabel: value}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{names.LeaderLabel: value}}})
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/discovery/leaderlabel"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
@@ -76,7 +76,7 @@ func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.Start(runCtx) }()
 	deadline := time.Now().Add(20 * time.Second)
-	for labels()[discovery.LeaderLabel] != "true" {
+	for labels()[names.LeaderLabel] != "true" {
 		if time.Now().After(deadline) {
 			t.Fatal("the leader label was never set")
 		}
@@ -95,7 +95,7 @@ func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
 		t.Fatal("the labeler did not stop")
 	}
 	got := labels()
-	if _, ok := got[discovery.LeaderLabel]; ok {
+	if _, ok := got[names.LeaderLabel]; ok {
 		t.Fatalf("the leader label survived losing the lease: %v", got)
 	}
 	if got["app"] != "coxswain" {

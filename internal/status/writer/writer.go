@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
@@ -299,19 +300,19 @@ func (w *Writer) mergeParents(existing, desired []gwv1.RouteParentStatus, genera
 	// Never nil: the schema requires status.parents to be a list.
 	out := []gwv1.RouteParentStatus{}
 	for _, e := range existing {
-		if string(e.ControllerName) != translator.ControllerName {
+		if string(e.ControllerName) != names.ControllerName {
 			out = append(out, e)
 		}
 	}
 	for _, d := range desired {
 		var prev []metav1.Condition
 		for _, e := range existing {
-			if string(e.ControllerName) == translator.ControllerName && apiequality.Semantic.DeepEqual(e.ParentRef, d.ParentRef) {
+			if string(e.ControllerName) == names.ControllerName && apiequality.Semantic.DeepEqual(e.ParentRef, d.ParentRef) {
 				prev = e.Conditions
 			}
 		}
 		p := d
-		p.ControllerName = gwv1.GatewayController(translator.ControllerName)
+		p.ControllerName = gwv1.GatewayController(names.ControllerName)
 		p.Conditions, _ = status.MergeConditions(prev, d.Conditions, generation, now)
 		out = append(out, p)
 	}
@@ -422,7 +423,7 @@ func (w *Writer) staleParents(ctx context.Context, res *translator.Result) error
 
 func hasOurParent(parents []gwv1.RouteParentStatus) bool {
 	for _, p := range parents {
-		if string(p.ControllerName) == translator.ControllerName {
+		if string(p.ControllerName) == names.ControllerName {
 			return true
 		}
 	}
