@@ -29,7 +29,7 @@ func TestOptions(t *testing.T) {
 	var o Options
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	o.BindFlags(fs)
-	if err := fs.Parse([]string{"--shard_id", "0b6f5c2a-8e4d-4f1a-b3c9-7d2e1a6f4b58", "--infra_addr", "infra.svc:6443", "--infra_insecure"}); err != nil {
+	if err := fs.Parse([]string{"--shard-id", "0b6f5c2a-8e4d-4f1a-b3c9-7d2e1a6f4b58", "--infra-addr", "infra.svc:6443", "--infra-insecure"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Validate(); err != nil {
