@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/discovery/bootstrap"
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
@@ -113,7 +114,7 @@ func startBootstrap(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *
 func startBootstrapStoppable(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *prometheus.Registry, stop func()) {
 	t.Helper()
 	reg = prometheus.NewRegistry()
-	b, err := identity.NewBootstrapServer(identity.BootstrapOptions{
+	b, err := bootstrap.NewServer(bootstrap.Options{
 		CA:         p.ca,
 		SVID:       p.serving,
 		Reviewer:   &identity.TokenReviewer{Client: k8s, Audience: names.TokenAudience},

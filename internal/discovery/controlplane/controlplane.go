@@ -33,6 +33,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/discovery/bootstrap"
 	"github.com/coxswain-go/coxswain/internal/discovery/leaderlabel"
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -117,7 +118,7 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 	if pod, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); pod != "" && ns != "" {
 		regarding = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod}
 	}
-	boot, err := identity.NewBootstrapServer(identity.BootstrapOptions{
+	boot, err := bootstrap.NewServer(bootstrap.Options{
 		Addr:                 f.BootstrapAddr,
 		CA:                   ca,
 		SVID:                 serving,
