@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/discovery/bootstrap"
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
@@ -113,7 +114,7 @@ func startBootstrap(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *
 func startBootstrapStoppable(t *testing.T, p *pki, ttl time.Duration) (addr string, reg *prometheus.Registry, stop func()) {
 	t.Helper()
 	reg = prometheus.NewRegistry()
-	b, err := identity.NewBootstrapServer(identity.BootstrapOptions{
+	b, err := bootstrap.NewServer(bootstrap.Options{
 		CA:         p.ca,
 		SVID:       p.serving,
 		Reviewer:   &identity.TokenReviewer{Client: k8s, Audience: names.TokenAudience},
@@ -289,11 +290,8 @@ func TestClientEndToEnd(t *testing.T) {
 	standby := startServer(t, p, false, "")
 	leader := startServer(t, p, true, "")
 	v1 := snap(shared, "gw", 1, []int32{18080}, "10.0.0.1")
-	for _, s := range []*testServer{standby, leader} {
-		if err := s.Publish([]*snapshot.Snapshot{v1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	standby.publish(t, v1)
+	leader.publish(t, v1)
 
 	f := startProxyClient(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared, standby.addr, leader.addr)
 	if f.readiness.Reason() == "" {
@@ -316,9 +314,7 @@ func TestClientEndToEnd(t *testing.T) {
 	// A snapshot the proxy cannot apply is nacked (the delta, then the full
 	// snapshot the server answers with); the last good one stays.
 	bad := snap(shared, "gw", 2, []int32{18080, 6666}, "10.0.0.1")
-	if err := leader.Publish([]*snapshot.Snapshot{bad}); err != nil {
-		t.Fatal(err)
-	}
+	leader.publish(t, bad)
 	eventually(t, "the server to count the Nacks", func() bool {
 		return metric(t, leader.reg, "coxswain_discovery_nacks_total", map[string]string{"scope": "shared"}) == 2
 	})
@@ -333,9 +329,7 @@ func TestClientEndToEnd(t *testing.T) {
 	}
 
 	v3 := snap(shared, "gw", 3, []int32{18080, 18081}, "10.0.0.3")
-	if err := leader.Publish([]*snapshot.Snapshot{v3}); err != nil {
-		t.Fatal(err)
-	}
+	leader.publish(t, v3)
 	eventually(t, "v3 applied", func() bool { return f.applier.current(t) == mustVersion(t, v3) })
 
 	// The controller goes away: the proxy keeps its routing (never cleared)
@@ -352,9 +346,7 @@ func TestClientEndToEnd(t *testing.T) {
 	eventually(t, "a degraded note while disconnected", func() bool { return f.readiness.Note() != "" })
 	back := startServer(t, p, true, leaderAddr)
 	v4 := snap(shared, "gw", 4, []int32{18080}, "10.0.0.4")
-	if err := back.Publish([]*snapshot.Snapshot{v4}); err != nil {
-		t.Fatal(err)
-	}
+	back.publish(t, v4)
 	eventually(t, "v4 applied after the controller returned", func() bool { return f.applier.current(t) == mustVersion(t, v4) })
 	if n := f.readiness.Note(); n != "" {
 		t.Fatalf("the degraded note must clear once connected, got %q", n)

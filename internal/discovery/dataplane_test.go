@@ -56,71 +56,45 @@ func (l *dataPlaneLog) do(name string, gen int64, action func()) {
 	l.steps = append(l.steps, fmt.Sprintf("%s: proxies=%d programmed=%v", name, n, ok))
 }
 
+// send is do for sending one message on st.
+func (l *dataPlaneLog) send(name string, gen int64, st discoveryv1.Discovery_StreamClient, m *discoveryv1.ClientMessage) {
+	l.t.Helper()
+	l.do(name, gen, func() {
+		if err := st.Send(m); err != nil {
+			l.t.Fatal(err)
+		}
+	})
+}
+
 func TestProgrammedOnlyAfterBindAndAck(t *testing.T) {
 	p := newPKI(t)
 	ts := startServer(t, p, true, "")
 	log := &dataPlaneLog{t: t, ts: ts}
 	log.do("publish gen 1", 1, func() {
-		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1")}); err != nil {
-			t.Fatal(err)
-		}
+		ts.publish(t, snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1"))
 	})
 	svid := p.svidFor(t, "apps", "web-coxswain")
 	st, _ := rawStream(t, ts.addr, p, svid)
-	log.do("subscribe", 1, func() {
-		if err := st.Send(subscribe("web-1", dedicated)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	log.send("subscribe", 1, st, subscribe("web-1", dedicated))
 	m1 := recvSnapshot(t, st)
-	log.do("ack gen 1", 1, func() {
-		if err := st.Send(ack(m1)); err != nil {
-			t.Fatal(err)
-		}
-	})
-	log.do("bind 8080", 1, func() {
-		if err := st.Send(nodeStatus(8080)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	log.send("ack gen 1", 1, st, ack(m1))
+	log.send("bind 8080", 1, st, nodeStatus(8080))
 	// A spec change (generation 2) re-arms the gate until the proxy acks it.
 	log.do("publish gen 2", 2, func() {
-		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 2, []int32{8080, 9090}, "10.0.0.1")}); err != nil {
-			t.Fatal(err)
-		}
+		ts.publish(t, snap(dedicated, "web", 2, []int32{8080, 9090}, "10.0.0.1"))
 	})
 	m2 := recvSnapshot(t, st)
-	log.do("ack gen 2", 2, func() {
-		if err := st.Send(ack(m2)); err != nil {
-			t.Fatal(err)
-		}
-	})
-	log.do("bind 8080+9090", 2, func() {
-		if err := st.Send(nodeStatus(8080, 9090)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	log.send("ack gen 2", 2, st, ack(m2))
+	log.send("bind 8080+9090", 2, st, nodeStatus(8080, 9090))
 	// A second proxy of the scope must also bind and ack.
 	st2, close2 := rawStream(t, ts.addr, p, svid)
-	log.do("second proxy subscribes", 2, func() {
-		if err := st2.Send(subscribe("web-2", dedicated)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	log.send("second proxy subscribes", 2, st2, subscribe("web-2", dedicated))
 	if got := metric(t, ts.reg, "coxswain_gateway_dataplane_proxies", map[string]string{"namespace": "apps", "name": "web"}); got != 2 {
 		t.Fatalf("coxswain_gateway_dataplane_proxies = %v, want 2", got)
 	}
 	m3 := recvSnapshot(t, st2)
-	log.do("second proxy binds", 2, func() {
-		if err := st2.Send(nodeStatus(8080, 9090)); err != nil {
-			t.Fatal(err)
-		}
-	})
-	log.do("second proxy acks", 2, func() {
-		if err := st2.Send(ack(m3)); err != nil {
-			t.Fatal(err)
-		}
-	})
+	log.send("second proxy binds", 2, st2, nodeStatus(8080, 9090))
+	log.send("second proxy acks", 2, st2, ack(m3))
 	log.do("second proxy disconnects", 2, close2)
 
 	want := []string{
@@ -216,9 +190,7 @@ func TestGatewayStateCountsAndRejections(t *testing.T) {
 		t.Fatalf("before any publish: %s", got)
 	}
 	changed(t, ts, "publish gen 1", func() {
-		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1")}); err != nil {
-			t.Fatal(err)
-		}
+		ts.publish(t, snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1"))
 	})
 	svid := p.svidFor(t, "apps", "web-coxswain")
 	st1, _ := rawStream(t, ts.addr, p, svid)
@@ -240,9 +212,7 @@ func TestGatewayStateCountsAndRejections(t *testing.T) {
 
 	// Generation 2: web-1 gets a delta, web-2 (no baseline) a full snapshot.
 	changed(t, ts, "publish gen 2", func() {
-		if err := ts.Publish([]*snapshot.Snapshot{snap(dedicated, "web", 2, []int32{8080}, "10.0.0.2")}); err != nil {
-			t.Fatal(err)
-		}
+		ts.publish(t, snap(dedicated, "web", 2, []int32{8080}, "10.0.0.2"))
 	})
 	d1, f2 := recvSnapshot(t, st1), recvSnapshot(t, st2)
 	if d1.GetFull() || !f2.GetFull() {

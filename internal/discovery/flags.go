@@ -29,7 +29,7 @@ import (
 
 // Default paths of what a proxy pod mounts.
 const (
-	DefaultTokenPath       = "/var/run/secrets/coxswain/discovery-token/token"
+	DefaultTokenPath       = "/var/run/secrets/coxswain/discovery-token/token" //nolint:gosec // G101: where the projected token is mounted, not a credential
 	DefaultTrustBundlePath = "/var/run/secrets/coxswain/discovery-trust/ca.crt"
 )
 

@@ -102,3 +102,62 @@ func (c *conn) rejectionLocked(namespace, name string, generation int64) (Reject
 	}
 	return Rejection{NodeID: c.nodeID, Version: c.rejected.pub.version, Generation: g.Generation, Detail: c.rejected.detail}, true
 }
+
+// signalDataPlane wakes the DataPlaneChanges consumer.
+func (s *Server) signalDataPlane() { signal(s.changes) }
+
+// DataPlaneChanges delivers a (coalesced) signal whenever a proxy connects,
+// disconnects, acks, reports bound ports, or snapshots are published; the
+// status writer then re-evaluates GatewayDataPlane. Single consumer.
+func (s *Server) DataPlaneChanges() <-chan struct{} { return s.changes }
+
+// GatewayDataPlane reports how many connected proxies serve the Gateway and
+// whether it is programmed: at least one proxy serves it, and every
+// connected proxy of its scope has acked a snapshot that contains the
+// Gateway at generation ≥ generation and has reported that Gateway's ports
+// bound. GatewayState tells the details.
+func (s *Server) GatewayDataPlane(namespace, name string, generation int64) (proxies int, programmed bool) {
+	st := s.GatewayState(namespace, name, generation)
+	return st.Proxies, st.Programmed()
+}
+
+// scopeOfLocked finds the scope whose current snapshot serves the Gateway,
+// preferring its dedicated scope.
+func (s *Server) scopeOfLocked(namespace, name string) (snapshot.Scope, bool) {
+	ded := snapshot.GatewayScope(namespace, name)
+	if p := s.scopes[ded]; p != nil && findGateway(p.gateways, namespace, name) != nil {
+		return ded, true
+	}
+	if p := s.scopes[snapshot.SharedPool()]; p != nil && findGateway(p.gateways, namespace, name) != nil {
+		return snapshot.SharedPool(), true
+	}
+	return snapshot.Scope{}, false
+}
+
+// servesLocked reports whether the proxy has acked a snapshot holding the
+// Gateway at generation or later and has reported all its ports bound.
+func (c *conn) servesLocked(namespace, name string, generation int64) bool {
+	if c.acked == nil || !c.reported {
+		return false
+	}
+	g := findGateway(c.acked.gateways, namespace, name)
+	if g == nil || g.Generation < generation {
+		return false
+	}
+	for _, p := range g.Ports {
+		if !c.bound[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// findGateway is the Gateway namespace/name in gws, or nil.
+func findGateway(gws []snapshot.GatewayRef, namespace, name string) *snapshot.GatewayRef {
+	for i := range gws {
+		if gws[i].Namespace == namespace && gws[i].Name == name {
+			return &gws[i]
+		}
+	}
+	return nil
+}

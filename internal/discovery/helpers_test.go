@@ -211,6 +211,14 @@ func startServer(t *testing.T, p *pki, leader bool, addr string) *testServer {
 	return ts
 }
 
+// publish publishes snaps, failing the test if Publish reports an error.
+func (ts *testServer) publish(t *testing.T, snaps ...*snapshot.Snapshot) {
+	t.Helper()
+	if err := ts.Publish(snaps); err != nil {
+		t.Fatal(err)
+	}
+}
+
 var stopOnce sync.Map
 
 func (ts *testServer) stop() {

@@ -15,10 +15,15 @@ limitations under the License.
 */
 
 // Package identity is the controller's certificate authority for the
-// discovery channel: it loads (or creates, first writer wins) the CA Secret,
-// hot-reloads an externally supplied CA, issues SPIFFE SVIDs to proxies that
-// prove a Coxswain-managed ServiceAccount with a TokenReview, and serves the
-// bootstrap endpoint on every replica.
+// discovery channel: ca.go signs SPIFFE SVIDs with the current authority
+// (keeping earlier roots trusted through a rotation), secret.go loads (or
+// creates, first writer wins) the CA Secret and hot-reloads an externally
+// supplied one, svid.go is the controller's own serving SVID, and
+// tokenreview.go authenticates ServiceAccount tokens with a TokenReview.
+//
+// It is a leaf: it imports nothing of Coxswain but internal/names. The
+// bootstrap service that puts these together for proxies is
+// internal/discovery/bootstrap.
 package identity
 
 import (

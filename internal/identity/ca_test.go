@@ -29,7 +29,7 @@ func TestSetAuthorityRejectsBadInput(t *testing.T) {
 	_, _, key2 := newCA(t)
 	ca := identity.NewCA(td)
 	// A leaf SVID is not a CA.
-	id, _ := discoveryID("apps", "x")
+	id, _ := svidID("apps", "x")
 	issuer, _, _ := newCA(t)
 	leafKey := mustKey(t)
 	leaf, err := issuer.SignPublicKey(leafKey.Public(), id, time.Hour)
@@ -61,7 +61,7 @@ func TestSetAuthorityRejectsBadInput(t *testing.T) {
 		t.Fatal("reloading the same authority must not count as a change")
 	}
 	// An SVID outside the trust domain is refused.
-	other, _ := discoveryIDIn("example.org", "a", "b")
+	other, _ := svidIDIn("example.org", "a", "b")
 	if _, err := ca.SignPublicKey(leafKey.Public(), other, time.Hour); err == nil {
 		t.Fatal("signed an ID of another trust domain")
 	}

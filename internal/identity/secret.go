@@ -35,11 +35,11 @@ import (
 type Mode string
 
 const (
-	// ModeAuto: the first replica to find the Secret absent generates a CA
-	// and creates it; every replica loads whatever the Secret holds.
+	// ModeAuto means the first replica to find the Secret absent generates a
+	// CA and creates it; every replica loads whatever the Secret holds.
 	ModeAuto Mode = "auto"
-	// ModeExternal: the Secret is supplied (cert-manager or by hand); while
-	// it is absent, discovery is not served.
+	// ModeExternal means the Secret is supplied (cert-manager or by hand);
+	// while it is absent, discovery is not served.
 	ModeExternal Mode = "external"
 )
 

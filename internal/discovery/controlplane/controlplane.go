@@ -25,6 +25,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/discovery/bootstrap"
 	"github.com/coxswain-go/coxswain/internal/discovery/leaderlabel"
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -86,13 +88,9 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 	if o.Namespace == "" {
 		return nil, nil, errors.New("discovery needs the install namespace")
 	}
-	mode := identity.Mode(f.CAMode)
-	if mode != identity.ModeAuto && mode != identity.ModeExternal {
-		return nil, nil, fmt.Errorf("--discovery-ca-mode must be auto or external, not %q", f.CAMode)
-	}
-	td, err := spiffeid.TrustDomainFromString(f.TrustDomain)
+	mode, td, err := f.parse()
 	if err != nil {
-		return nil, nil, fmt.Errorf("--discovery-trust-domain: %w", err)
+		return nil, nil, err
 	}
 	log := ctrl.Log.WithName("discovery")
 	ca := identity.NewCA(td)
@@ -113,29 +111,69 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 		SharedPool:            discovery.ServiceAccounts(o.Namespace + "/" + f.SharedProxyServiceAccount),
 		GatewayServiceAccount: o.GatewayServiceAccount,
 	}
-	regarding := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: o.Namespace, Name: names.CASecretName}
+	boot, err := newBootstrapServer(mgr, f, o.Namespace, ca, serving, authz, log.WithName("bootstrap"))
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := newStreamServer(mgr, f, td, ca, serving, authz, log.WithName("stream"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range []manager.Runnable{src, boot, srv} {
+		if err := mgr.Add(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := addLeaderLabel(mgr, log.WithName("leader-label")); err != nil {
+		return nil, nil, err
+	}
+	return srv, ca, nil
+}
+
+// parse checks the CA mode and the trust domain.
+func (f Flags) parse() (identity.Mode, spiffeid.TrustDomain, error) {
+	mode := identity.Mode(f.CAMode)
+	if mode != identity.ModeAuto && mode != identity.ModeExternal {
+		return "", spiffeid.TrustDomain{}, fmt.Errorf("--discovery-ca-mode must be auto or external, not %q", f.CAMode)
+	}
+	td, err := spiffeid.TrustDomainFromString(f.TrustDomain)
+	if err != nil {
+		return "", spiffeid.TrustDomain{}, fmt.Errorf("--discovery-trust-domain: %w", err)
+	}
+	return mode, td, nil
+}
+
+// newBootstrapServer is the every-replica SVID bootstrap. Its refusals are
+// recorded as Events about this pod when POD_NAME and POD_NAMESPACE are
+// set, else about the CA Secret (or about the ServiceAccount a token named).
+func newBootstrapServer(mgr manager.Manager, f Flags, namespace string, ca *identity.CA, serving *identity.ServingSVID,
+	authz *discovery.Authorizer, log logr.Logger) (*bootstrap.Server, error) {
+	regarding := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: namespace, Name: names.CASecretName}
 	if pod, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE"); pod != "" && ns != "" {
 		regarding = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod}
 	}
-	boot, err := identity.NewBootstrapServer(identity.BootstrapOptions{
+	return bootstrap.NewServer(bootstrap.Options{
 		Addr:                 f.BootstrapAddr,
 		CA:                   ca,
 		SVID:                 serving,
 		Reviewer:             &identity.TokenReviewer{Client: mgr.GetClient(), Audience: names.TokenAudience},
 		Authorizer:           authz,
 		TTL:                  f.SVIDTTL,
-		UpstreamEndpoint:     names.DiscoveryEndpoint(o.Namespace),
+		UpstreamEndpoint:     names.DiscoveryEndpoint(namespace),
 		ServerServiceAccount: f.ControllerServiceAccount,
 		Recorder:             mgr.GetEventRecorder("coxswain-controller"),
 		Regarding:            regarding,
 		Registerer:           ctrlmetrics.Registry,
-		Log:                  log.WithName("bootstrap"),
+		Log:                  log,
 	})
-	if err != nil {
-		return nil, nil, err
-	}
+}
+
+// newStreamServer is the snapshot stream; every replica runs it and only
+// the elected leader serves streams.
+func newStreamServer(mgr manager.Manager, f Flags, td spiffeid.TrustDomain, ca *identity.CA, serving *identity.ServingSVID,
+	authz *discovery.Authorizer, log logr.Logger) (*discovery.Server, error) {
 	elected := mgr.Elected()
-	srv, err := discovery.NewServer(discovery.ServerOptions{
+	return discovery.NewServer(discovery.ServerOptions{
 		Addr:        f.StreamAddr,
 		TrustDomain: td,
 		SVID:        serving,
@@ -150,24 +188,18 @@ func AddToManager(mgr manager.Manager, f Flags, o Options) (*discovery.Server, *
 		},
 		Authorizer: authz,
 		Registerer: ctrlmetrics.Registry,
-		Log:        log.WithName("stream"),
+		Log:        log,
 	})
+}
+
+// addLeaderLabel manages the leader pod label when POD_NAME is set.
+func addLeaderLabel(mgr manager.Manager, log logr.Logger) error {
+	if os.Getenv("POD_NAME") == "" {
+		return nil
+	}
+	l, err := leaderlabel.FromEnv(mgr.GetClient(), log)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	for _, r := range []manager.Runnable{src, boot, srv} {
-		if err := mgr.Add(r); err != nil {
-			return nil, nil, err
-		}
-	}
-	if os.Getenv("POD_NAME") != "" {
-		l, err := leaderlabel.FromEnv(mgr.GetClient(), log.WithName("leader-label"))
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := mgr.Add(l); err != nil {
-			return nil, nil, err
-		}
-	}
-	return srv, ca, nil
+	return mgr.Add(l)
 }

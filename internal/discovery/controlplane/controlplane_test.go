@@ -127,105 +127,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // controller` would (a manager with AddToManager) and a proxy client that
 // has only a token, the trust ConfigMap's bundle and the endpoints.
 func TestControllerAndProxyWiring(t *testing.T) {
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedProxyServiceAccount}}); err != nil {
-		t.Fatal(err)
-	}
-
-	ctrl.SetLogger(testr.New(t))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 clientgoscheme.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f controlplane.Flags
-	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
-	f.AddFlags(fs)
-	streamAddr, bootAddr := freeAddr(t), freeAddr(t)
-	if err := fs.Parse([]string{"--discovery-bind-address=" + streamAddr, "--discovery-bootstrap-bind-address=" + bootAddr}); err != nil {
-		t.Fatal(err)
-	}
-	srv, _, err := controlplane.AddToManager(mgr, f, controlplane.Options{
-		Namespace:             ns,
-		GatewayServiceAccount: func(string, string) (string, bool) { return "", false },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(ctx) }()
-	defer func() { cancel(); <-mgrDone }()
-
-	// What a proxy pod mounts: the trust ConfigMap and a projected token.
-	trust := &corev1.ConfigMap{}
-	eventually(t, "the trust ConfigMap", func() bool {
-		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, trust) == nil
-	})
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, names.SharedProxyServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{names.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenPath, bundlePath := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(tokenPath, []byte(tr.Status.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bundlePath, []byte(trust.Data["ca.crt"]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	var pf discovery.ProxyFlags
-	pfs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
-	pf.AddFlags(pfs)
-	if err := pfs.Parse([]string{
-		"--discovery-endpoint=https://" + streamAddr,
-		"--discovery-bootstrap-endpoint=https://" + bootAddr,
-		"--discovery-token-path=" + tokenPath,
-		"--discovery-trust-bundle=" + bundlePath,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := pf.ClientOptions(snapshot.SharedPool(), "shared-proxy-0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dp := &recorder{}
-	readiness := proxy.NewReadiness("starting")
-	opts.Applier, opts.Readiness, opts.Log = dp, readiness, testr.New(t)
-	cl, err := discovery.NewClient(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientDone := make(chan error, 1)
-	go func() { clientDone <- cl.Run(ctx) }()
-	defer func() { cancel(); <-clientDone }()
+	cp := startControlPlane(t)
+	ctx, srv := cp.ctx, cp.srv
+	dp, readiness := cp.startProxy(t)
 
 	s := &snapshot.Snapshot{
 		Scope: snapshot.SharedPool(),
@@ -262,7 +166,136 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	}
 	// The CA Secret was created in auto mode.
 	sec := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.CASecretName}, sec); err != nil {
+	if err := cp.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.CASecretName}, sec); err != nil {
 		t.Fatalf("CA Secret: %v", err)
 	}
+}
+
+// controlPlane is an envtest apiserver and a manager running what
+// AddToManager adds, on loopback addresses.
+type controlPlane struct {
+	ctx                  context.Context
+	cancel               context.CancelFunc
+	c                    client.Client
+	cs                   *kubernetes.Clientset
+	srv                  *discovery.Server
+	streamAddr, bootAddr string
+}
+
+// startControlPlane starts the apiserver and the manager; cleanups stop
+// them.
+func startControlPlane(t *testing.T) *controlPlane {
+	t.Helper()
+	env, err := testenv.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	cp := &controlPlane{}
+	if cp.c, err = client.New(cfg, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if cp.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cp.ctx, cp.cancel = context.WithCancel(context.Background())
+	t.Cleanup(cp.cancel)
+	if err := cp.c.Create(cp.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.c.Create(cp.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedProxyServiceAccount}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrl.SetLogger(testr.New(t))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 clientgoscheme.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f controlplane.Flags
+	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+	f.AddFlags(fs)
+	cp.streamAddr, cp.bootAddr = freeAddr(t), freeAddr(t)
+	if err := fs.Parse([]string{"--discovery-bind-address=" + cp.streamAddr, "--discovery-bootstrap-bind-address=" + cp.bootAddr}); err != nil {
+		t.Fatal(err)
+	}
+	cp.srv, _, err = controlplane.AddToManager(mgr, f, controlplane.Options{
+		Namespace:             ns,
+		GatewayServiceAccount: func(string, string) (string, bool) { return "", false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(cp.ctx) }()
+	t.Cleanup(func() { cp.cancel(); <-mgrDone })
+	return cp
+}
+
+// startProxy runs a discovery client for the shared pool configured from
+// its flags alone, with what a proxy pod mounts; a cleanup stops it.
+func (cp *controlPlane) startProxy(t *testing.T) (*recorder, *proxy.Readiness) {
+	t.Helper()
+	tokenPath, bundlePath := cp.proxyMounts(t)
+	var pf discovery.ProxyFlags
+	pfs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+	pf.AddFlags(pfs)
+	if err := pfs.Parse([]string{
+		"--discovery-endpoint=https://" + cp.streamAddr,
+		"--discovery-bootstrap-endpoint=https://" + cp.bootAddr,
+		"--discovery-token-path=" + tokenPath,
+		"--discovery-trust-bundle=" + bundlePath,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := pf.ClientOptions(snapshot.SharedPool(), "shared-proxy-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := &recorder{}
+	readiness := proxy.NewReadiness("starting")
+	opts.Applier, opts.Readiness, opts.Log = dp, readiness, testr.New(t)
+	cl, err := discovery.NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- cl.Run(cp.ctx) }()
+	t.Cleanup(func() { cp.cancel(); <-clientDone })
+	return dp, readiness
+}
+
+// proxyMounts writes what a proxy pod mounts, the trust ConfigMap's bundle
+// (once the controller has published it) and a projected token, and
+// returns their paths.
+func (cp *controlPlane) proxyMounts(t *testing.T) (tokenPath, bundlePath string) {
+	t.Helper()
+	trust := &corev1.ConfigMap{}
+	eventually(t, "the trust ConfigMap", func() bool {
+		return cp.c.Get(cp.ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, trust) == nil
+	})
+	tr, err := cp.cs.CoreV1().ServiceAccounts(ns).CreateToken(cp.ctx, names.SharedProxyServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{names.TokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tokenPath, bundlePath = filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(tokenPath, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bundlePath, []byte(trust.Data["ca.crt"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tokenPath, bundlePath
 }

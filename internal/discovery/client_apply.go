@@ -1,0 +1,119 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// maxNackDetail keeps a Nack well below the client→server message cap.
+const maxNackDetail = 16 << 10
+
+// handle applies one snapshot message atomically and returns the Ack or
+// Nack to send. Any failure keeps the last good state.
+func (c *Client) handle(m *discoveryv1.Snapshot) *discoveryv1.ClientMessage {
+	applied, err := c.apply(m)
+	if err != nil {
+		c.metrics.nacks.Inc()
+		c.log.Error(err, "rejected a discovery snapshot; keeping the last good one", "version", m.GetVersion(), "full", m.GetFull())
+		detail := err.Error()
+		if len(detail) > maxNackDetail {
+			detail = detail[:maxNackDetail]
+		}
+		return &discoveryv1.ClientMessage{Msg: &discoveryv1.ClientMessage_Nack{Nack: &discoveryv1.Nack{Version: m.GetVersion(), Nonce: m.GetNonce(), Detail: detail}}}
+	}
+	if applied {
+		c.metrics.applied.Inc()
+	}
+	return &discoveryv1.ClientMessage{Msg: &discoveryv1.ClientMessage_Ack{Ack: &discoveryv1.Ack{Version: m.GetVersion(), Nonce: m.GetNonce()}}}
+}
+
+// apply rebuilds the snapshot from the message and the resources the client
+// holds, checks that it has the version the server announced, and hands it
+// to the data plane unless that version is already in force; applied says
+// whether the data plane was given a new snapshot.
+func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
+	c.mu.Lock()
+	cur, curVersion := c.resources, c.version
+	c.mu.Unlock()
+	next, err := mergeResources(cur, m)
+	if err != nil {
+		return false, err
+	}
+	snap, err := snapshot.Assemble(c.opts.Scope, sortedResources(next))
+	if err != nil {
+		return false, err
+	}
+	version, err := snapshot.Version(snap)
+	if err != nil {
+		return false, err
+	}
+	if version != m.GetVersion() {
+		return false, fmt.Errorf("version mismatch: the server says %s, the reassembled snapshot is %s", m.GetVersion(), version)
+	}
+	if version != curVersion {
+		if err := c.opts.Applier.Apply(snap); err != nil {
+			return false, fmt.Errorf("apply: %w", err)
+		}
+		applied = true
+	}
+	c.mu.Lock()
+	c.resources, c.version = next, version
+	c.mu.Unlock()
+	return applied, nil
+}
+
+// mergeResources is the resource set after m, by key: m's resources alone
+// when m is full, else cur (the last acked set) with m's upserts and
+// removals. cur is not modified.
+func mergeResources(cur map[string][]byte, m *discoveryv1.Snapshot) (map[string][]byte, error) {
+	next := map[string][]byte{}
+	if !m.GetFull() {
+		if cur == nil {
+			return nil, errors.New("delta received without a baseline")
+		}
+		maps.Copy(next, cur)
+	}
+	for _, r := range m.GetResources() {
+		if r.GetKey() == "" {
+			return nil, errors.New("resource with an empty key")
+		}
+		next[r.GetKey()] = r.GetBody()
+	}
+	for _, k := range m.GetRemoved() {
+		if m.GetFull() {
+			return nil, errors.New("a full snapshot cannot remove resources")
+		}
+		delete(next, k)
+	}
+	return next, nil
+}
+
+// sortedResources lists a resource set in key order.
+func sortedResources(set map[string][]byte) []snapshot.Resource {
+	res := make([]snapshot.Resource, 0, len(set))
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		res = append(res, snapshot.Resource{Key: k, Body: set[k]})
+	}
+	return res
+}
