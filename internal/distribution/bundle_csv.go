@@ -61,11 +61,11 @@ func deploymentSpecs(install []*unstructured.Unstructured, image string) ([]v1al
 	for _, d := range deployments {
 		var dep appsv1.Deployment
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object, &dep); err != nil {
-			return nil, nil, fmt.Errorf("Deployment %s: %w", d.GetName(), err)
+			return nil, nil, fmt.Errorf("deployment %s: %w", d.GetName(), err)
 		}
 		sa := dep.Spec.Template.Spec.ServiceAccountName
 		if sa == "" {
-			return nil, nil, fmt.Errorf("Deployment %s names no serviceAccountName", d.GetName())
+			return nil, nil, fmt.Errorf("deployment %s names no serviceAccountName", d.GetName())
 		}
 		deploymentSAs[sa] = true
 		if d.GetName() == ControllerDeployment {
@@ -96,9 +96,9 @@ func setControllerImage(dep *appsv1.Deployment, image string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("Deployment %s: container %s sets no %s; config/default must render it", dep.Name, ControllerContainer, ProxyImageEnv)
+		return fmt.Errorf("deployment %s: container %s sets no %s; config/default must render it", dep.Name, ControllerContainer, ProxyImageEnv)
 	}
-	return fmt.Errorf("Deployment %s has no container %s", dep.Name, ControllerContainer)
+	return fmt.Errorf("deployment %s has no container %s", dep.Name, ControllerContainer)
 }
 
 // CSVObject renders the CSV in its generic form, without status or nulls.

@@ -95,7 +95,7 @@ func loadInstallRoles(install []*unstructured.Unstructured) (installRoles, error
 	for _, o := range FilterKind(install, "Role") {
 		var r rbacv1.Role
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r); err != nil {
-			return roles, fmt.Errorf("Role %s: %w", o.GetName(), err)
+			return roles, fmt.Errorf("role %s: %w", o.GetName(), err)
 		}
 		roles.namespaced[r.Name] = r.Rules
 	}

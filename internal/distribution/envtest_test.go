@@ -113,7 +113,7 @@ func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured,
 		append([]client.ApplyOption{client.FieldOwner("distribution-test"), client.ForceOwnership}, opts...)...)
 }
 
-func ensureNamespace(t *testing.T, ctx context.Context, c client.Client, name string) {
+func ensureNamespace(ctx context.Context, t *testing.T, c client.Client, name string) {
 	t.Helper()
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -122,7 +122,7 @@ func ensureNamespace(t *testing.T, ctx context.Context, c client.Client, name st
 }
 
 // waitEstablished waits (bounded) until every CRD is Established.
-func waitEstablished(t *testing.T, ctx context.Context, c client.Client, crds []*unstructured.Unstructured) {
+func waitEstablished(ctx context.Context, t *testing.T, c client.Client, crds []*unstructured.Unstructured) {
 	t.Helper()
 	for _, o := range crds {
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -143,7 +143,7 @@ func waitEstablished(t *testing.T, ctx context.Context, c client.Client, crds []
 	}
 }
 
-func can(t *testing.T, ctx context.Context, c client.Client, ns, sa string, attrs authorizationv1.ResourceAttributes) bool {
+func can(ctx context.Context, t *testing.T, c client.Client, ns, sa string, attrs authorizationv1.ResourceAttributes) bool {
 	t.Helper()
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:               "system:serviceaccount:" + ns + ":" + sa,
@@ -165,7 +165,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	c := apiserver(t)
 	ctx := testContext(t)
 	const ns = "coxswain-olm"
-	ensureNamespace(t, ctx, c, ns)
+	ensureNamespace(ctx, t, c, ns)
 	b, _ := loadBundle(t)
 
 	csv, err := CSVObject(b.CSV)
@@ -199,9 +199,9 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	waitEstablished(t, ctx, c, crds)
+	waitEstablished(ctx, t, c, crds)
 
-	applyALMExamples(t, ctx, c, b, ns)
+	applyALMExamples(ctx, t, c, b, ns)
 
 	var dep appsv1.Deployment
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ControllerDeployment}, &dep); err != nil {
@@ -217,21 +217,21 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	lease := authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Namespace: ns, Verb: "update", Name: "coxswain-leader-lock"}
 	tokenReview := authorizationv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}
 	for _, a := range []authorizationv1.ResourceAttributes{gw("watch", "httproutes", ""), gw("patch", "gateways", "status"), lease, tokenReview} {
-		if !can(t, ctx, c, ns, ControllerServiceAccount, a) {
+		if !can(ctx, t, c, ns, ControllerServiceAccount, a) {
 			t.Errorf("the controller may not %s %s/%s", a.Verb, a.Resource, a.Subresource)
 		}
-		if can(t, ctx, c, ns, ProxyServiceAccount, a) {
+		if can(ctx, t, c, ns, ProxyServiceAccount, a) {
 			t.Errorf("the proxy may %s %s/%s", a.Verb, a.Resource, a.Subresource)
 		}
 	}
-	if can(t, ctx, c, ns, ControllerServiceAccount, gw("update", "httproutes", "")) {
+	if can(ctx, t, c, ns, ControllerServiceAccount, gw("update", "httproutes", "")) {
 		t.Error("the controller may update route specs")
 	}
 }
 
 // applyALMExamples applies every alm-example of the bundle's CSV, the
 // namespaced ones in ns: each must be accepted.
-func applyALMExamples(t *testing.T, ctx context.Context, c client.Client, b *Bundle, ns string) {
+func applyALMExamples(ctx context.Context, t *testing.T, c client.Client, b *Bundle, ns string) {
 	t.Helper()
 	var alm []map[string]any
 	if err := json.Unmarshal([]byte(b.CSV.Annotations[annotationALMExamples]), &alm); err != nil {
@@ -271,7 +271,7 @@ func TestHelmChartInstalls(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.ns, func(t *testing.T) {
-			ensureNamespace(t, ctx, c, tc.ns)
+			ensureNamespace(ctx, t, c, tc.ns)
 			r, err := RenderChart(chartDir(), "coxswain", tc.ns, tc.values)
 			if err != nil {
 				t.Fatal(err)

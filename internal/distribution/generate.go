@@ -113,7 +113,7 @@ func (o *Output) Write(root string) error {
 	if err := WriteTree(filepath.Join(root, BundleDir), o.BundleFiles, bundleOwned); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(root, BundleDockerfile), o.Dockerfile, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, BundleDockerfile), o.Dockerfile, 0o644); err != nil { //nolint:gosec // G306: a file of the repository, world-readable like every other
 		return err
 	}
 	return WriteTree(filepath.Join(root, ChartDir), o.ChartFiles, chartOwned)

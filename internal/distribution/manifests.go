@@ -37,8 +37,9 @@ import (
 const (
 	// InstallNamespace is the namespace config/default installs into.
 	InstallNamespace = "coxswain-system"
-	// ControllerDeployment and ControllerServiceAccount name the controller.
-	ControllerDeployment     = "coxswain-controller"
+	// ControllerDeployment names the controller's Deployment.
+	ControllerDeployment = "coxswain-controller"
+	// ControllerServiceAccount names the controller's ServiceAccount.
 	ControllerServiceAccount = "coxswain-controller"
 	// ControllerContainer is the controller Deployment's container.
 	ControllerContainer = "coxswain"
@@ -56,7 +57,7 @@ const (
 // Kustomize runs `kustomize build root/dir` with the binary bin.
 func Kustomize(bin, root, dir string) ([]*unstructured.Unstructured, error) {
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "build", filepath.Join(root, dir))
+	cmd := exec.Command(bin, "build", filepath.Join(root, dir)) //nolint:gosec // G204: bin is the kustomize binary the operator names (hack/bundle -kustomize); running it is the point
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -206,20 +207,20 @@ func relabelManagedBy(o *unstructured.Unstructured, value string) {
 	}
 }
 
-// replaceStrings replaces old with new in every string value of v,
+// replaceStrings replaces from with to in every string value of v,
 // recursively, and returns the result.
-func replaceStrings(v any, old, new string) any {
+func replaceStrings(v any, from, to string) any {
 	switch t := v.(type) {
 	case string:
-		return strings.ReplaceAll(t, old, new)
+		return strings.ReplaceAll(t, from, to)
 	case map[string]any:
 		for k, e := range t {
-			t[k] = replaceStrings(e, old, new)
+			t[k] = replaceStrings(e, from, to)
 		}
 		return t
 	case []any:
 		for i, e := range t {
-			t[i] = replaceStrings(e, old, new)
+			t[i] = replaceStrings(e, from, to)
 		}
 		return t
 	default:

@@ -45,11 +45,18 @@ const (
 	// condition message.
 	DetailWritePeriod = time.Minute
 
-	// Condition reasons.
-	ReasonProbeSucceeded  = "ProbeSucceeded"
-	ReasonProbeFailed     = "ProbeFailed"
+	// ReasonProbeSucceeded (Ready=True): the last probe of the endpoint
+	// answered.
+	ReasonProbeSucceeded = "ProbeSucceeded"
+	// ReasonProbeFailed (Ready=False): FailureThreshold consecutive probes
+	// failed.
+	ReasonProbeFailed = "ProbeFailed"
+	// ReasonEndpointChanged (Ready=Unknown): the endpoint changed and the new
+	// one has not been probed yet.
 	ReasonEndpointChanged = "EndpointChanged"
-	ReasonAwaitingProbe   = "AwaitingProbe"
+	// ReasonAwaitingProbe (Ready=Unknown): the first endpoint has not been
+	// probed yet.
+	ReasonAwaitingProbe = "AwaitingProbe"
 
 	// maxMessage bounds the condition message (the API allows 32768).
 	maxMessage = 1024

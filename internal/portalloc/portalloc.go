@@ -23,9 +23,11 @@ package portalloc
 
 import "sort"
 
+// The internal port range, both ends included.
 const (
-	// Min and Max bound the internal port range.
+	// Min is the lowest internal port.
 	Min int32 = 30000
+	// Max is the highest internal port.
 	Max int32 = 32767
 )
 
@@ -65,7 +67,7 @@ func Assign(existing []Assignment, wanted []Key) (assigned []Assignment, unassig
 	prev := append([]Assignment(nil), existing...)
 	sort.Slice(prev, func(i, j int) bool {
 		if prev[i].Key != prev[j].Key {
-			return prev[i].Key.Less(prev[j].Key)
+			return prev[i].Less(prev[j].Key)
 		}
 		return prev[i].Internal < prev[j].Internal
 	})
@@ -98,6 +100,6 @@ func Assign(existing []Assignment, wanted []Key) (assigned []Assignment, unassig
 		used[next] = true
 		assigned = append(assigned, Assignment{Key: k, Internal: next})
 	}
-	sort.Slice(assigned, func(i, j int) bool { return assigned[i].Key.Less(assigned[j].Key) })
+	sort.Slice(assigned, func(i, j int) bool { return assigned[i].Less(assigned[j].Key) })
 	return assigned, unassigned
 }

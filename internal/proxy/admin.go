@@ -37,6 +37,7 @@ import (
 // Mode is how a proxy is scoped: the shared pool or one dedicated Gateway.
 type Mode string
 
+// The two proxy scopes.
 const (
 	ModeShared    Mode = "shared"
 	ModeDedicated Mode = "dedicated"

@@ -146,7 +146,7 @@ func (rt *route) pickBackend() *backend {
 	case len(rt.backends) == 1:
 		return &rt.backends[0]
 	}
-	n := rand.Int64N(rt.totalWeight)
+	n := rand.Int64N(rt.totalWeight) //nolint:gosec // G404: weighted backend choice needs spread, not unpredictability
 	for i, c := range rt.cumWeights {
 		if n < c {
 			return &rt.backends[i]
@@ -167,7 +167,7 @@ func (es *endpointSet) pick() *endpoint {
 	case es.leastRequest:
 		// Power of two choices: two distinct random endpoints, the one with
 		// fewer requests in flight wins.
-		i, j := rand.IntN(n), rand.IntN(n-1)
+		i, j := rand.IntN(n), rand.IntN(n-1) //nolint:gosec // G404: load balancing needs spread, not unpredictability
 		if j >= i {
 			j++
 		}

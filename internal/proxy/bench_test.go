@@ -86,7 +86,7 @@ func newRouterFixture(b testing.TB, shape string, n int) *routerFixture {
 	fx.st = st
 	for i := range hosts {
 		r := &http.Request{Method: http.MethodGet, Host: hosts[i], URL: &url.URL{Path: paths[i]}, Header: http.Header{"User-Agent": {"bench"}}}
-		want := st.router.Lookup(80, r)
+		want := st.router.lookup(80, r)
 		if want == nil {
 			b.Fatalf("%s: %s%s does not route", shape, hosts[i], paths[i])
 		}
@@ -111,7 +111,7 @@ func BenchmarkRouter(b *testing.B) {
 				b.ReportAllocs()
 				var r *route
 				for i := 0; b.Loop(); i++ {
-					r = fx.st.router.Lookup(80, fx.reqs[i%benchRequests])
+					r = fx.st.router.lookup(80, fx.reqs[i%benchRequests])
 				}
 				sink = r
 			})
@@ -128,7 +128,7 @@ func BenchmarkRouter(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					var r *route
 					for i := 0; pb.Next(); i++ {
-						r = fx.st.router.Lookup(80, fx.reqs[i%benchRequests])
+						r = fx.st.router.lookup(80, fx.reqs[i%benchRequests])
 					}
 					_ = r
 				})
@@ -157,7 +157,7 @@ func TestRouterLookupDoesNotAllocate(t *testing.T) {
 		reqs := append(fx.reqs[:8:8], &up)
 		allocs := testing.AllocsPerRun(200, func() {
 			for _, r := range reqs {
-				sink = fx.st.router.Lookup(80, r)
+				sink = fx.st.router.lookup(80, r)
 			}
 		})
 		if allocs != 0 {

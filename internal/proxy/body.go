@@ -75,7 +75,7 @@ func bodyFailed(r *http.Request, want error) bool {
 	if !ok {
 		return false
 	}
-	if want == errBodyTimeout {
+	if errors.Is(want, errBodyTimeout) {
 		return tb.timedOut.Load()
 	}
 	return tb.failed.Load()

@@ -29,7 +29,7 @@ import (
 // once published; requests load it with one atomic load.
 type state struct {
 	version string
-	router  *Router
+	router  *router
 	sets    map[string]*endpointSet
 	certs   map[string]*parsedCert
 	stats   map[string]*routeStats
@@ -84,7 +84,7 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 	}
 	st := &state{
 		version:   version,
-		router:    &Router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
+		router:    &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
 		sets:      compileEndpointSets(s.EndpointSets, prev),
 		certs:     certs,
 		stats:     map[string]*routeStats{},
@@ -172,15 +172,15 @@ func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*
 		hostname:    in.Hostname,
 		singleLabel: in.SingleLabelWildcard && strings.HasPrefix(in.Hostname, "*."),
 		routes:      make([]*route, 0, len(in.Routes)),
-		exact:       map[string][]int32{},
-		prefix:      map[string][]int32{},
+		exact:       map[string][]int{},
+		prefix:      map[string][]int{},
 	}
 	for i := range in.Routes {
 		r, err := c.compileRoute(&in.Routes[i], lr)
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", in.Routes[i].ID, err)
 		}
-		idx := int32(len(vh.routes))
+		idx := len(vh.routes)
 		vh.routes = append(vh.routes, r)
 		switch {
 		case r.path == nil:

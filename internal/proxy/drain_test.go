@@ -143,20 +143,18 @@ func TestTerminationDrain(t *testing.T) {
 	// An in-flight request that outlives the drain window.
 	inflight := make(chan string, 1)
 	go func() {
-		rc := &rawConn{}
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
 			inflight <- err.Error()
 			return
 		}
 		defer func() { _ = c.Close() }()
-		rc.c, rc.br = c, bufio.NewReader(c)
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 		if _, err := io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: drain.example\r\n\r\n"); err != nil {
 			inflight <- err.Error()
 			return
 		}
-		resp, err := http.ReadResponse(rc.br, nil)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			inflight <- err.Error()
 			return

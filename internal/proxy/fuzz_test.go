@@ -55,7 +55,7 @@ func FuzzSnapshotDecodeCompile(f *testing.F) {
 		}
 		for port := range st.router.ports {
 			for _, r := range reqs {
-				if rt := st.router.Lookup(port, r); rt != nil {
+				if rt := st.router.lookup(port, r); rt != nil {
 					if rt.redirect != nil {
 						_ = redirectLocation(rt.redirect, rt, r, rt.tls)
 					}
@@ -96,7 +96,7 @@ func FuzzPathMatch(f *testing.F) {
 		}
 		r := &http.Request{Method: "GET", Host: "h", URL: &url.URL{Path: path}, Header: http.Header{}}
 		got := ""
-		if rt := st.router.Lookup(80, r); rt != nil {
+		if rt := st.router.lookup(80, r); rt != nil {
 			got = rt.id
 		}
 		if want := linearLookup(st, 80, r); got != want {

@@ -117,34 +117,34 @@ func readHeadsLikeNetHTTP(raw []byte) (*http.Response, int, error) {
 	}
 }
 
-// checkResponseHeadCap: the lean client's head reader with a cap of max
-// bytes accepts exactly what net/http accepts whose heads fit in max
-// bytes together (http.Transport's MaxResponseHeaderBytes rule), and
+// checkResponseHeadCap checks that the lean client's head reader with a
+// cap of limit bytes accepts exactly what net/http accepts whose heads fit
+// in limit bytes together (http.Transport's MaxResponseHeaderBytes rule), and
 // reads the same response from it.
-func checkResponseHeadCap(t *testing.T, raw []byte, max int64) {
+func checkResponseHeadCap(t *testing.T, raw []byte, limit int64) {
 	want, headLen, werr := readHeadsLikeNetHTTP(raw)
-	lim := headLimit{r: bytes.NewReader(raw), max: max}
+	lim := headLimit{r: bytes.NewReader(raw), max: limit}
 	br := bufio.NewReaderSize(&lim, 8<<10)
 	got, gerr := readCappedHead(br, &lim, &http.Request{Method: http.MethodGet})
 	switch {
 	case werr != nil:
 		if gerr == nil {
-			t.Fatalf("%q (cap %d): lean reader accepted what net/http rejects: %v", raw, max, werr)
+			t.Fatalf("%q (cap %d): lean reader accepted what net/http rejects: %v", raw, limit, werr)
 		}
 		return
-	case int64(headLen) > max:
+	case int64(headLen) > limit:
 		if !errors.Is(gerr, errResponseHeadTooLarge) {
-			t.Fatalf("%q: heads of %d bytes over a cap of %d: got %v, want errResponseHeadTooLarge", raw, headLen, max, gerr)
+			t.Fatalf("%q: heads of %d bytes over a cap of %d: got %v, want errResponseHeadTooLarge", raw, headLen, limit, gerr)
 		}
 		return
 	case gerr != nil:
-		t.Fatalf("%q: heads of %d bytes within a cap of %d rejected: %v", raw, headLen, max, gerr)
+		t.Fatalf("%q: heads of %d bytes within a cap of %d rejected: %v", raw, headLen, limit, gerr)
 	}
 	gotBody, gerr := io.ReadAll(got.Body)
 	wantBody, werr := io.ReadAll(want.Body)
 	if got.StatusCode != want.StatusCode || got.Status != want.Status || got.ContentLength != want.ContentLength ||
 		got.Close != want.Close || !reflect.DeepEqual(got.Header, want.Header) || !bytes.Equal(gotBody, wantBody) || (gerr == nil) != (werr == nil) {
-		t.Fatalf("%q (cap %d):\nlean     %d %q len=%d close=%v %v body=%q err=%v\nnet/http %d %q len=%d close=%v %v body=%q err=%v", raw, max,
+		t.Fatalf("%q (cap %d):\nlean     %d %q len=%d close=%v %v body=%q err=%v\nnet/http %d %q len=%d close=%v %v body=%q err=%v", raw, limit,
 			got.StatusCode, got.Status, got.ContentLength, got.Close, got.Header, gotBody, gerr,
 			want.StatusCode, want.Status, want.ContentLength, want.Close, want.Header, wantBody, werr)
 	}
@@ -166,9 +166,9 @@ func TestResponseHeadCapExact(t *testing.T) {
 		if err != nil {
 			headLen = len(raw)
 		}
-		for _, max := range []int64{1, int64(headLen) - 1, int64(headLen), int64(headLen) + 1, 1 << 20} {
-			if max > 0 {
-				checkResponseHeadCap(t, []byte(raw), max)
+		for _, limit := range []int64{1, int64(headLen) - 1, int64(headLen), int64(headLen) + 1, 1 << 20} {
+			if limit > 0 {
+				checkResponseHeadCap(t, []byte(raw), limit)
 			}
 		}
 	}
@@ -179,7 +179,7 @@ func FuzzResponseHeadCap(f *testing.F) {
 		f.Add([]byte(s), uint16(len(s)/2))
 		f.Add([]byte(s), uint16(len(s)))
 	}
-	f.Fuzz(func(t *testing.T, raw []byte, max uint16) { checkResponseHeadCap(t, raw, int64(max)+1) })
+	f.Fuzz(func(t *testing.T, raw []byte, limit uint16) { checkResponseHeadCap(t, raw, int64(limit)+1) })
 }
 
 var simpleRequestSeeds = []string{

@@ -37,7 +37,7 @@ func readCappedHead(br *bufio.Reader, lim *headLimit, mreq *http.Request) (*http
 		if lim.exhausted() && !errors.Is(err, errResponseHeadTooLarge) {
 			// %v, not %w: a truncated head must not look like a stale
 			// connection (io.ErrUnexpectedEOF) and be retried.
-			err = fmt.Errorf("%w: more than %d bytes (%v)", errResponseHeadTooLarge, lim.max, err)
+			err = fmt.Errorf("%w: more than %d bytes (%v)", errResponseHeadTooLarge, lim.max, err) //nolint:errorlint // %v on purpose, see above
 		}
 		return nil, err
 	}

@@ -101,7 +101,9 @@ func (m *metrics) newRouteStats(listener, route string) *routeStats {
 	return rs
 }
 
-var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+// methods is an array so that its length, the index of every other method,
+// is a constant.
+var methods = [...]string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
 
 func methodIndex(m string) uint32 {
 	for i, x := range methods {

@@ -103,7 +103,7 @@ func (rt *route) mirrorTargets() []*endpointSet {
 		if mi.set == nil || len(mi.set.eps) == 0 {
 			continue
 		}
-		if mi.denom > 0 && rand.Int32N(mi.denom) >= mi.num {
+		if mi.denom > 0 && rand.Int32N(mi.denom) >= mi.num { //nolint:gosec // G404: mirror sampling needs spread, not unpredictability
 			continue
 		}
 		targets = append(targets, mi.set)

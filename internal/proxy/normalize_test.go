@@ -81,7 +81,7 @@ func TestPathNormalizationGolden(t *testing.T) {
 			results = append(results, res)
 			continue
 		}
-		if rt := st.router.Lookup(80, r); rt != nil {
+		if rt := st.router.lookup(80, r); rt != nil {
 			res.Route = rt.id
 		}
 		res.Upstream = r.RequestURI

@@ -81,7 +81,7 @@ func TestTLSSNIRotationAndALPN(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 
 	handshake := func(serverName string, protos ...string) (string, string) {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{ServerName: serverName, InsecureSkipVerify: true, NextProtos: protos}) //nolint:gosec // test certificates
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{ServerName: serverName, InsecureSkipVerify: true, NextProtos: protos})
 		if err != nil {
 			t.Fatalf("handshake for %q: %v", serverName, err)
 		}

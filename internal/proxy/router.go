@@ -25,10 +25,10 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// Router is the compiled, immutable routing table of one snapshot: per
+// router is the compiled, immutable routing table of one snapshot: per
 // listener port, virtual hosts, and per host the routes in snapshot order.
 // It is never mutated after compile, so requests read it without locks.
-type Router struct {
+type router struct {
 	ports map[int32]*listenerRouter
 }
 
@@ -58,12 +58,12 @@ type vhost struct {
 	// singleLabel narrows a wildcard to exactly one label (Ingress).
 	singleLabel bool
 	routes      []*route
-	exact       map[string][]int32
-	prefix      map[string][]int32
+	exact       map[string][]int
+	prefix      map[string][]int
 	// maxPrefix is the length of the longest prefix, so deep paths stop
 	// probing early.
 	maxPrefix int
-	regex     []int32
+	regex     []int
 }
 
 type headerMatch struct {
@@ -119,9 +119,9 @@ func compileValueRegexp(m snapshot.StringMatch) (*regexp.Regexp, error) {
 	return regexp.Compile(m.Value)
 }
 
-// Lookup finds the route for a request on a listener port. It returns nil
+// lookup finds the route for a request on a listener port. It returns nil
 // when no virtual host or no route matches (404). It allocates nothing.
-func (rt *Router) Lookup(port int32, r *http.Request) *route {
+func (rt *router) lookup(port int32, r *http.Request) *route {
 	return rt.ports[port].lookup(r)
 }
 
@@ -217,7 +217,7 @@ func (v *vhost) match(path string, r *http.Request) *route {
 	if path == "" {
 		path = "/"
 	}
-	best := int32(len(v.routes))
+	best := len(v.routes)
 	if len(v.exact) > 0 {
 		if l, ok := v.exact[path]; ok {
 			best = v.first(l, best, r)
@@ -254,7 +254,7 @@ func (v *vhost) match(path string, r *http.Request) *route {
 			break
 		}
 	}
-	if int(best) < len(v.routes) {
+	if best < len(v.routes) {
 		return v.routes[best]
 	}
 	return nil
@@ -262,7 +262,7 @@ func (v *vhost) match(path string, r *http.Request) *route {
 
 // first returns the first index in l below best whose route matches the
 // non-path conditions, else best.
-func (v *vhost) first(l []int32, best int32, r *http.Request) int32 {
+func (v *vhost) first(l []int, best int, r *http.Request) int {
 	for _, i := range l {
 		if i >= best {
 			return best

@@ -114,7 +114,7 @@ func TestRoutingGolden(t *testing.T) {
 			for _, gr := range c.Requests {
 				r := newRequest(t, gr.Method, gr.URL, gr.Headers)
 				id := ""
-				if rt := st.router.Lookup(gr.Port, r); rt != nil {
+				if rt := st.router.lookup(gr.Port, r); rt != nil {
 					id = rt.id
 				}
 				desc := strings.TrimSpace(gr.Method + " " + gr.URL)
@@ -189,7 +189,7 @@ func TestPathMatches(t *testing.T) {
 		if got := pathMatches(pm, rt.pathRE, tt.path); got != tt.want {
 			t.Errorf("pathMatches(%s %q, %q) = %v, want %v", tt.typ, tt.value, tt.path, got, tt.want)
 		}
-		got := st.router.Lookup(80, newRequest(t, "GET", "http://h"+tt.path, nil)) != nil
+		got := st.router.lookup(80, newRequest(t, "GET", "http://h"+tt.path, nil)) != nil
 		if got != tt.want {
 			t.Errorf("router %s %q on %q matched = %v, want %v", tt.typ, tt.value, tt.path, got, tt.want)
 		}
@@ -259,7 +259,7 @@ func TestRedirectLocation(t *testing.T) {
 			}
 			st := mustCompile(t, s)
 			r := newRequest(t, "GET", tt.url, nil)
-			rt := st.router.Lookup(31000, r)
+			rt := st.router.lookup(31000, r)
 			if rt == nil {
 				t.Fatal("no route")
 			}
@@ -300,14 +300,14 @@ func TestHostSelection(t *testing.T) {
 		r := newRequest(t, "GET", "http://placeholder/", nil)
 		r.Host = host
 		got := ""
-		if rt := st.router.Lookup(80, r); rt != nil {
+		if rt := st.router.lookup(80, r); rt != nil {
 			got = rt.id
 		}
 		if got != want {
 			t.Errorf("host %q → %q, want %q", host, got, want)
 		}
 	}
-	if st.router.Lookup(81, newRequest(t, "GET", "http://a.example.com/", nil)) != nil {
+	if st.router.lookup(81, newRequest(t, "GET", "http://a.example.com/", nil)) != nil {
 		t.Error("a port without a listener must not route")
 	}
 }

@@ -17,10 +17,10 @@ limitations under the License.
 package status
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

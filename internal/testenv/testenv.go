@@ -57,7 +57,7 @@ func AssetsDir() (string, error) {
 		}
 		dir = filepath.Join(home, ".local", "share", "kubebuilder-envtest", "k8s", KubernetesVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil { //nolint:gosec // G703: the test run's own $KUBEBUILDER_ASSETS; only its existence is checked
 		return "", fmt.Errorf("no kube-apiserver in %s: run `make envtest` (or `make test`), or set KUBEBUILDER_ASSETS: %w", dir, err)
 	}
 	return dir, nil
@@ -98,11 +98,11 @@ func Kustomize(dir string) ([]byte, error) {
 	if bin == "" {
 		bin = filepath.Join(RepoRoot(), "bin", "kustomize")
 	}
-	if _, err := os.Stat(bin); err != nil {
+	if _, err := os.Stat(bin); err != nil { //nolint:gosec // G703: the test run's own $KUSTOMIZE; only its existence is checked
 		return nil, fmt.Errorf("kustomize not found at %s: run `make kustomize` (or `make test`): %w", bin, err)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "build", filepath.Join(RepoRoot(), dir))
+	cmd := exec.Command(bin, "build", filepath.Join(RepoRoot(), dir)) //nolint:gosec // G204: runs the kustomize the test run names ($KUSTOMIZE); that is the point
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

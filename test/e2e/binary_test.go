@@ -23,6 +23,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -194,7 +195,8 @@ func TestBinary(t *testing.T) {
 
 	t.Run("proxy refuses a dedicated mode without its Gateway", func(t *testing.T) {
 		out, err := exec.Command(bin, "serve", "proxy", "--dedicated").CombinedOutput()
-		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 			t.Fatalf("exit = %v, want status 1", err)
 		}
 		if !strings.Contains(string(out), "--dedicated requires --gateway-name and --gateway-namespace") {

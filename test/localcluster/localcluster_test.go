@@ -100,7 +100,7 @@ func TestLocalCluster(t *testing.T) {
 
 	// A pod's graceful deletion: preStop sleep, endpoints, service proxy.
 	termStart := time.Now()
-	testGracefulTermination(t, ctx, lc.cs, lc.c)
+	testGracefulTermination(ctx, t, lc.cs, lc.c)
 	t.Logf("graceful termination checked in %s", time.Since(termStart).Round(time.Millisecond))
 
 	lc.checkDeploymentDeleted()

@@ -73,8 +73,8 @@ func (k *keepAlive) get(host string) (echoReply, error) {
 // runs; new connections through the ClusterIP go only to the other pod, while
 // a connection already open to the terminating pod keeps being served; the
 // process gets SIGTERM only after the preStop sleep; then the pod is gone.
-func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.Interface, c *localcluster.Cluster) {
-	clusterIP := createTermDeployment(t, ctx, cs)
+func testGracefulTermination(ctx context.Context, t *testing.T, cs kubernetes.Interface, c *localcluster.Cluster) {
+	clusterIP := createTermDeployment(ctx, t, cs)
 	defer func() {
 		// Remove the rest at once (grace period 0: no preStop sleep).
 		_ = cs.AppsV1().Deployments(testNS).Delete(ctx, "term", metav1.DeleteOptions{})
@@ -111,7 +111,7 @@ func testGracefulTermination(t *testing.T, ctx context.Context, cs kubernetes.In
 	if err := cs.CoreV1().Pods(testNS).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	checkTerminating(t, ctx, cs, pod.Name, pids[0], addr, kept, deleted)
+	checkTerminating(ctx, t, cs, pod.Name, pids[0], addr, kept, deleted)
 
 	poll(t, "the pod's process ends after SIGTERM", 20*time.Second, func() (bool, string) {
 		return !process.Alive(pids[0]), "still running"
@@ -131,7 +131,7 @@ const termPreStop = 5 * time.Second
 // createTermDeployment creates the term Deployment (echo-basic over plain
 // HTTP, with the preStop sleep and a 40 s grace period) and its Service,
 // and returns the Service's ClusterIP.
-func createTermDeployment(t *testing.T, ctx context.Context, cs kubernetes.Interface) string {
+func createTermDeployment(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
 	dep, svc := echoDeployment()
 	dep.Name, svc.Name = "term", "term"
 	labels := map[string]string{"app": "term"}
@@ -202,7 +202,7 @@ func openKeepAlive(t *testing.T, addr string) (*keepAlive, echoReply) {
 // deleted: its endpoint is not ready and terminating while its process
 // (pid) runs, new connections to addr avoid it, and the connection kept
 // open to it is still served.
-func checkTerminating(t *testing.T, ctx context.Context, cs kubernetes.Interface, name string, pid int, addr string, kept *keepAlive, deleted time.Time) {
+func checkTerminating(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, pid int, addr string, kept *keepAlive, deleted time.Time) {
 	poll(t, "the deleted pod's endpoint turns not ready and terminating", 3*time.Second, func() (bool, string) {
 		eps, err := termEndpoints(ctx, cs)
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 // +kubebuilder:validation:Enum=LoadBalancer;ClusterIP;NodePort
 type ServiceType string
 
+// The Service types a dedicated proxy can be exposed with.
 const (
 	ServiceTypeLoadBalancer ServiceType = "LoadBalancer"
 	ServiceTypeClusterIP    ServiceType = "ClusterIP"
@@ -36,6 +37,7 @@ const (
 // +kubebuilder:validation:Enum=error;warn;info;debug
 type LogLevel string
 
+// The log levels of a proxy, from least to most verbose.
 const (
 	LogLevelError LogLevel = "error"
 	LogLevelWarn  LogLevel = "warn"
@@ -265,5 +267,8 @@ type CoxswainGatewayParametersList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&CoxswainGatewayParameters{}, &CoxswainGatewayParametersList{})
+	SchemeBuilder.Register(func(scheme *runtime.Scheme) error {
+		scheme.AddKnownTypes(GroupVersion, &CoxswainGatewayParameters{}, &CoxswainGatewayParametersList{})
+		return nil
+	})
 }

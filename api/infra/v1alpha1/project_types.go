@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 const (
@@ -35,10 +36,10 @@ const (
 	// broken agent CA, and both facts must be visible at once. It is absent
 	// while the Project has no agentCA.
 	ConditionAgentCAValid = "AgentCAValid"
-	// ReasonAgentCAParsed: every block of agentCA.certificates is a
+	// ReasonAgentCAParsed means every block of agentCA.certificates is a
 	// certificate.
 	ReasonAgentCAParsed = "AgentCAParsed"
-	// ReasonInvalidAgentCA: agentCA.certificates does not parse; relays
+	// ReasonInvalidAgentCA means agentCA.certificates does not parse; relays
 	// refuse the change (or the Project, on first sight).
 	ReasonInvalidAgentCA = "InvalidAgentCA"
 )
@@ -213,5 +214,8 @@ type ProjectList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Project{}, &ProjectList{})
+	SchemeBuilder.Register(func(scheme *runtime.Scheme) error {
+		scheme.AddKnownTypes(GroupVersion, &Project{}, &ProjectList{})
+		return nil
+	})
 }

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // AnnotationPrefix is the prefix of every Ingress annotation Coxswain reads.
@@ -87,5 +88,8 @@ type CoxswainIngressClassParametersList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&CoxswainIngressClassParameters{}, &CoxswainIngressClassParametersList{})
+	SchemeBuilder.Register(func(scheme *runtime.Scheme) error {
+		scheme.AddKnownTypes(GroupVersion, &CoxswainIngressClassParameters{}, &CoxswainIngressClassParametersList{})
+		return nil
+	})
 }

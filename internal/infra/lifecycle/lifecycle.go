@@ -57,12 +57,12 @@ const (
 )
 
 var (
-	// ErrShardMove: setup was asked to assign an existing Project to another
-	// shard. Moves go through the shard migration workflow.
+	// ErrShardMove means setup was asked to assign an existing Project to
+	// another shard. Moves go through the shard migration workflow.
 	ErrShardMove = errors.New("project setup refuses to move a project to another shard")
-	// ErrBrokenCA: the Project has CA certificates but no sealed key.
+	// ErrBrokenCA means the Project has CA certificates but no sealed key.
 	ErrBrokenCA = errors.New("agent CA has certificates but no sealed key")
-	// ErrNoRotation: rotate-ca finish found no rotation to finish.
+	// ErrNoRotation means rotate-ca finish found no rotation to finish.
 	ErrNoRotation = errors.New("no agent CA rotation in progress")
 
 	uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -81,13 +81,14 @@ type Tool struct {
 // Outcome says what an operation did.
 type Outcome string
 
+// The outcomes of an operation: what it did to the Project.
 const (
 	Created   Outcome = "created"
 	Updated   Outcome = "updated"
 	Unchanged Outcome = "unchanged"
 	Deleted   Outcome = "deleted"
-	// Pending: rotate-ca finish promoted earlier and the grace period has
-	// not ended; nothing changed.
+	// Pending means rotate-ca finish promoted earlier and the grace period
+	// has not ended; nothing changed.
 	Pending Outcome = "pending"
 )
 

@@ -70,17 +70,19 @@ func (m Member) fields() trust.Fields {
 type EventType string
 
 const (
-	// Added: the Project joined the membership.
+	// Added means the Project joined the membership.
 	Added EventType = "Added"
-	// Removed: the Project was deleted (or no longer belongs to the shard).
+	// Removed means the Project was deleted (or no longer belongs to the
+	// shard).
 	Removed EventType = "Removed"
-	// EndpointChanged: consumers reconnect to the new endpoint.
+	// EndpointChanged means the Project's endpoint changed; consumers
+	// reconnect to the new one.
 	EndpointChanged EventType = "EndpointChanged"
-	// TrustChanged: agentCA.certificates or relayRoots changed; consumers
-	// update trust without reconnecting.
+	// TrustChanged means agentCA.certificates or relayRoots changed;
+	// consumers update trust without reconnecting.
 	TrustChanged EventType = "TrustChanged"
-	// TrustRefused: a change of signed fields was refused; the last accepted
-	// values are kept.
+	// TrustRefused means a change of signed fields was refused; the last
+	// accepted values are kept.
 	TrustRefused EventType = "TrustRefused"
 )
 

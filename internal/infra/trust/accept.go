@@ -31,13 +31,15 @@ type Accepted struct {
 type Decision int
 
 const (
-	// Unchanged: the signed fields equal the accepted ones. The returned
-	// Accepted may carry a newer valid signature over the same fields.
+	// Unchanged means the signed fields equal the accepted ones. The
+	// returned Accepted may carry a newer valid signature over the same
+	// fields.
 	Unchanged Decision = iota
-	// Accept: the signed fields changed and the change is validly signed.
+	// Accept means the signed fields changed and the change is validly
+	// signed.
 	Accept
-	// Refuse: the signed fields changed without a valid, fresh signature.
-	// The caller keeps the accepted values (nothing to keep on first sight).
+	// Refuse means the signed fields changed without a valid, fresh
+	// signature. The caller keeps the accepted values (nothing to keep on first sight).
 	Refuse
 )
 

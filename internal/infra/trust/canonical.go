@@ -44,6 +44,8 @@ package trust
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math"
 	"time"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
@@ -72,7 +74,10 @@ func FieldsOf(p *infrav1alpha1.Project) Fields {
 	return f
 }
 
-// Canonical returns the bytes a trust signature covers.
+// Canonical returns the bytes a trust signature covers. It panics on a field
+// of 4 GiB or more, which no Project can hold (the API caps each signed field
+// at 64 KiB): its length prefix would wrap and two different tuples could
+// encode alike.
 func Canonical(f Fields, keyID string, signedAt time.Time) []byte {
 	fields := []string{
 		DomainTag,
@@ -89,8 +94,17 @@ func Canonical(f Fields, keyID string, signedAt time.Time) []byte {
 	}
 	out := make([]byte, 0, n)
 	for _, s := range fields {
-		out = binary.BigEndian.AppendUint32(out, uint32(len(s)))
-		out = append(out, s...)
+		out = appendField(out, s)
 	}
 	return out
+}
+
+// appendField appends s with its length prefix.
+func appendField(out []byte, s string) []byte {
+	n := len(s)
+	if uint64(n) > math.MaxUint32 {
+		panic(fmt.Sprintf("trust: a signed field of %d bytes does not fit the canonical encoding's 4-byte length", n))
+	}
+	out = binary.BigEndian.AppendUint32(out, uint32(n))
+	return append(out, s...)
 }

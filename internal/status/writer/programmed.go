@@ -17,11 +17,11 @@ limitations under the License.
 package writer
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 

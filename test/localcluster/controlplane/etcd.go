@@ -47,7 +47,13 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := waitFor(ctx, cp.etcd, "etcd", 30*time.Second, cp.logPath("etcd"), func() bool {
-		resp, err := http.Get(clientURL + "/health") //nolint:noctx // bounded by the client default below
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, clientURL+"/health", nil)
+		if err != nil {
+			return false
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}

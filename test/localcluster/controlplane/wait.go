@@ -18,6 +18,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -42,7 +43,11 @@ func waitFor(ctx context.Context, p *process.Process, name string, timeout time.
 		}
 		select {
 		case <-p.Done():
-			return fmt.Errorf("%s exited during startup (%v); last log lines:\n%s", name, p.Err(), tail(logPath, 20))
+			exitErr := p.Err()
+			if exitErr == nil { // a clean exit: say so as exec.ExitError would
+				exitErr = errors.New("exit status 0")
+			}
+			return fmt.Errorf("%s exited during startup (%w); last log lines:\n%s", name, exitErr, tail(logPath, 20))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready within %s; last log lines:\n%s", name, timeout, tail(logPath, 20))
 		case <-t.C:
@@ -61,12 +66,12 @@ func tail(path string, n int) string {
 	if err != nil {
 		return ""
 	}
-	const max = 64 << 10
-	off := st.Size() - max
+	const window = 64 << 10
+	off := st.Size() - window
 	if off < 0 {
 		off = 0
 	}
-	b, _ := io.ReadAll(io.NewSectionReader(f, off, max))
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, window))
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

@@ -130,7 +130,7 @@ func runPlaceholder(p *placeholderSpec) error {
 		if err != nil {
 			return err
 		}
-		go func() { _ = http.Serve(ln, handler) }() //nolint:gosec // local test placeholder
+		go func() { _ = http.Serve(ln, handler) }() // local test placeholder
 	}
 	fmt.Println("localcluster placeholder ready")
 	<-sig
