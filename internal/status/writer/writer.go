@@ -97,8 +97,19 @@ func newPatchesMetric(reg prometheus.Registerer) *prometheus.CounterVec {
 		Name: "coxswain_controller_status_patches_total",
 		Help: "Status patches by kind and result.",
 	}, []string{"kind", "result"})
-	if reg != nil {
-		reg.MustRegister(patches)
+	if reg == nil {
+		return patches
+	}
+	if err := reg.Register(patches); err != nil {
+		// A second writer in the same process (tests run several managers)
+		// counts into the collector the first one registered.
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+		panic(err)
 	}
 	return patches
 }
