@@ -418,7 +418,7 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			objs, err := testenv.DecodeObjects(raw)
 			Expect(err).NotTo(HaveOccurred())
 			for _, obj := range objs {
-				Expect(serverSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", file, obj.GetKind(), obj.GetName())
+				Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", file, obj.GetKind(), obj.GetName())
 			}
 		}
 		name := "edge-coxswain-dedicated"

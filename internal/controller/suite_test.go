@@ -33,9 +33,6 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
-// fieldOwner is the server-side apply field manager of everything the suite applies.
-const fieldOwner = client.FieldOwner("coxswain-envtest")
-
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -78,7 +75,7 @@ var _ = BeforeSuite(func() {
 	// validation and RBAC specs prove, so they come from the rendered install.
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRole"} {
 		for _, obj := range installObjectsOfKind(kind) {
-			Expect(serverSideApply(ctx, k8sClient, obj)).To(Succeed(), "applying %s %s", kind, obj.GetName())
+			Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "applying %s %s", kind, obj.GetName())
 		}
 	}
 })
@@ -100,13 +97,6 @@ func installObjectsOfKind(kind string) []*unstructured.Unstructured {
 		}
 	}
 	return out
-}
-
-func serverSideApply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
-	obj = obj.DeepCopy()
-	obj.SetResourceVersion("")
-	obj.SetManagedFields(nil)
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), append([]client.ApplyOption{fieldOwner, client.ForceOwnership}, opts...)...)
 }
 
 func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {

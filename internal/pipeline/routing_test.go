@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package pipeline
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func startRouting(installNS, leaseNS, identity string) func() {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leaseNS, "coxswain-leader-lock",
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	Expect(err).NotTo(HaveOccurred())
-	_, _, err = SetupRouting(mgr, RoutingOptions{InstallNamespace: installNS, Leader: writer.LeaseLeaderCheck(lock, nil)})
+	_, _, err = AddToManager(mgr, Options{InstallNamespace: installNS, Leader: writer.LeaseLeaderCheck(lock, nil)})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -105,7 +105,7 @@ func applySamplesInto(ns string) {
 		if o.GetNamespace() != "" {
 			o.SetNamespace(ns)
 		}
-		Expect(serverSideApply(ctx, k8sClient, o)).To(Succeed(), "applying %s %s", o.GetKind(), o.GetName())
+		Expect(testenv.ServerSideApply(ctx, k8sClient, o)).To(Succeed(), "applying %s %s", o.GetKind(), o.GetName())
 	}
 }
 
