@@ -129,8 +129,12 @@ type gatewayInfo struct {
 	// older Gateway has the dedicated object names this one needs.
 	nameConflict string
 	dedicated    bool
-	ready        bool
-	listeners    []*listenerInfo
+	// proxyReady is the DedicatedProxyReady condition of a dedicated
+	// Gateway (provision.DedicatedProxyReady); ready is its status: the
+	// dedicated proxies serve it and the shared pool no longer does.
+	proxyReady metav1.Condition
+	ready      bool
+	listeners  []*listenerInfo
 	// internal maps Gateway port to shared internal port.
 	internal   map[int32]int32
 	unassigned []int32
@@ -190,8 +194,8 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 			gi.served = true
 			if params != nil {
 				gi.dedicated = true
-				d := ix.dedDeploy[nn{Namespace: gw.Namespace, Name: dedicatedName(gw)}]
-				gi.ready = d != nil && d.Status.ReadyReplicas >= 1
+				gi.proxyReady = provision.DedicatedProxyReady(gw, ix.dedDeploy[nn{Namespace: gw.Namespace, Name: dedicatedName(gw)}])
+				gi.ready = gi.proxyReady.Status == metav1.ConditionTrue
 			}
 		}
 		out = append(out, gi)
@@ -221,6 +225,7 @@ func refuseDedicatedNameConflicts(gis []*gatewayInfo) {
 		}
 		gi.nameConflict = c.Message()
 		gi.served, gi.dedicated, gi.ready = false, false, false
+		gi.proxyReady = metav1.Condition{}
 	}
 }
 
@@ -238,10 +243,10 @@ func dedicatedName(gw *gwv1.Gateway) string {
 // SharedPortKeys is the set of Gateway listener ports the shared pool
 // serves, the `wanted` argument of portalloc.Assign: every distinct port of
 // an HTTP or HTTPS listener of every accepted Gateway of our classes that
-// the shared pool serves (not dedicated, or dedicated whose proxy has no
-// ready replica yet). The VIP Service
-// reconciler must call this (not recompute it) so it assigns exactly the
-// ports Translate assigns.
+// the shared pool serves (not dedicated, or dedicated whose
+// DedicatedProxyReady is not True yet). The VIP Service reconciler must
+// call this (not recompute it) so it assigns exactly the ports Translate
+// assigns.
 func SharedPortKeys(res *Resources) []portalloc.Key {
 	if res == nil {
 		return nil
@@ -646,11 +651,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		}
 	}
 	if gi.dedicated {
-		if gi.ready {
-			conds = append(conds, status.DedicatedProxyReady(true, "dedicated proxy Deployment "+dedicatedName(gw)+" has a ready replica", gen))
-		} else {
-			conds = append(conds, status.DedicatedProxyReady(false, "waiting for dedicated proxy Deployment "+dedicatedName(gw)+"; the shared pool keeps serving", gen))
-		}
+		conds = append(conds, gi.proxyReady)
 	}
 	sortConds(conds)
 	st.Status.Conditions = conds
