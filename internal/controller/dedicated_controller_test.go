@@ -59,7 +59,7 @@ const (
 func appliedFields(obj client.Object) string {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == names.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil {
-			return string(mf.FieldsV1.Raw)
+			return mf.FieldsV1.GetRawString()
 		}
 	}
 	return ""

@@ -222,6 +222,6 @@ func AssignmentsFromVIPServices(svcs []*corev1.Service) []portalloc.Assignment {
 			out = append(out, portalloc.Assignment{Key: k, Internal: p.TargetPort.IntVal})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key.Less(out[j].Key) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j].Key) })
 	return out
 }
