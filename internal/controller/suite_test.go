@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -36,7 +35,7 @@ import (
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
+	suite     *testenv.Suite
 	cfg       *rest.Config
 	scheme    *runtime.Scheme
 	k8sClient client.Client
@@ -54,16 +53,11 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.TODO())
 
-	var err error
-	testEnv, err = testenv.Environment()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cfg).NotTo(BeNil())
-
 	scheme = NewScheme()
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	var err error
+	suite, err = testenv.StartSuite(scheme)
 	Expect(err).NotTo(HaveOccurred())
+	cfg, k8sClient = suite.Config, suite.Client
 
 	rendered, err := testenv.Kustomize("config/default")
 	Expect(err).NotTo(HaveOccurred())
@@ -84,9 +78,7 @@ var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(suite.Stop()).To(Succeed())
 })
 
 func installObjectsOfKind(kind string) []*unstructured.Unstructured {
