@@ -30,9 +30,10 @@ import (
 	"github.com/coxswain-go/coxswain/internal/status"
 )
 
-// Pure status helpers for the one status writer (the translator): it reads
-// the objects the dedicated reconciler applied and derives the Gateway's
-// addresses and the cut-over condition from them with these functions.
+// Pure status helpers over the objects provision renders: the translator
+// decides a dedicated Gateway's cut-over condition from its Deployment
+// with DedicatedProxyReady, and the shared pool applier finds the VIP
+// Services to delete with StaleVIPServices.
 
 // ServiceAddresses returns the Gateway status addresses a Service provides:
 // its LoadBalancer ingress IPs and hostnames when it has any, else its
