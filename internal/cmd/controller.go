@@ -34,6 +34,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/controller"
 	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/pipeline"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 )
 
@@ -128,7 +129,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("setting up discovery: %w", err)
 	}
-	routing := controller.RoutingOptions{
+	routing := pipeline.Options{
 		InstallNamespace:    ns,
 		ManageSharedPool:    o.manageSharedPool,
 		ProxyImage:          proxyImage,
@@ -138,7 +139,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)
 	}
-	if _, _, err := controller.SetupRouting(mgr, routing); err != nil {
+	if _, _, err := pipeline.AddToManager(mgr, routing); err != nil {
 		return err
 	}
 	dedicated := &controller.DedicatedReconciler{

@@ -352,7 +352,7 @@ func ownsReplicas(d *appsv1.Deployment, manager string) bool {
 			continue
 		}
 		var fields map[string]interface{}
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			continue
 		}
 		if spec, ok := fields["f:spec"].(map[string]interface{}); ok {

@@ -59,7 +59,7 @@ const (
 func appliedFields(obj client.Object) string {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == names.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil {
-			return string(mf.FieldsV1.Raw)
+			return mf.FieldsV1.GetRawString()
 		}
 	}
 	return ""
@@ -418,7 +418,7 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 			objs, err := testenv.DecodeObjects(raw)
 			Expect(err).NotTo(HaveOccurred())
 			for _, obj := range objs {
-				Expect(serverSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", file, obj.GetKind(), obj.GetName())
+				Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", file, obj.GetKind(), obj.GetName())
 			}
 		}
 		name := "edge-coxswain-dedicated"

@@ -30,6 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 )
 
@@ -89,14 +91,14 @@ func namesakes(ctx context.Context, r client.Reader, gws ...*gwv1.Gateway) []rec
 			peers = list.Items
 			listed[gw.Namespace] = peers
 		}
-		names := provision.DedicatedObjectNames(gw.Name, string(gw.Spec.GatewayClassName))
+		own := provision.DedicatedObjectNames(gw.Name, string(gw.Spec.GatewayClassName))
 		for i := range peers {
 			p := &peers[i]
 			if p.Name == gw.Name {
 				continue
 			}
 			for _, n := range provision.DedicatedObjectNames(p.Name, string(p.Spec.GatewayClassName)) {
-				if slices.Contains(names, n) {
+				if slices.Contains(own, n) {
 					req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}
 					if !slices.Contains(out, req) {
 						out = append(out, req)
@@ -153,5 +155,35 @@ func namesakeHandler(r client.Reader) handler.EventHandler {
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, e.Object)
 		},
+	}
+}
+
+// DedicatedServiceAccountLookup returns the ServiceAccount a dedicated
+// Gateway's proxies must present ({gateway}-{gatewayclass}), read from the
+// cache; ok is false for unknown Gateways and for Gateways refused because
+// an older Gateway has that name, so one ServiceAccount is never authorised
+// for two Gateways' scopes. Discovery's bootstrap server calls it.
+func DedicatedServiceAccountLookup(c client.Reader) func(ns, name string) (string, bool) {
+	return func(ns, name string) (string, bool) {
+		ctx := context.Background()
+		gw := &gwv1.Gateway{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, gw); err != nil {
+			return "", false
+		}
+		class := &gwv1.GatewayClass{}
+		if err := c.Get(ctx, types.NamespacedName{Name: string(gw.Spec.GatewayClassName)}, class); err != nil {
+			return "", false
+		}
+		params := &gatewayv1alpha1.CoxswainGatewayParametersList{}
+		if err := c.List(ctx, params); err != nil {
+			return "", false
+		}
+		if _, dedicated, err := provision.Resolve(gw, class, params.Items); err != nil || !dedicated {
+			return "", false
+		}
+		if conflict, err := dedicatedNameConflict(ctx, c, gw); err != nil || conflict != nil {
+			return "", false
+		}
+		return names.DedicatedName(gw.Name, class.Name), true
 	}
 }

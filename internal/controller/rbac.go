@@ -14,9 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package controller holds the controller's reconcilers and the envtest suite
-// that proves the API surface (CRDs, validation, RBAC, samples, install
-// manifests) against a real kube-apiserver.
+// Package controller holds the controller's reconcilers (the dedicated proxy
+// reconciler and its name-conflict rules), the manager's RBAC markers, the
+// scheme, and the envtest suite that proves the API surface (CRDs,
+// validation, RBAC, samples, install manifests) against a real
+// kube-apiserver. The routing pipeline's wiring lives in internal/pipeline.
 package controller
 
 // The manager ClusterRole is generated from these markers by `make manifests`

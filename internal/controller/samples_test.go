@@ -71,7 +71,7 @@ var _ = Describe("config/samples", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(objs).NotTo(BeEmpty(), name)
 			for _, obj := range objs {
-				Expect(serverSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", name, obj.GetKind(), obj.GetName())
+				Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", name, obj.GetKind(), obj.GetName())
 				kinds[obj.GetKind()] = true
 				got := obj.DeepCopy()
 				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())

@@ -26,20 +26,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
-// fieldOwner is the server-side apply field manager of everything the suite applies.
-const fieldOwner = client.FieldOwner("coxswain-envtest")
-
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
+	suite     *testenv.Suite
 	cfg       *rest.Config
 	scheme    *runtime.Scheme
 	k8sClient client.Client
@@ -57,16 +53,11 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.TODO())
 
-	var err error
-	testEnv, err = testenv.Environment()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cfg).NotTo(BeNil())
-
 	scheme = NewScheme()
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	var err error
+	suite, err = testenv.StartSuite(scheme)
 	Expect(err).NotTo(HaveOccurred())
+	cfg, k8sClient = suite.Config, suite.Client
 
 	rendered, err := testenv.Kustomize("config/default")
 	Expect(err).NotTo(HaveOccurred())
@@ -78,7 +69,7 @@ var _ = BeforeSuite(func() {
 	// validation and RBAC specs prove, so they come from the rendered install.
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRole"} {
 		for _, obj := range installObjectsOfKind(kind) {
-			Expect(serverSideApply(ctx, k8sClient, obj)).To(Succeed(), "applying %s %s", kind, obj.GetName())
+			Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "applying %s %s", kind, obj.GetName())
 		}
 	}
 })
@@ -87,9 +78,7 @@ var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(suite.Stop()).To(Succeed())
 })
 
 func installObjectsOfKind(kind string) []*unstructured.Unstructured {
@@ -100,13 +89,6 @@ func installObjectsOfKind(kind string) []*unstructured.Unstructured {
 		}
 	}
 	return out
-}
-
-func serverSideApply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
-	obj = obj.DeepCopy()
-	obj.SetResourceVersion("")
-	obj.SetManagedFields(nil)
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), append([]client.ApplyOption{fieldOwner, client.ForceOwnership}, opts...)...)
 }
 
 func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {

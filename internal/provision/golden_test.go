@@ -25,7 +25,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
@@ -85,7 +84,7 @@ func renderCase(t *testing.T, c goldenCase) goldenResult {
 		trust = *c.TrustBundle
 	}
 	var res goldenResult
-	var objs []client.Object
+	var objs []Object
 	switch {
 	case c.SharedPool != nil:
 		objs = RenderSharedPool(ns, image, c.SharedPool.Replicas)
@@ -100,7 +99,7 @@ func renderCase(t *testing.T, c goldenCase) goldenResult {
 		} else {
 			svc = RenderVIPServiceOfType(c.VIP.Gateway, ns, c.VIP.Assignments, typ)
 		}
-		objs = []client.Object{svc}
+		objs = []Object{svc}
 		res.Assignments = AssignmentsFromVIPServices([]*corev1.Service{svc})
 	default:
 		eff, dedicated, err := Resolve(c.Gateway, c.GatewayClass, c.Parameters)

@@ -49,7 +49,7 @@ const (
 	// TokenVolumeName is the projected ServiceAccount token volume, mounted at
 	// TokenMountPath; the token file is TokenPath.
 	TokenVolumeName        = "discovery-token"
-	TokenMountPath         = "/var/run/secrets/coxswain/token"
+	TokenMountPath         = "/var/run/secrets/coxswain/token" //nolint:gosec // G101: a mount path, not a credential
 	TokenPath              = TokenMountPath + "/token"
 	TokenExpirationSeconds = int64(3600)
 

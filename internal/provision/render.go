@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -67,8 +66,8 @@ type Dedicated struct {
 }
 
 // Objects returns the rendered objects in apply order.
-func (d *Dedicated) Objects() []client.Object {
-	objs := []client.Object{d.ServiceAccount, d.ConfigMap, d.Service, d.Deployment}
+func (d *Dedicated) Objects() []Object {
+	objs := []Object{d.ServiceAccount, d.ConfigMap, d.Service, d.Deployment}
 	if d.HPA != nil {
 		objs = append(objs, d.HPA)
 	}

@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -56,7 +55,7 @@ func SharedPoolSelector() map[string]string {
 // envelope as dedicated proxies) and the ClusterIP Service
 // coxswain-shared-proxy-internal exposing the pool's health and metrics
 // ports. The pool's traffic ports are per Gateway, on the VIP Services.
-func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
+func RenderSharedPool(installNS, image string, replicas int32) []Object {
 	labels := SharedPoolLabels()
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: installNS, Labels: copyStrings(labels)}
@@ -126,7 +125,7 @@ func RenderSharedPool(installNS, image string, replicas int32) []client.Object {
 			},
 		},
 	}
-	return []client.Object{sa, deploy, svc, ingress}
+	return []Object{sa, deploy, svc, ingress}
 }
 
 // VIPLabels are the labels of the shared VIP Service of gw.
@@ -223,6 +222,6 @@ func AssignmentsFromVIPServices(svcs []*corev1.Service) []portalloc.Assignment {
 			out = append(out, portalloc.Assignment{Key: k, Internal: p.TargetPort.IntVal})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key.Less(out[j].Key) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j].Key) })
 	return out
 }

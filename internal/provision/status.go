@@ -27,19 +27,13 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/status"
 )
 
-// Pure status helpers for the one status writer (the translator): it reads
-// the objects the dedicated reconciler applied and derives the Gateway's
-// addresses and the cut-over condition from them with these functions.
-const (
-	// ConditionDedicatedProxyReady is True once a dedicated proxy pod of the
-	// Gateway's current rendering is ready; the shared pool keeps serving the
-	// Gateway until then (make-before-break).
-	ConditionDedicatedProxyReady = "gateway.coxswain-labs.dev/DedicatedProxyReady"
-	ReasonReady                  = "Ready"
-	ReasonProvisioning           = "Provisioning"
-)
+// Pure status helpers over the objects provision renders: the translator
+// decides a dedicated Gateway's cut-over condition from its Deployment
+// with DedicatedProxyReady, and the shared pool applier finds the VIP
+// Services to delete with StaleVIPServices.
 
 // ServiceAddresses returns the Gateway status addresses a Service provides:
 // its LoadBalancer ingress IPs and hostnames when it has any, else its
@@ -82,32 +76,41 @@ func ServiceAddresses(svc *corev1.Service) []gwv1.GatewayStatusAddress {
 	return out
 }
 
-// DedicatedProxyReady computes the DedicatedProxyReady condition of gw from
-// its dedicated Deployment (nil when it does not exist yet): True, reason
-// Ready, when the Deployment controller has observed the Deployment's
-// current generation and at least one updated pod is ready; otherwise False,
-// reason Provisioning. observedGeneration is the Gateway's generation, so a
-// True computed for an older Gateway spec does not count after a change.
+// DedicatedProxyReady decides the cut-over of a dedicated Gateway from its
+// dedicated Deployment d (nil when it does not exist yet), as the
+// condition status.TypeDedicatedProxyReady: True, reason Ready, once the
+// Deployment controller has observed d's current generation, its rollout
+// has created an updated pod and at least one pod is ready; otherwise
+// False, reason Provisioning, and the shared pool keeps serving the Gateway
+// (make-before-break). Any ready pod counts once the rollout has begun: a
+// proxy takes its routes from discovery, not from the pod template, so
+// old pods serve the current routes too. observedGeneration is the
+// Gateway's generation, so a True computed for an older Gateway spec does
+// not count after a change.
 func DedicatedProxyReady(gw *gwv1.Gateway, d *appsv1.Deployment) metav1.Condition {
-	c := metav1.Condition{
-		Type:               ConditionDedicatedProxyReady,
-		Status:             metav1.ConditionFalse,
-		Reason:             ReasonProvisioning,
-		ObservedGeneration: gw.Generation,
-	}
+	const fallback = "; the shared pool keeps serving"
+	var msg string
 	switch {
 	case d == nil:
-		c.Message = fmt.Sprintf("Deployment %s is not created yet", names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName)))
+		msg = fmt.Sprintf("Deployment %s is not created yet", names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName)))
 	case d.Status.ObservedGeneration < d.Generation:
-		c.Message = fmt.Sprintf("Deployment %s: rollout of generation %d not observed yet", d.Name, d.Generation)
-	case d.Status.ReadyReplicas < 1 || d.Status.UpdatedReplicas < 1:
-		c.Message = fmt.Sprintf("Deployment %s: no ready proxy pod of the current rollout yet", d.Name)
+		msg = fmt.Sprintf("Deployment %s: generation %d not observed by the Deployment controller yet", d.Name, d.Generation)
+	case d.Status.UpdatedReplicas < 1:
+		msg = fmt.Sprintf("Deployment %s: no proxy pod of its current rollout yet", d.Name)
+	case d.Status.ReadyReplicas < 1:
+		msg = fmt.Sprintf("Deployment %s: no proxy pod ready yet", d.Name)
 	default:
-		c.Status = metav1.ConditionTrue
-		c.Reason = ReasonReady
-		c.Message = fmt.Sprintf("Deployment %s: %d proxy pod(s) ready", d.Name, d.Status.ReadyReplicas)
+		return status.True(status.TypeDedicatedProxyReady, status.ReasonReady,
+			fmt.Sprintf("Deployment %s: %d proxy %s ready", d.Name, d.Status.ReadyReplicas, pods(d.Status.ReadyReplicas)), gw.Generation)
 	}
-	return c
+	return status.False(status.TypeDedicatedProxyReady, status.ReasonProvisioning, msg+fallback, gw.Generation)
+}
+
+func pods(n int32) string {
+	if n == 1 {
+		return "pod"
+	}
+	return "pods"
 }
 
 // StaleVIPServices returns the VIP Services (among existing) whose Gateway is

@@ -26,7 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/status"
 )
 
 func addr(t gwv1.AddressType, v string) gwv1.GatewayStatusAddress {
@@ -71,29 +73,40 @@ func TestServiceAddresses(t *testing.T) {
 func TestDedicatedProxyReady(t *testing.T) {
 	gw := testGateway()
 	gw.Generation = 4
+	name := names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName))
 	dep := func(gen, observed int64, ready, updated int32) *appsv1.Deployment {
 		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "edge-dedicated", Generation: gen},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Generation: gen},
 			Status:     appsv1.DeploymentStatus{ObservedGeneration: observed, ReadyReplicas: ready, UpdatedReplicas: updated},
 		}
 	}
+	const fallback = "; the shared pool keeps serving"
 	cases := []struct {
-		name   string
-		d      *appsv1.Deployment
-		status metav1.ConditionStatus
-		reason string
+		name    string
+		d       *appsv1.Deployment
+		status  metav1.ConditionStatus
+		reason  string
+		message string
 	}{
-		{"no deployment", nil, metav1.ConditionFalse, ReasonProvisioning},
-		{"rollout not observed", dep(3, 2, 2, 2), metav1.ConditionFalse, ReasonProvisioning},
-		{"no ready pod", dep(3, 3, 0, 1), metav1.ConditionFalse, ReasonProvisioning},
-		{"no updated pod", dep(3, 3, 1, 0), metav1.ConditionFalse, ReasonProvisioning},
-		{"ready", dep(3, 3, 1, 1), metav1.ConditionTrue, ReasonReady},
+		{"no deployment", nil, metav1.ConditionFalse, status.ReasonProvisioning,
+			"Deployment " + name + " is not created yet" + fallback},
+		{"rollout not observed", dep(3, 2, 2, 2), metav1.ConditionFalse, status.ReasonProvisioning,
+			"Deployment " + name + ": generation 3 not observed by the Deployment controller yet" + fallback},
+		{"no ready pod", dep(3, 3, 0, 1), metav1.ConditionFalse, status.ReasonProvisioning,
+			"Deployment " + name + ": no proxy pod ready yet" + fallback},
+		{"no updated pod", dep(3, 3, 1, 0), metav1.ConditionFalse, status.ReasonProvisioning,
+			"Deployment " + name + ": no proxy pod of its current rollout yet" + fallback},
+		{"ready", dep(3, 3, 1, 1), metav1.ConditionTrue, status.ReasonReady,
+			"Deployment " + name + ": 1 proxy pod ready"},
+		{"ready while rolling out: old pods serve the current routes", dep(5, 5, 2, 1), metav1.ConditionTrue, status.ReasonReady,
+			"Deployment " + name + ": 2 proxy pods ready"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := DedicatedProxyReady(gw, c.d)
-			if got.Type != ConditionDedicatedProxyReady || got.Status != c.status || got.Reason != c.reason || got.ObservedGeneration != 4 || got.Message == "" {
-				t.Errorf("got %+v, want status %s reason %s observedGeneration 4", got, c.status, c.reason)
+			want := metav1.Condition{Type: status.TypeDedicatedProxyReady, Status: c.status, Reason: c.reason, Message: c.message, ObservedGeneration: 4}
+			if got != want {
+				t.Errorf("got  %+v\nwant %+v", got, want)
 			}
 		})
 	}

@@ -19,15 +19,24 @@ package provision
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// Object is a rendered Kubernetes object: metadata plus a kind. It has the
+// method set of controller-runtime's client.Object, so callers pass it to a
+// client as is, while this pure package links apimachinery only (no
+// client-go).
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
 
 // ToUnstructured converts a rendered object into the unstructured form sent
 // as a server-side apply configuration: only the fields the renderer sets,
 // without status or a null creationTimestamp.
-func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+func ToUnstructured(obj Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("convert %T %s: %w", obj, obj.GetName(), err)

@@ -92,7 +92,7 @@ type GatewayRef struct {
 // Protocol of a listener.
 type Protocol string
 
-// The listener protocols the proxy serves.
+// The listener protocols: plain HTTP, and HTTPS terminated by the proxy.
 const (
 	ProtocolHTTP  Protocol = "HTTP"
 	ProtocolHTTPS Protocol = "HTTPS"
@@ -182,7 +182,7 @@ type Route struct {
 // PathMatchType as Gateway API defines it.
 type PathMatchType string
 
-// The path match types, as Gateway API names them.
+// The path match types (PathMatch.Type).
 const (
 	PathExact             PathMatchType = "Exact"
 	PathPrefix            PathMatchType = "PathPrefix"
@@ -192,7 +192,7 @@ const (
 // StringMatchType for headers and query parameters.
 type StringMatchType string
 
-// The header and query parameter match types, as Gateway API names them.
+// The header and query parameter match types (StringMatch.Type).
 const (
 	MatchExact             StringMatchType = "Exact"
 	MatchRegularExpression StringMatchType = "RegularExpression"
@@ -207,9 +207,9 @@ type Match struct {
 	QueryParams []StringMatch `json:"queryParams,omitempty"`
 }
 
-// PathMatch matches the request path. RegularExpression values are RE2 and anchored to the whole
-// path by the proxy. PathPrefix matches whole path segments ("/foo"
-// matches "/foo" and "/foo/bar", not "/foobar").
+// PathMatch matches the request path. RegularExpression values are RE2
+// and anchored to the whole path by the proxy. PathPrefix matches whole
+// path segments ("/foo" matches "/foo" and "/foo/bar", not "/foobar").
 type PathMatch struct {
 	Type  PathMatchType `json:"type"`
 	Value string        `json:"value"`
@@ -242,7 +242,7 @@ type HeaderModifier struct {
 // the route's RegularExpression path match).
 type PathModifierType string
 
-// The path rewrites: Gateway API's two, and ReplaceRegex.
+// The path rewrites (PathModifier.Type).
 const (
 	ReplaceFullPath    PathModifierType = "ReplaceFullPath"
 	ReplacePrefixMatch PathModifierType = "ReplacePrefixMatch"
@@ -328,9 +328,9 @@ type Backend struct {
 // AppProtocol of an upstream.
 type AppProtocol string
 
-// The upstream protocols.
+// The upstream protocols (Service port appProtocol).
 const (
-	// AppProtocolHTTP (the zero value) speaks HTTP/1.1.
+	// AppProtocolHTTP is HTTP/1.1, the default.
 	AppProtocolHTTP AppProtocol = ""
 	// AppProtocolH2C speaks HTTP/2 over cleartext (kubernetes.io/h2c).
 	AppProtocolH2C AppProtocol = "kubernetes.io/h2c"
@@ -341,7 +341,7 @@ const (
 // LoadBalancer algorithm of an endpoint set.
 type LoadBalancer string
 
-// The load balancing algorithms; the zero value is round robin.
+// The load balancing algorithms; RoundRobin is the default.
 const (
 	RoundRobin   LoadBalancer = ""
 	LeastRequest LoadBalancer = "LeastRequest"

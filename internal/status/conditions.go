@@ -65,12 +65,3 @@ func ResolvedRefs(ok bool, reason, message string, generation int64) metav1.Cond
 func Conflicted(conflict bool, reason, message string, generation int64) metav1.Condition {
 	return New(TypeConflicted, conflict, reason, message, generation)
 }
-
-// DedicatedProxyReady builds the dedicated cut-over condition: True with
-// reason Ready, or False with reason Pending.
-func DedicatedProxyReady(ready bool, message string, generation int64) metav1.Condition {
-	if ready {
-		return New(TypeDedicatedProxyReady, true, ReasonReady, message, generation)
-	}
-	return New(TypeDedicatedProxyReady, false, ReasonPending, message, generation)
-}

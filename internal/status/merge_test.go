@@ -81,7 +81,7 @@ func TestMergeConditions(t *testing.T) {
 		{
 			name:        "new type from empty takes now",
 			existing:    nil,
-			desired:     []metav1.Condition{DedicatedProxyReady(false, "waiting", 0)},
+			desired:     []metav1.Condition{False(TypeDedicatedProxyReady, ReasonProvisioning, "waiting", 0)},
 			gen:         3,
 			wantChanged: true,
 			wantTimes:   map[string]metav1.Time{TypeDedicatedProxyReady: t1},

@@ -31,7 +31,9 @@ const (
 	TypeResolvedRefs = string(gwv1.ListenerConditionResolvedRefs)
 	TypeConflicted   = string(gwv1.ListenerConditionConflicted)
 	// TypeDedicatedProxyReady is set on dedicated Gateways: True once the
-	// dedicated proxy Deployment has a ready replica (make-before-break).
+	// dedicated proxy Deployment's current rollout has begun and a pod is
+	// ready; until then the shared pool keeps serving the Gateway
+	// (make-before-break). provision.DedicatedProxyReady decides it.
 	TypeDedicatedProxyReady = "gateway.coxswain-labs.dev/DedicatedProxyReady"
 )
 
@@ -71,6 +73,9 @@ const (
 
 	// ReasonReady is the DedicatedProxyReady=True reason.
 	ReasonReady = "Ready"
+	// ReasonProvisioning is the DedicatedProxyReady=False reason: the
+	// dedicated proxies are being created or rolled out.
+	ReasonProvisioning = "Provisioning"
 	// ReasonSnapshotRejected is our Programmed=False reason when a proxy of
 	// the Gateway's scope refused the snapshot holding its current
 	// generation. None of the spec's reasons fits: Invalid blames the

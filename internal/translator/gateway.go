@@ -129,8 +129,12 @@ type gatewayInfo struct {
 	// older Gateway has the dedicated object names this one needs.
 	nameConflict string
 	dedicated    bool
-	ready        bool
-	listeners    []*listenerInfo
+	// proxyReady is the DedicatedProxyReady condition of a dedicated
+	// Gateway (provision.DedicatedProxyReady); ready is its status: the
+	// dedicated proxies serve it and the shared pool no longer does.
+	proxyReady metav1.Condition
+	ready      bool
+	listeners  []*listenerInfo
 	// internal maps Gateway port to shared internal port.
 	internal   map[int32]int32
 	unassigned []int32
@@ -190,8 +194,8 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 			gi.served = true
 			if params != nil {
 				gi.dedicated = true
-				d := ix.dedDeploy[nn{Namespace: gw.Namespace, Name: dedicatedName(gw)}]
-				gi.ready = d != nil && d.Status.ReadyReplicas >= 1
+				gi.proxyReady = provision.DedicatedProxyReady(gw, ix.dedDeploy[nn{Namespace: gw.Namespace, Name: dedicatedName(gw)}])
+				gi.ready = gi.proxyReady.Status == metav1.ConditionTrue
 			}
 		}
 		out = append(out, gi)
@@ -221,6 +225,7 @@ func refuseDedicatedNameConflicts(gis []*gatewayInfo) {
 		}
 		gi.nameConflict = c.Message()
 		gi.served, gi.dedicated, gi.ready = false, false, false
+		gi.proxyReady = metav1.Condition{}
 	}
 }
 
@@ -238,10 +243,10 @@ func dedicatedName(gw *gwv1.Gateway) string {
 // SharedPortKeys is the set of Gateway listener ports the shared pool
 // serves, the `wanted` argument of portalloc.Assign: every distinct port of
 // an HTTP or HTTPS listener of every accepted Gateway of our classes that
-// the shared pool serves (not dedicated, or dedicated whose proxy has no
-// ready replica yet). The VIP Service
-// reconciler must call this (not recompute it) so it assigns exactly the
-// ports Translate assigns.
+// the shared pool serves (not dedicated, or dedicated whose
+// DedicatedProxyReady is not True yet). The VIP Service reconciler must
+// call this (not recompute it) so it assigns exactly the ports Translate
+// assigns.
 func SharedPortKeys(res *Resources) []portalloc.Key {
 	if res == nil {
 		return nil
@@ -424,9 +429,9 @@ func (t *translator) processListeners(gi *gatewayInfo) {
 		}
 		// TLS.
 		if li.protocol == snapshot.ProtocolHTTPS {
-			if reason, msg := t.listenerCerts(gw, l, li); reason != "" {
+			if p := t.listenerCerts(gw, l, li); p != nil {
 				ok = false
-				li.resolved = status.ResolvedRefs(false, reason, msg, gen)
+				li.resolved = status.ResolvedRefs(false, p.reason, p.message, gen)
 			}
 		}
 		// Unsupported route kinds alone do not stop the listener serving
@@ -443,14 +448,20 @@ func hostOf(h *gwv1.Hostname) string {
 	return strings.ToLower(string(*h))
 }
 
-// listenerCerts resolves an HTTPS listener's certificateRefs. It returns a
-// ResolvedRefs reason and message when any is unusable.
-func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *listenerInfo) (string, string) {
+// refProblem is why a listener's references do not resolve: the reason and
+// message of its ResolvedRefs=False condition.
+type refProblem struct {
+	reason, message string
+}
+
+// listenerCerts resolves an HTTPS listener's certificateRefs into li.certs.
+// It returns nil when all are usable, else the first problem.
+func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *listenerInfo) *refProblem {
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
-		return status.ReasonInvalidCertificateRef, "HTTPS listener needs tls.certificateRefs"
+		return &refProblem{status.ReasonInvalidCertificateRef, "HTTPS listener needs tls.certificateRefs"}
 	}
 	if l.TLS.Mode != nil && *l.TLS.Mode != gwv1.TLSModeTerminate {
-		return status.ReasonInvalidCertificateRef, fmt.Sprintf("tls.mode %q is not supported on HTTPS; use Terminate", *l.TLS.Mode)
+		return &refProblem{status.ReasonInvalidCertificateRef, fmt.Sprintf("tls.mode %q is not supported on HTTPS; use Terminate", *l.TLS.Mode)}
 	}
 	for _, ref := range l.TLS.CertificateRefs {
 		g, k := "", kindSecret
@@ -466,48 +477,54 @@ func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *liste
 		}
 		desc := fmt.Sprintf("certificateRef %s/%s", ns, ref.Name)
 		if g != "" || k != kindSecret {
-			return status.ReasonInvalidCertificateRef, fmt.Sprintf("%s: kind %s/%s is not a core Secret", desc, g, k)
+			return &refProblem{status.ReasonInvalidCertificateRef, fmt.Sprintf("%s: kind %s/%s is not a core Secret", desc, g, k)}
 		}
 		if ns != gw.Namespace && !t.granted(gatewayGroup, kindGateway, gw.Namespace, "", kindSecret, ns, string(ref.Name)) {
-			return status.ReasonRefNotPermitted, desc + ": no ReferenceGrant in namespace " + ns + " allows it"
+			return &refProblem{status.ReasonRefNotPermitted, desc + ": no ReferenceGrant in namespace " + ns + " allows it"}
 		}
-		name, errMsg := t.certificate(ns, string(ref.Name))
-		if errMsg != "" {
-			return status.ReasonInvalidCertificateRef, desc + ": " + errMsg
+		id, err := t.certificate(ns, string(ref.Name))
+		if err != nil {
+			return &refProblem{status.ReasonInvalidCertificateRef, desc + ": " + err.Error()}
 		}
-		li.certs = append(li.certs, name)
+		li.certs = append(li.certs, id)
 	}
-	return "", ""
+	return nil
 }
 
-// certificate validates a kubernetes.io/tls Secret once and returns the
-// snapshot certificate name, or why it is unusable.
-func (t *translator) certificate(ns, name string) (string, string) {
-	id := ns + "/" + name
+// unusableSecret says why a TLS Secret cannot serve. Its text goes
+// verbatim into condition and Event messages (hence "Secret", the kind,
+// capitalised).
+type unusableSecret string
+
+func (u unusableSecret) Error() string { return string(u) }
+
+// certificate validates a kubernetes.io/tls Secret once and returns its
+// snapshot certificate name (id), or an unusableSecret error.
+func (t *translator) certificate(ns, name string) (id string, err error) {
+	id = ns + "/" + name
 	if _, ok := t.certs[id]; ok {
-		return id, ""
+		return id, nil
 	}
-	if msg, ok := t.badCerts[id]; ok {
-		return "", msg
+	if err, ok := t.badCerts[id]; ok {
+		return "", err
 	}
-	msg := ""
 	s := t.ix.secrets[nn{Namespace: ns, Name: name}]
 	switch {
 	case s == nil:
-		msg = "Secret not found"
+		err = unusableSecret("Secret not found")
 	case s.Type != corev1.SecretTypeTLS:
-		msg = fmt.Sprintf("Secret type is %q, want %q", s.Type, corev1.SecretTypeTLS)
+		err = unusableSecret(fmt.Sprintf("Secret type is %q, want %q", s.Type, corev1.SecretTypeTLS))
 	default:
 		crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
-		if _, err := tls.X509KeyPair(crt, key); err != nil {
-			msg = "invalid certificate or key: " + err.Error()
+		if _, kerr := tls.X509KeyPair(crt, key); kerr != nil {
+			err = unusableSecret("invalid certificate or key: " + kerr.Error())
 		} else {
 			t.certs[id] = &snapshot.Certificate{Name: id, CertPEM: string(crt), KeyPEM: string(key)}
-			return id, ""
+			return id, nil
 		}
 	}
-	t.badCerts[id] = msg
-	return "", msg
+	t.badCerts[id] = err
+	return "", err
 }
 
 // granted reports whether a ReferenceGrant in toNS allows the reference.
@@ -634,11 +651,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		}
 	}
 	if gi.dedicated {
-		if gi.ready {
-			conds = append(conds, status.DedicatedProxyReady(true, "dedicated proxy Deployment "+dedicatedName(gw)+" has a ready replica", gen))
-		} else {
-			conds = append(conds, status.DedicatedProxyReady(false, "waiting for dedicated proxy Deployment "+dedicatedName(gw)+"; the shared pool keeps serving", gen))
-		}
+		conds = append(conds, gi.proxyReady)
 	}
 	sortConds(conds)
 	st.Status.Conditions = conds

@@ -152,10 +152,10 @@ func (t *translator) processIngresses() {
 			if tl.SecretName == "" {
 				continue
 			}
-			cert, msg := t.certificate(ing.Namespace, tl.SecretName)
-			if msg != "" {
+			cert, err := t.certificate(ing.Namespace, tl.SecretName)
+			if err != nil {
 				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidTLSSecret,
-					fmt.Sprintf("tls secret %s/%s: %s; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, msg, tl.Hosts))
+					fmt.Sprintf("tls secret %s/%s: %v; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, err, tl.Hosts))
 				continue
 			}
 			hosts := tl.Hosts

@@ -214,8 +214,9 @@ type translator struct {
 	endpointSets map[string]*snapshot.EndpointSet
 	setNames     map[setKey]string
 	// certs is every valid certificate, by "<ns>/<name>".
-	certs    map[string]*snapshot.Certificate
-	badCerts map[string]string
+	certs map[string]*snapshot.Certificate
+	// badCerts says why each unusable certificate is, by "<ns>/<name>".
+	badCerts map[string]error
 
 	scopes map[snapshot.Scope]*scopeBuilder
 
@@ -236,7 +237,7 @@ func Translate(res *Resources) *Result {
 		endpointSets: map[string]*snapshot.EndpointSet{},
 		setNames:     map[setKey]string{},
 		certs:        map[string]*snapshot.Certificate{},
-		badCerts:     map[string]string{},
+		badCerts:     map[string]error{},
 		scopes:       map[snapshot.Scope]*scopeBuilder{},
 	}
 	t.scope(snapshot.SharedPool())

@@ -95,7 +95,9 @@ func TestNoInternalPortAvailable(t *testing.T) {
 }
 
 // TestMakeBeforeBreak flips the dedicated Deployment's readiness: not
-// ready, the Gateway is in both snapshots; ready, only in its own.
+// ready, the Gateway is in both snapshots; ready, only in its own; a new
+// Deployment generation not yet observed by the Deployment controller puts
+// it back in both.
 func TestMakeBeforeBreak(t *testing.T) {
 	res := generate(20, 2, 1)
 	res.GatewayParameters = append(res.GatewayParameters, &gatewayv1alpha1.CoxswainGatewayParameters{ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "dedicated"}})
@@ -119,13 +121,13 @@ func TestMakeBeforeBreak(t *testing.T) {
 	if got := servedBy(r); !got["shared"] || !got["gateway/infra/gw-0"] {
 		t.Fatalf("not ready: served by %v, want shared and dedicated", got)
 	}
-	if c := condition(findGateway(r, "infra", gw.Name).Status.Conditions, status.TypeDedicatedProxyReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != status.ReasonPending {
+	if c := condition(findGateway(r, "infra", gw.Name).Status.Conditions, status.TypeDedicatedProxyReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != status.ReasonProvisioning {
 		t.Fatalf("not ready: DedicatedProxyReady = %+v", c)
 	}
 	if len(SharedPortKeys(res)) != 2 {
 		t.Fatalf("not ready: SharedPortKeys = %v, want the Gateway's two ports", SharedPortKeys(res))
 	}
-	dep.Status.ReadyReplicas = 1
+	dep.Status.ReadyReplicas, dep.Status.UpdatedReplicas = 1, 1
 	r = Translate(res)
 	if got := servedBy(r); got["shared"] || !got["gateway/infra/gw-0"] {
 		t.Fatalf("ready: served by %v, want only dedicated", got)
@@ -135,6 +137,14 @@ func TestMakeBeforeBreak(t *testing.T) {
 	}
 	if len(r.InternalPorts) != 0 || len(SharedPortKeys(res)) != 0 {
 		t.Fatalf("ready: internal ports %v still assigned", r.InternalPorts)
+	}
+	dep.Generation = 2
+	r = Translate(res)
+	if got := servedBy(r); !got["shared"] || !got["gateway/infra/gw-0"] {
+		t.Fatalf("rollout not observed: served by %v, want shared and dedicated", got)
+	}
+	if c := condition(findGateway(r, "infra", gw.Name).Status.Conditions, status.TypeDedicatedProxyReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != status.ReasonProvisioning {
+		t.Fatalf("rollout not observed: DedicatedProxyReady = %+v", c)
 	}
 }
 

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controller
+package pipeline
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
@@ -58,7 +60,7 @@ func startRouting(installNS, leaseNS, identity string) func() {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leaseNS, "coxswain-leader-lock",
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	Expect(err).NotTo(HaveOccurred())
-	_, _, err = SetupRouting(mgr, RoutingOptions{InstallNamespace: installNS, Leader: writer.LeaseLeaderCheck(lock, nil)})
+	_, _, err = AddToManager(mgr, Options{InstallNamespace: installNS, Leader: writer.LeaseLeaderCheck(lock, nil)})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -105,7 +107,7 @@ func applySamplesInto(ns string) {
 		if o.GetNamespace() != "" {
 			o.SetNamespace(ns)
 		}
-		Expect(serverSideApply(ctx, k8sClient, o)).To(Succeed(), "applying %s %s", o.GetKind(), o.GetName())
+		Expect(testenv.ServerSideApply(ctx, k8sClient, o)).To(Succeed(), "applying %s %s", o.GetKind(), o.GetName())
 	}
 }
 
@@ -307,6 +309,63 @@ var _ = Describe("routing status (provider → translator → status writer)", O
 			d := cond(gw.Status.Conditions, "gateway.coxswain-labs.dev/DedicatedProxyReady")
 			g.Expect(d).NotTo(BeNil())
 			g.Expect(d.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(d.Reason).To(Equal(status.ReasonProvisioning))
+			g.Expect(d.Message).To(ContainSubstring("is not created yet"))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("follows the dedicated Deployment's rollout in DedicatedProxyReady", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "edge"}
+		gw := &gwv1.Gateway{}
+		Expect(k8sClient.Get(ctx, key, gw)).To(Succeed())
+		// envtest runs no Deployment controller: the spec writes the
+		// Deployment's status as that controller would.
+		labels := names.DedicatedProxySelector()
+		dep := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.DedicatedName(gw.Name, string(gw.Spec.GatewayClassName)), Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "proxy", Image: "proxy"}}},
+				},
+			},
+		}
+		Expect(k8sClient.Create(ctx, dep)).To(Succeed())
+		setStatus := func(observed int64, ready, updated int32) {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
+			dep.Status = appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: ready, ReadyReplicas: ready, UpdatedReplicas: updated}
+			Expect(k8sClient.Status().Update(ctx, dep)).To(Succeed())
+		}
+		proxyReady := func(g Gomega) *metav1.Condition {
+			got := &gwv1.Gateway{}
+			g.Expect(k8sClient.Get(ctx, key, got)).To(Succeed())
+			c := cond(got.Status.Conditions, status.TypeDedicatedProxyReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.ObservedGeneration).To(Equal(got.Generation))
+			return c
+		}
+
+		By("a ready pod of the observed generation: Ready")
+		setStatus(dep.Generation, 1, 1)
+		Eventually(func(g Gomega) {
+			c := proxyReady(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+			g.Expect(c.Reason).To(Equal(status.ReasonReady))
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("a new generation the Deployment controller has not observed: Provisioning again")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
+		observed := dep.Generation
+		dep.Spec.Template.Spec.Containers[0].Image = "proxy:v2"
+		Expect(k8sClient.Update(ctx, dep)).To(Succeed())
+		Expect(dep.Generation).To(BeNumerically(">", observed))
+		setStatus(observed, 1, 1)
+		Eventually(func(g Gomega) {
+			c := proxyReady(g)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(status.ReasonProvisioning))
+			g.Expect(c.Message).To(ContainSubstring("not observed"))
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
