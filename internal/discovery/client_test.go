@@ -307,7 +307,8 @@ func TestClientEndToEnd(t *testing.T) {
 	}
 	// Bound ports were reported and the snapshot acked: programmed.
 	eventually(t, "Gateway programmed", func() bool {
-		n, ok := leader.GatewayDataPlane("apps", "gw", 1)
+		st := leader.GatewayState("apps", "gw", 1)
+		n, ok := st.Proxies, st.Programmed()
 		return n == 1 && ok
 	})
 
@@ -324,7 +325,7 @@ func TestClientEndToEnd(t *testing.T) {
 	if f.applier.current(t) != mustVersion(t, v1) || f.client.Version() != mustVersion(t, v1) {
 		t.Fatal("a rejected snapshot must leave the last good one in force")
 	}
-	if _, ok := leader.GatewayDataPlane("apps", "gw", 2); ok {
+	if leader.GatewayState("apps", "gw", 2).Programmed() {
 		t.Fatal("a nacked generation must not be programmed")
 	}
 
@@ -352,7 +353,8 @@ func TestClientEndToEnd(t *testing.T) {
 		t.Fatalf("the degraded note must clear once connected, got %q", n)
 	}
 	eventually(t, "programmed on the new leader", func() bool {
-		_, ok := back.GatewayDataPlane("apps", "gw", 4)
+		st := back.GatewayState("apps", "gw", 4)
+		_, ok := st.Proxies, st.Programmed()
 		return ok
 	})
 }

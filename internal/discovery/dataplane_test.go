@@ -52,7 +52,8 @@ func (l *dataPlaneLog) do(name string, gen int64, action func()) {
 	case <-time.After(waitFor):
 		l.t.Fatalf("no data-plane change after %s", name)
 	}
-	n, ok := l.ts.GatewayDataPlane("apps", "web", gen)
+	st := l.ts.GatewayState("apps", "web", gen)
+	n, ok := st.Proxies, st.Programmed()
 	l.steps = append(l.steps, fmt.Sprintf("%s: proxies=%d programmed=%v", name, n, ok))
 }
 
@@ -114,10 +115,10 @@ func TestProgrammedOnlyAfterBindAndAck(t *testing.T) {
 		t.Fatalf("Programmed sequence:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 	// The generation 1 question is answered true too (acked generation ≥ 1).
-	if _, ok := ts.GatewayDataPlane("apps", "web", 1); !ok {
+	if !ts.GatewayState("apps", "web", 1).Programmed() {
 		t.Fatal("an acked newer generation satisfies an older one")
 	}
-	if n, ok := ts.GatewayDataPlane("apps", "unknown", 1); n != 0 || ok {
+	if st := ts.GatewayState("apps", "unknown", 1); st.Proxies != 0 || st.Programmed() {
 		t.Fatal("a Gateway no snapshot serves is not programmed")
 	}
 }
@@ -141,10 +142,11 @@ func TestProgrammedInSharedPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the shared-pool Gateway to be programmed", func() bool {
-		n, ok := ts.GatewayDataPlane("apps", "web", 5)
+		st := ts.GatewayState("apps", "web", 5)
+		n, ok := st.Proxies, st.Programmed()
 		return n == 1 && ok
 	})
-	if _, ok := ts.GatewayDataPlane("apps", "web", 6); ok {
+	if ts.GatewayState("apps", "web", 6).Programmed() {
 		t.Fatal("generation 6 was never acked")
 	}
 }

@@ -108,18 +108,8 @@ func (s *Server) signalDataPlane() { signal(s.changes) }
 
 // DataPlaneChanges delivers a (coalesced) signal whenever a proxy connects,
 // disconnects, acks, reports bound ports, or snapshots are published; the
-// status writer then re-evaluates GatewayDataPlane. Single consumer.
+// status writer then re-evaluates GatewayState. Single consumer.
 func (s *Server) DataPlaneChanges() <-chan struct{} { return s.changes }
-
-// GatewayDataPlane reports how many connected proxies serve the Gateway and
-// whether it is programmed: at least one proxy serves it, and every
-// connected proxy of its scope has acked a snapshot that contains the
-// Gateway at generation ≥ generation and has reported that Gateway's ports
-// bound. GatewayState tells the details.
-func (s *Server) GatewayDataPlane(namespace, name string, generation int64) (proxies int, programmed bool) {
-	st := s.GatewayState(namespace, name, generation)
-	return st.Proxies, st.Programmed()
-}
 
 // scopeOfLocked finds the scope whose current snapshot serves the Gateway,
 // preferring its dedicated scope.

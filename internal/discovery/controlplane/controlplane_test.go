@@ -143,7 +143,8 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	eventually(t, "the proxy to apply the snapshot", func() bool { return dp.count() == 1 })
 	eventually(t, "ready", func() bool { return readiness.Reason() == "" })
 	eventually(t, "Programmed", func() bool {
-		n, ok := srv.GatewayDataPlane("apps", "gw", 1)
+		st := srv.GatewayState("apps", "gw", 1)
+		n, ok := st.Proxies, st.Programmed()
 		return n == 1 && ok
 	})
 	// The proxy refuses generation 2: the server reports the refusal with
