@@ -91,6 +91,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		InstallNamespace: o.InstallNamespace,
 		Sinks:            append([]provider.Sink{w, pool}, sinks...),
 		Log:              ctrl.Log.WithName("provider"),
+		Registerer:       ctrlmetrics.Registry,
 	})
 	if err := mgr.Add(p); err != nil {
 		return nil, nil, fmt.Errorf("adding provider: %w", err)

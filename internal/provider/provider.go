@@ -39,13 +39,13 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/promreg"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
@@ -82,6 +82,8 @@ type Options struct {
 	Translate func(*translator.Resources) *translator.Result
 	Sinks     []Sink
 	Log       logr.Logger
+	// Registerer receives the rebuild metrics; nil keeps them private.
+	Registerer prometheus.Registerer
 }
 
 // Provider is a manager.Runnable. Every replica runs it, so a standby has
@@ -89,6 +91,7 @@ type Options struct {
 type Provider struct {
 	opts    Options
 	trigger chan struct{}
+	m       metrics
 
 	mu   sync.Mutex
 	last *translator.Result
@@ -108,7 +111,7 @@ func New(opts Options) *Provider {
 	if opts.Translate == nil {
 		opts.Translate = translator.Translate
 	}
-	return &Provider{opts: opts, trigger: make(chan struct{}, 1)}
+	return &Provider{opts: opts, trigger: make(chan struct{}, 1), m: newMetrics(opts.Registerer)}
 }
 
 // NeedLeaderElection is false: every replica gathers and translates.
@@ -125,19 +128,25 @@ func watched() []client.Object {
 	}
 }
 
-var (
-	rebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "coxswain_controller_rebuilds_total",
-		Help: "Routing rebuilds (gather + translate), by result.",
-	}, []string{"result"})
-	rebuildSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "coxswain_controller_rebuild_duration_seconds",
-		Help:    "Time to gather and translate one rebuild.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-	})
-)
+// metrics are the provider's rebuild counters.
+type metrics struct {
+	rebuilds       *prometheus.CounterVec
+	rebuildSeconds prometheus.Histogram
+}
 
-func init() { ctrlmetrics.Registry.MustRegister(rebuilds, rebuildSeconds) }
+func newMetrics(reg prometheus.Registerer) metrics {
+	return metrics{
+		rebuilds: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_controller_rebuilds_total",
+			Help: "Routing rebuilds (gather + translate), by result.",
+		}, []string{"result"})),
+		rebuildSeconds: promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "coxswain_controller_rebuild_duration_seconds",
+			Help:    "Time to gather and translate one rebuild.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		})),
+	}
+}
 
 // Start registers event handlers on every informer, then rebuilds once and
 // again after every debounced burst of events, until ctx ends.
@@ -255,15 +264,15 @@ func (p *Provider) rebuild(ctx context.Context) {
 	start := time.Now()
 	res, err := p.Gather(ctx)
 	if err != nil {
-		rebuilds.WithLabelValues("gather_error").Inc()
+		p.m.rebuilds.WithLabelValues("gather_error").Inc()
 		p.opts.Log.Error(err, "gathering rebuild inputs; keeping the last result")
 		// Retry later; the last published result stays in force.
 		time.AfterFunc(time.Second, p.Trigger)
 		return
 	}
 	out := p.opts.Translate(res)
-	rebuildSeconds.Observe(time.Since(start).Seconds())
-	rebuilds.WithLabelValues("ok").Inc()
+	p.m.rebuildSeconds.Observe(time.Since(start).Seconds())
+	p.m.rebuilds.WithLabelValues("ok").Inc()
 	p.mu.Lock()
 	p.last = out
 	p.mu.Unlock()

@@ -43,6 +43,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/promreg"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
@@ -93,25 +94,10 @@ type Writer struct {
 }
 
 func newPatchesMetric(reg prometheus.Registerer) *prometheus.CounterVec {
-	patches := prometheus.NewCounterVec(prometheus.CounterOpts{
+	return promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "coxswain_controller_status_patches_total",
 		Help: "Status patches by kind and result.",
-	}, []string{"kind", "result"})
-	if reg == nil {
-		return patches
-	}
-	if err := reg.Register(patches); err != nil {
-		// A second writer in the same process (tests run several managers)
-		// counts into the collector the first one registered.
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return patches
+	}, []string{"kind", "result"}))
 }
 
 func (w *Writer) init() {
