@@ -18,6 +18,7 @@ package translator
 
 import (
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -164,16 +165,27 @@ func buildIndex(res *Resources) *index {
 		if s == nil {
 			continue
 		}
-		name, ns := s.Labels[names.LabelGatewayName], s.Labels[names.LabelGatewayNamespace]
-		if name == "" || ns == "" {
+		k, ok := vipGateway(s)
+		if !ok {
 			continue
 		}
-		k := nn{Namespace: ns, Name: name}
 		if prev, ok := ix.vip[k]; !ok || s.Name < prev.Name {
 			ix.vip[k] = s
 		}
 	}
 	return ix
+}
+
+// vipGateway names the Gateway a shared VIP Service belongs to, read as
+// provision.AssignmentsFromVIPServices reads it: from names.AnnotationGateway,
+// else from the labels. The labels alone cannot name a Gateway whose name
+// is over 63 characters: the label value is then hashed (names.LabelValue).
+func vipGateway(s *corev1.Service) (nn, bool) {
+	if ns, name, ok := strings.Cut(s.Annotations[names.AnnotationGateway], "/"); ok && ns != "" && name != "" {
+		return nn{Namespace: ns, Name: name}, true
+	}
+	name, ns := s.Labels[names.LabelGatewayName], s.Labels[names.LabelGatewayNamespace]
+	return nn{Namespace: ns, Name: name}, name != "" && ns != ""
 }
 
 // named reports whether a namespaced object has a namespace and a name;
