@@ -25,7 +25,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -113,11 +112,6 @@ type listenerInfo struct {
 	lastCounted                     *compiledRoute
 	routes                          []attachment
 	programmedReason, programmedMsg string
-}
-
-type attachment struct {
-	cr    *compiledRoute
-	hosts []string
 }
 
 type gatewayInfo struct {
@@ -527,43 +521,6 @@ func (t *translator) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS,
 			if string(to.Group) == toGroup && string(to.Kind) == toKind && (to.Name == nil || *to.Name == "" || string(*to.Name) == toName) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// allowsNamespace applies a listener's allowedRoutes.namespaces.
-func (t *translator) allowsNamespace(gw *gwv1.Gateway, l *gwv1.Listener, routeNS string) bool {
-	from := gwv1.NamespacesFromSame
-	var sel *metav1.LabelSelector
-	if l.AllowedRoutes != nil && l.AllowedRoutes.Namespaces != nil {
-		if l.AllowedRoutes.Namespaces.From != nil {
-			from = *l.AllowedRoutes.Namespaces.From
-		}
-		sel = l.AllowedRoutes.Namespaces.Selector
-	}
-	switch from {
-	case gwv1.NamespacesFromAll:
-		return true
-	case gwv1.NamespacesFromSame:
-		return routeNS == gw.Namespace
-	case gwv1.NamespacesFromSelector:
-		if sel == nil {
-			return false
-		}
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return false
-		}
-		return s.Matches(labels.Set(t.ix.nsLabels[routeNS]))
-	}
-	return false
-}
-
-func (li *listenerInfo) allowsKind(kind string) bool {
-	for _, k := range li.kinds {
-		if string(k.Kind) == kind {
-			return true
 		}
 	}
 	return false

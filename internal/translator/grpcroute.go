@@ -18,8 +18,6 @@ package translator
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -94,69 +92,4 @@ func (t *translator) compileGRPCRoute(r *gwv1.GRPCRoute) *compiledRoute {
 		}
 	}
 	return cr
-}
-
-func grpcMatch(cr *compiledRoute, m *gwv1.GRPCRouteMatch) (snapshot.Match, bool) {
-	var out snapshot.Match
-	if mm := m.Method; mm != nil {
-		typ := gwv1.GRPCMethodMatchExact
-		if mm.Type != nil {
-			typ = *mm.Type
-		}
-		svc, meth := "", ""
-		if mm.Service != nil {
-			svc = *mm.Service
-		}
-		if mm.Method != nil {
-			meth = *mm.Method
-		}
-		switch typ {
-		case gwv1.GRPCMethodMatchExact:
-			if strings.Contains(svc, "/") || strings.Contains(meth, "/") {
-				cr.fail("gRPC service %q or method %q contains /", svc, meth)
-				return out, false
-			}
-			switch {
-			case svc != "" && meth != "":
-				out.Path = &snapshot.PathMatch{Type: snapshot.PathExact, Value: "/" + svc + "/" + meth}
-			case svc != "":
-				out.Path = &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/" + svc}
-			case meth != "":
-				out.Path = &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/[^/]+/" + regexp.QuoteMeta(meth)}
-			}
-		case gwv1.GRPCMethodMatchRegularExpression:
-			if svc == "" {
-				svc = "[^/]+"
-			}
-			if meth == "" {
-				meth = "[^/]+"
-			}
-			for _, p := range []string{svc, meth} {
-				if _, err := regexp.Compile(p); err != nil {
-					cr.fail("gRPC method regular expression %q is invalid: %v", p, err)
-					return out, false
-				}
-			}
-			out.Path = &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/(?:" + svc + ")/(?:" + meth + ")"}
-		default:
-			cr.fail("gRPC method match type %q is not supported", typ)
-			return out, false
-		}
-	}
-	seen := map[string]bool{}
-	for _, h := range m.Headers {
-		typ := gwv1.GRPCHeaderMatchExact
-		if h.Type != nil {
-			typ = *h.Type
-		}
-		sm, ok := stringMatch(cr, "header", string(h.Name), string(typ), h.Value)
-		if !ok {
-			return out, false
-		}
-		if k := strings.ToLower(sm.Name); !seen[k] {
-			seen[k] = true
-			out.Headers = append(out.Headers, sm)
-		}
-	}
-	return out, true
 }
