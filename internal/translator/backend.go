@@ -204,7 +204,7 @@ type backendSpec struct {
 
 // applyBackends resolves backendRefs into weighted backends; a rule with
 // nothing to send to answers 500.
-func (t *translator) applyBackends(cr *compiledRoute, base *snapshot.Route, routeKind string, refs []backendSpec, grpc bool) {
+func (t *translator) applyBackends(cr *compiledRoute, base *snapshot.Route, refs []backendSpec) {
 	valid := 0
 	if len(refs) > 0 {
 		base.Backends = make([]snapshot.Backend, 0, len(refs))
@@ -218,7 +218,7 @@ func (t *translator) applyBackends(cr *compiledRoute, base *snapshot.Route, rout
 			cr.fail("backend weight %d is negative", w)
 			continue
 		}
-		b := t.resolveBackend(cr.meta.Namespace, routeKind, bs.ref, grpc)
+		b := t.resolveBackend(cr.meta.Namespace, cr.kind, bs.ref, cr.kind == kindGRPCRoute)
 		if b.reason != "" {
 			cr.unresolved(b.reason, b.msg)
 			if w > 0 {

@@ -24,8 +24,14 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// applyFilters converts rule-level filters onto base.
-func (t *translator) applyFilters(cr *compiledRoute, base *snapshot.Route, filters []gwv1.HTTPRouteFilter, routeKind string) {
+// The filters of HTTPRoute and GRPCRoute compile through one set of
+// functions: the filter bodies (header modifiers, RequestMirror) are the
+// same Gateway API types in both kinds, so each kind's dispatcher below only
+// switches on its own filter type and hands the body over. Nothing is
+// converted from one kind to the other.
+
+// httpRuleFilters compiles an HTTPRoute rule's filters onto base.
+func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, filters []gwv1.HTTPRouteFilter) {
 	for fi := range filters {
 		f := &filters[fi]
 		switch f.Type {
@@ -33,14 +39,12 @@ func (t *translator) applyFilters(cr *compiledRoute, base *snapshot.Route, filte
 			base.RequestHeaders = headerModifier(cr, f.RequestHeaderModifier)
 		case gwv1.HTTPRouteFilterResponseHeaderModifier:
 			base.ResponseHeaders = headerModifier(cr, f.ResponseHeaderModifier)
+		case gwv1.HTTPRouteFilterRequestMirror:
+			t.addMirror(cr, base, f.RequestMirror)
 		case gwv1.HTTPRouteFilterRequestRedirect:
 			base.Redirect = redirect(cr, f.RequestRedirect)
 		case gwv1.HTTPRouteFilterURLRewrite:
 			base.Rewrite = rewrite(cr, f.URLRewrite)
-		case gwv1.HTTPRouteFilterRequestMirror:
-			if m, ok := t.mirror(cr, f.RequestMirror, routeKind); ok {
-				base.Mirrors = append(base.Mirrors, m)
-			}
 		case gwv1.HTTPRouteFilterCORS:
 			base.CORS = cors(f.CORS)
 		default:
@@ -49,6 +53,44 @@ func (t *translator) applyFilters(cr *compiledRoute, base *snapshot.Route, filte
 	}
 	if base.Redirect != nil && base.Rewrite != nil {
 		cr.fail("RequestRedirect and URLRewrite cannot be combined")
+	}
+}
+
+// grpcRuleFilters compiles a GRPCRoute rule's filters onto base. An
+// unsupported filter type is reported before any filter body is compiled,
+// so it is the failure the route's status names (the first one wins).
+func (t *translator) grpcRuleFilters(cr *compiledRoute, base *snapshot.Route, ri int, filters []gwv1.GRPCRouteFilter) {
+	for fi := range filters {
+		switch typ := filters[fi].Type; typ {
+		case gwv1.GRPCRouteFilterRequestHeaderModifier, gwv1.GRPCRouteFilterResponseHeaderModifier, gwv1.GRPCRouteFilterRequestMirror:
+		default:
+			cr.fail("rule %d: filter type %q is not supported", ri, typ)
+		}
+	}
+	for fi := range filters {
+		f := &filters[fi]
+		switch f.Type {
+		case gwv1.GRPCRouteFilterRequestHeaderModifier:
+			base.RequestHeaders = headerModifier(cr, f.RequestHeaderModifier)
+		case gwv1.GRPCRouteFilterResponseHeaderModifier:
+			base.ResponseHeaders = headerModifier(cr, f.ResponseHeaderModifier)
+		case gwv1.GRPCRouteFilterRequestMirror:
+			t.addMirror(cr, base, f.RequestMirror)
+		}
+	}
+}
+
+// backendFilter compiles one backendRef filter of either route kind onto
+// bs: both allow only the header modifiers there, under the same type
+// names.
+func backendFilter(cr *compiledRoute, bs *backendSpec, ri, bi int, typ string, req, resp *gwv1.HTTPHeaderFilter) {
+	switch typ {
+	case string(gwv1.HTTPRouteFilterRequestHeaderModifier):
+		bs.req = headerModifier(cr, req)
+	case string(gwv1.HTTPRouteFilterResponseHeaderModifier):
+		bs.resp = headerModifier(cr, resp)
+	default:
+		cr.fail("rule %d backendRef %d: filter type %q is not supported on backends", ri, bi, typ)
 	}
 }
 
@@ -197,13 +239,21 @@ func cors(f *gwv1.HTTPCORSFilter) *snapshot.CORS {
 	return c
 }
 
-func (t *translator) mirror(cr *compiledRoute, f *gwv1.HTTPRequestMirrorFilter, routeKind string) (snapshot.Mirror, bool) {
+// addMirror adds a RequestMirror filter's mirror to base, unless it never
+// mirrors or its backend does not resolve.
+func (t *translator) addMirror(cr *compiledRoute, base *snapshot.Route, f *gwv1.HTTPRequestMirrorFilter) {
+	if m, ok := t.mirror(cr, f); ok {
+		base.Mirrors = append(base.Mirrors, m)
+	}
+}
+
+func (t *translator) mirror(cr *compiledRoute, f *gwv1.HTTPRequestMirrorFilter) (snapshot.Mirror, bool) {
 	var m snapshot.Mirror
 	if f == nil {
 		cr.fail("requestMirror filter without a body")
 		return m, false
 	}
-	b := t.resolveBackend(cr.meta.Namespace, routeKind, f.BackendRef, routeKind == kindGRPCRoute)
+	b := t.resolveBackend(cr.meta.Namespace, cr.kind, f.BackendRef, cr.kind == kindGRPCRoute)
 	if b.reason != "" {
 		cr.unresolved(b.reason, "mirror: "+b.msg)
 		return m, false

@@ -23,6 +23,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -92,12 +93,12 @@ func structuredResources(data []byte) *Resources {
 			sl := &discoveryv1.EndpointSlice{
 				ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 				AddressType: pick(s, discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeFQDN),
-				Ports:       []discoveryv1.EndpointPort{{Name: ptr(sp.Name), Port: ptr(pick(s, int32(8080), 0, -1, 65536))}},
+				Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(sp.Name), Port: ptr.To(pick(s, int32(8080), 0, -1, 65536))}},
 			}
 			for e := s.n(4); e > 0; e-- {
 				sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{
 					Addresses:  []string{pick(s, "10.0.0.1", "10.0.0.2", "fd00::1", "not-an-ip")},
-					Conditions: discoveryv1.EndpointConditions{Ready: pick(s, ptr(true), ptr(false), nil)},
+					Conditions: discoveryv1.EndpointConditions{Ready: pick(s, ptr.To(true), ptr.To(false), nil)},
 				})
 			}
 			res.EndpointSlices = append(res.EndpointSlices, sl)
@@ -127,12 +128,12 @@ func structuredResources(data []byte) *Resources {
 			ln := gwv1.Listener{Name: gwv1.SectionName(fmt.Sprintf("l%d", s.n(4))), Port: gwv1.PortNumber(pick(s, fzPorts...)),
 				Protocol: pick(s, gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType, gwv1.TCPProtocolType)}
 			if h := pick(s, fzHosts...); h != "" {
-				ln.Hostname = ptr(gwv1.Hostname(h))
+				ln.Hostname = ptr.To(gwv1.Hostname(h))
 			}
 			if s.n(2) == 0 {
 				ref := gwv1.SecretObjectReference{Name: "tls"}
 				if s.n(2) == 0 {
-					ref.Namespace = ptr(gwv1.Namespace(pick(s, fzNamespaces...)))
+					ref.Namespace = ptr.To(gwv1.Namespace(pick(s, fzNamespaces...)))
 				}
 				ln.TLS = &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{ref}}
 			}
@@ -151,13 +152,13 @@ func structuredResources(data []byte) *Resources {
 		for p := s.n(3) + 1; p > 0; p-- {
 			pr := gwv1.ParentReference{Name: gwv1.ObjectName(fmt.Sprintf("gw%d", s.n(4)))}
 			if s.n(2) == 0 {
-				pr.Namespace = ptr(gwv1.Namespace(pick(s, fzNamespaces...)))
+				pr.Namespace = ptr.To(gwv1.Namespace(pick(s, fzNamespaces...)))
 			}
 			if s.n(3) == 0 {
-				pr.SectionName = ptr(gwv1.SectionName(fmt.Sprintf("l%d", s.n(4))))
+				pr.SectionName = ptr.To(gwv1.SectionName(fmt.Sprintf("l%d", s.n(4))))
 			}
 			if s.n(3) == 0 {
-				pr.Port = ptr(gwv1.PortNumber(pick(s, fzPorts...)))
+				pr.Port = ptr.To(gwv1.PortNumber(pick(s, fzPorts...)))
 			}
 			hr.Spec.ParentRefs = append(hr.Spec.ParentRefs, pr)
 		}
@@ -169,37 +170,37 @@ func structuredResources(data []byte) *Resources {
 			for m := s.n(3); m > 0; m-- {
 				pt := pick(s, gwv1.PathMatchExact, gwv1.PathMatchPathPrefix, gwv1.PathMatchRegularExpression)
 				rule.Matches = append(rule.Matches, gwv1.HTTPRouteMatch{
-					Path:    &gwv1.HTTPPathMatch{Type: &pt, Value: ptr(pick(s, fzPaths...))},
-					Method:  pick(s, nil, ptr(gwv1.HTTPMethodGet)),
+					Path:    &gwv1.HTTPPathMatch{Type: &pt, Value: ptr.To(pick(s, fzPaths...))},
+					Method:  pick(s, nil, ptr.To(gwv1.HTTPMethodGet)),
 					Headers: pick(s, nil, []gwv1.HTTPHeaderMatch{{Name: "x", Value: pick(s, "a", "(")}}),
 				})
 			}
 			switch s.n(6) {
 			case 0:
 				rule.Filters = append(rule.Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gwv1.HTTPRequestRedirectFilter{
-					Scheme: pick(s, nil, ptr("https"), ptr("ftp")), StatusCode: pick(s, nil, ptr(301), ptr(200)),
-					Path: pick(s, nil, &gwv1.HTTPPathModifier{Type: gwv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr("/x")})}})
+					Scheme: pick(s, nil, ptr.To("https"), ptr.To("ftp")), StatusCode: pick(s, nil, ptr.To(301), ptr.To(200)),
+					Path: pick(s, nil, &gwv1.HTTPPathModifier{Type: gwv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To("/x")})}})
 			case 1:
 				rule.Filters = append(rule.Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterURLRewrite, URLRewrite: &gwv1.HTTPURLRewriteFilter{
-					Path: &gwv1.HTTPPathModifier{Type: pick(s, gwv1.PrefixMatchHTTPPathModifier, gwv1.FullPathHTTPPathModifier), ReplacePrefixMatch: ptr("/y"), ReplaceFullPath: ptr("/z")}}})
+					Path: &gwv1.HTTPPathModifier{Type: pick(s, gwv1.PrefixMatchHTTPPathModifier, gwv1.FullPathHTTPPathModifier), ReplacePrefixMatch: ptr.To("/y"), ReplaceFullPath: ptr.To("/z")}}})
 			case 2:
 				rule.Filters = append(rule.Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestMirror, RequestMirror: &gwv1.HTTPRequestMirrorFilter{
-					BackendRef: gwv1.BackendObjectReference{Name: gwv1.ObjectName(pick(s, fzNames...)), Port: ptr(gwv1.PortNumber(pick(s, fzPorts...)))},
-					Percent:    pick(s, nil, ptr(int32(50)), ptr(int32(0)), ptr(int32(100))),
-					Fraction:   pick(s, nil, &gwv1.Fraction{Numerator: int32(s.n(5)) - 1, Denominator: ptr(int32(s.n(5)) - 1)})}})
+					BackendRef: gwv1.BackendObjectReference{Name: gwv1.ObjectName(pick(s, fzNames...)), Port: ptr.To(gwv1.PortNumber(pick(s, fzPorts...)))},
+					Percent:    pick(s, nil, ptr.To(int32(50)), ptr.To(int32(0)), ptr.To(int32(100))),
+					Fraction:   pick(s, nil, &gwv1.Fraction{Numerator: int32(s.n(5)) - 1, Denominator: ptr.To(int32(s.n(5)) - 1)})}})
 			case 3:
 				rule.Filters = append(rule.Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gwv1.HTTPHeaderFilter{
 					Set: []gwv1.HTTPHeader{{Name: gwv1.HTTPHeaderName(pick(s, "X-A", "bad name", "")), Value: pick(s, "v", "a\r\nb")}}}})
 			}
 			for b := s.n(4); b > 0; b-- {
 				br := gwv1.HTTPBackendRef{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
-					Name: gwv1.ObjectName(pick(s, fzNames...)), Port: pick(s, nil, ptr(gwv1.PortNumber(pick(s, fzPorts...))))},
-					Weight: pick(s, nil, ptr(int32(0)), ptr(int32(-1)), ptr(int32(7)))}}
+					Name: gwv1.ObjectName(pick(s, fzNames...)), Port: pick(s, nil, ptr.To(gwv1.PortNumber(pick(s, fzPorts...))))},
+					Weight: pick(s, nil, ptr.To(int32(0)), ptr.To(int32(-1)), ptr.To(int32(7)))}}
 				if s.n(3) == 0 {
-					br.Namespace = ptr(gwv1.Namespace(pick(s, fzNamespaces...)))
+					br.Namespace = ptr.To(gwv1.Namespace(pick(s, fzNamespaces...)))
 				}
 				if s.n(5) == 0 {
-					br.Kind = ptr(gwv1.Kind("Bucket"))
+					br.Kind = ptr.To(gwv1.Kind("Bucket"))
 				}
 				rule.BackendRefs = append(rule.BackendRefs, br)
 			}

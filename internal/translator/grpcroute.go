@@ -30,66 +30,43 @@ import (
 // → "/<service>/<method>" with "[^/]+" for an omitted part. Backends are
 // h2c.
 func (t *translator) compileGRPCRoute(r *gwv1.GRPCRoute) *compiledRoute {
-	cr := &compiledRoute{kind: kindGRPCRoute, meta: &r.ObjectMeta}
-	var bad []string
-	cr.hostnames, bad = routeHostnames(r.Spec.Hostnames)
-	if len(bad) > 0 {
-		cr.fail("invalid hostnames %v", bad)
-	}
+	cr := newCompiledRoute(kindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	for ri := range r.Spec.Rules {
-		rule := &r.Spec.Rules[ri]
-		base := snapshot.Route{ID: fmt.Sprintf("grpcroute/%s/%s:%d", r.Namespace, r.Name, ri)}
-		httpFilters := make([]gwv1.HTTPRouteFilter, 0, len(rule.Filters))
-		for _, f := range rule.Filters {
-			hf := gwv1.HTTPRouteFilter{
-				RequestHeaderModifier:  f.RequestHeaderModifier,
-				ResponseHeaderModifier: f.ResponseHeaderModifier,
-				RequestMirror:          f.RequestMirror,
-			}
-			switch f.Type {
-			case gwv1.GRPCRouteFilterRequestHeaderModifier:
-				hf.Type = gwv1.HTTPRouteFilterRequestHeaderModifier
-			case gwv1.GRPCRouteFilterResponseHeaderModifier:
-				hf.Type = gwv1.HTTPRouteFilterResponseHeaderModifier
-			case gwv1.GRPCRouteFilterRequestMirror:
-				hf.Type = gwv1.HTTPRouteFilterRequestMirror
-			default:
-				cr.fail("rule %d: filter type %q is not supported", ri, f.Type)
-				continue
-			}
-			httpFilters = append(httpFilters, hf)
-		}
-		t.applyFilters(cr, &base, httpFilters, kindGRPCRoute)
-		refs := make([]backendSpec, 0, len(rule.BackendRefs))
-		for bi := range rule.BackendRefs {
-			b := &rule.BackendRefs[bi]
-			bs := backendSpec{ref: b.BackendObjectReference, weight: b.Weight}
-			for _, f := range b.Filters {
-				switch f.Type {
-				case gwv1.GRPCRouteFilterRequestHeaderModifier:
-					bs.req = headerModifier(cr, f.RequestHeaderModifier)
-				case gwv1.GRPCRouteFilterResponseHeaderModifier:
-					bs.resp = headerModifier(cr, f.ResponseHeaderModifier)
-				default:
-					cr.fail("rule %d backendRef %d: filter type %q is not supported on backends", ri, bi, f.Type)
-				}
-			}
-			refs = append(refs, bs)
-		}
-		t.applyBackends(cr, &base, kindGRPCRoute, refs, true)
-		matches := rule.Matches
-		if len(matches) == 0 {
-			matches = []gwv1.GRPCRouteMatch{{}}
-		}
-		for mi := range matches {
-			m, ok := grpcMatch(cr, &matches[mi])
-			if !ok {
-				continue
-			}
-			route := base
-			route.Match = m
-			cr.addEntry(route, ri, mi)
-		}
+		t.compileGRPCRule(cr, ri, &r.Spec.Rules[ri])
 	}
 	return cr
+}
+
+func (t *translator) compileGRPCRule(cr *compiledRoute, ri int, rule *gwv1.GRPCRouteRule) {
+	base := snapshot.Route{ID: fmt.Sprintf("grpcroute/%s/%s:%d", cr.meta.Namespace, cr.meta.Name, ri)}
+	t.grpcRuleFilters(cr, &base, ri, rule.Filters)
+	t.applyBackends(cr, &base, grpcBackendSpecs(cr, ri, rule.BackendRefs))
+	matches := rule.Matches
+	if len(matches) == 0 {
+		matches = []gwv1.GRPCRouteMatch{{}}
+	}
+	for mi := range matches {
+		m, ok := grpcMatch(cr, &matches[mi])
+		if !ok {
+			continue
+		}
+		route := base
+		route.Match = m
+		cr.addEntry(route, ri, mi)
+	}
+}
+
+// grpcBackendSpecs reads a GRPCRoute rule's backendRefs and their filters.
+func grpcBackendSpecs(cr *compiledRoute, ri int, refs []gwv1.GRPCBackendRef) []backendSpec {
+	out := make([]backendSpec, 0, len(refs))
+	for bi := range refs {
+		b := &refs[bi]
+		bs := backendSpec{ref: b.BackendObjectReference, weight: b.Weight}
+		for fi := range b.Filters {
+			f := &b.Filters[fi]
+			backendFilter(cr, &bs, ri, bi, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier)
+		}
+		out = append(out, bs)
+	}
+	return out
 }

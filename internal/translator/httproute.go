@@ -25,68 +25,72 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// compileHTTPRoute compiles every rule and match of an HTTPRoute.
 func (t *translator) compileHTTPRoute(r *gwv1.HTTPRoute) *compiledRoute {
-	cr := &compiledRoute{kind: kindHTTPRoute, meta: &r.ObjectMeta}
-	var bad []string
-	cr.hostnames, bad = routeHostnames(r.Spec.Hostnames)
-	if len(bad) > 0 {
-		cr.fail("invalid hostnames %v", bad)
-	}
+	cr := newCompiledRoute(kindHTTPRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	for ri := range r.Spec.Rules {
-		rule := &r.Spec.Rules[ri]
-		base := snapshot.Route{ID: "httproute/" + r.Namespace + "/" + r.Name + ":" + strconv.Itoa(ri)}
-		t.applyFilters(cr, &base, rule.Filters, kindHTTPRoute)
-		if tm := rule.Timeouts; tm != nil {
-			var to snapshot.Timeouts
-			if tm.Request != nil {
-				to.Request = parseGWDuration(cr, "timeouts.request", *tm.Request)
-			}
-			if tm.BackendRequest != nil {
-				to.Backend = parseGWDuration(cr, "timeouts.backendRequest", *tm.BackendRequest)
-			}
-			if to != (snapshot.Timeouts{}) {
-				base.Timeouts = &to
-			}
-		}
-		if base.Redirect == nil {
-			refs := make([]backendSpec, 0, len(rule.BackendRefs))
-			for bi := range rule.BackendRefs {
-				b := &rule.BackendRefs[bi]
-				bs := backendSpec{ref: b.BackendObjectReference, weight: b.Weight}
-				for fi := range b.Filters {
-					f := &b.Filters[fi]
-					switch f.Type {
-					case gwv1.HTTPRouteFilterRequestHeaderModifier:
-						bs.req = headerModifier(cr, f.RequestHeaderModifier)
-					case gwv1.HTTPRouteFilterResponseHeaderModifier:
-						bs.resp = headerModifier(cr, f.ResponseHeaderModifier)
-					default:
-						cr.fail("rule %d backendRef %d: filter type %q is not supported on backends", ri, bi, f.Type)
-					}
-				}
-				refs = append(refs, bs)
-			}
-			t.applyBackends(cr, &base, kindHTTPRoute, refs, false)
-		}
-		matches := rule.Matches
-		if len(matches) == 0 {
-			matches = []gwv1.HTTPRouteMatch{{}}
-		}
-		for mi := range matches {
-			m, ok := httpMatch(cr, &matches[mi])
-			if !ok {
-				continue
-			}
-			route := base
-			route.Match = m
-			if pathModifierNeedsPrefix(&route) && (m.Path == nil || m.Path.Type != snapshot.PathPrefix) {
-				cr.fail("rule %d: ReplacePrefixMatch needs a PathPrefix match", ri)
-				continue
-			}
-			cr.addEntry(route, ri, mi)
-		}
+		t.compileHTTPRule(cr, ri, &r.Spec.Rules[ri])
 	}
 	return cr
+}
+
+func (t *translator) compileHTTPRule(cr *compiledRoute, ri int, rule *gwv1.HTTPRouteRule) {
+	base := snapshot.Route{ID: "httproute/" + cr.meta.Namespace + "/" + cr.meta.Name + ":" + strconv.Itoa(ri)}
+	t.httpRuleFilters(cr, &base, rule.Filters)
+	base.Timeouts = ruleTimeouts(cr, rule.Timeouts)
+	if base.Redirect == nil {
+		t.applyBackends(cr, &base, httpBackendSpecs(cr, ri, rule.BackendRefs))
+	}
+	matches := rule.Matches
+	if len(matches) == 0 {
+		matches = []gwv1.HTTPRouteMatch{{}}
+	}
+	for mi := range matches {
+		m, ok := httpMatch(cr, &matches[mi])
+		if !ok {
+			continue
+		}
+		route := base
+		route.Match = m
+		if pathModifierNeedsPrefix(&route) && (m.Path == nil || m.Path.Type != snapshot.PathPrefix) {
+			cr.fail("rule %d: ReplacePrefixMatch needs a PathPrefix match", ri)
+			continue
+		}
+		cr.addEntry(route, ri, mi)
+	}
+}
+
+// httpBackendSpecs reads an HTTPRoute rule's backendRefs and their filters.
+func httpBackendSpecs(cr *compiledRoute, ri int, refs []gwv1.HTTPBackendRef) []backendSpec {
+	out := make([]backendSpec, 0, len(refs))
+	for bi := range refs {
+		b := &refs[bi]
+		bs := backendSpec{ref: b.BackendObjectReference, weight: b.Weight}
+		for fi := range b.Filters {
+			f := &b.Filters[fi]
+			backendFilter(cr, &bs, ri, bi, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier)
+		}
+		out = append(out, bs)
+	}
+	return out
+}
+
+// ruleTimeouts compiles a rule's timeouts; nil when it sets none.
+func ruleTimeouts(cr *compiledRoute, tm *gwv1.HTTPRouteTimeouts) *snapshot.Timeouts {
+	if tm == nil {
+		return nil
+	}
+	var to snapshot.Timeouts
+	if tm.Request != nil {
+		to.Request = parseGWDuration(cr, "timeouts.request", *tm.Request)
+	}
+	if tm.BackendRequest != nil {
+		to.Backend = parseGWDuration(cr, "timeouts.backendRequest", *tm.BackendRequest)
+	}
+	if to == (snapshot.Timeouts{}) {
+		return nil
+	}
+	return &to
 }
 
 func pathModifierNeedsPrefix(r *snapshot.Route) bool {

@@ -54,6 +54,18 @@ func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
 	cr.entries = append(cr.entries, routeEntry{route: route, rule: rule, match: match, key: k})
 }
 
+// newCompiledRoute starts compiling a route of kind: its hostnames, an
+// invalid one failing the whole route.
+func newCompiledRoute(kind string, meta *metav1.ObjectMeta, hostnames []gwv1.Hostname) *compiledRoute {
+	cr := &compiledRoute{kind: kind, meta: meta}
+	var bad []string
+	cr.hostnames, bad = routeHostnames(hostnames)
+	if len(bad) > 0 {
+		cr.fail("invalid hostnames %v", bad)
+	}
+	return cr
+}
+
 func (cr *compiledRoute) fail(format string, args ...any) {
 	if cr.err == "" {
 		cr.err = fmt.Sprintf(format, args...)
