@@ -78,50 +78,57 @@ func (cr *compiledRoute) unresolved(reason, msg string) {
 	}
 }
 
+// processRoutes compiles every HTTPRoute, then every GRPCRoute, with a
+// parent Gateway of ours and attaches it to its listeners.
 func (t *translator) processRoutes() {
-	hrs := make([]*gwv1.HTTPRoute, 0, len(t.res.HTTPRoutes))
-	for _, r := range t.res.HTTPRoutes {
-		if r != nil && named(&r.ObjectMeta) {
-			hrs = append(hrs, r)
+	t.out.HTTPRoutes = processRouteKind(t, t.res.HTTPRoutes, httpRouteParts, t.compileHTTPRoute)
+	t.out.GRPCRoutes = processRouteKind(t, t.res.GRPCRoutes, grpcRouteParts, t.compileGRPCRoute)
+}
+
+func httpRouteParts(r *gwv1.HTTPRoute) (*metav1.ObjectMeta, []gwv1.ParentReference) {
+	return &r.ObjectMeta, r.Spec.ParentRefs
+}
+
+func grpcRouteParts(r *gwv1.GRPCRoute) (*metav1.ObjectMeta, []gwv1.ParentReference) {
+	return &r.ObjectMeta, r.Spec.ParentRefs
+}
+
+// processRouteKind compiles and attaches the routes of one kind, in
+// namespace/name order (a repeated name once), and returns the status of
+// those with a parent Gateway of ours. parts gives a route's metadata and
+// parentRefs.
+func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
+	sorted := make([]*R, 0, len(routes))
+	for _, r := range routes {
+		if r != nil {
+			if meta, _ := parts(r); named(meta) {
+				sorted = append(sorted, r)
+			}
 		}
 	}
-	sort.SliceStable(hrs, func(i, j int) bool { return byName(&hrs[i].ObjectMeta, &hrs[j].ObjectMeta) })
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, _ := parts(sorted[i])
+		b, _ := parts(sorted[j])
+		return byName(a, b)
+	})
+	var out []RouteStatus
 	var last nn
-	for i, r := range hrs {
-		k := key(&r.ObjectMeta)
+	for i, r := range sorted {
+		meta, refs := parts(r)
+		k := key(meta)
 		if i > 0 && last == k {
 			continue
 		}
 		last = k
-		if !t.hasOurParent(r.Namespace, r.Spec.ParentRefs) {
+		if !t.hasOurParent(meta.Namespace, refs) {
 			continue
 		}
-		cr := t.compileHTTPRoute(r)
-		if parents := t.attach(cr, r.Spec.ParentRefs); len(parents) > 0 {
-			t.out.HTTPRoutes = append(t.out.HTTPRoutes, RouteStatus{NamespacedName: k, Generation: r.Generation, Parents: parents})
+		cr := compile(r)
+		if parents := t.attach(cr, refs); len(parents) > 0 {
+			out = append(out, RouteStatus{NamespacedName: k, Generation: meta.Generation, Parents: parents})
 		}
 	}
-	grs := make([]*gwv1.GRPCRoute, 0, len(t.res.GRPCRoutes))
-	for _, r := range t.res.GRPCRoutes {
-		if r != nil && named(&r.ObjectMeta) {
-			grs = append(grs, r)
-		}
-	}
-	sort.SliceStable(grs, func(i, j int) bool { return byName(&grs[i].ObjectMeta, &grs[j].ObjectMeta) })
-	for i, r := range grs {
-		k := key(&r.ObjectMeta)
-		if i > 0 && last == k {
-			continue
-		}
-		last = k
-		if !t.hasOurParent(r.Namespace, r.Spec.ParentRefs) {
-			continue
-		}
-		cr := t.compileGRPCRoute(r)
-		if parents := t.attach(cr, r.Spec.ParentRefs); len(parents) > 0 {
-			t.out.GRPCRoutes = append(t.out.GRPCRoutes, RouteStatus{NamespacedName: k, Generation: r.Generation, Parents: parents})
-		}
-	}
+	return out
 }
 
 // --- HTTPRoute -------------------------------------------------------------
