@@ -21,12 +21,21 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
 
+// attachment is a route attached to a listener, with the hostnames it
+// serves there.
+type attachment struct {
+	cr    *compiledRoute
+	hosts []string
+}
+
+// parentGateway is the Gateway of ours a parentRef names, or nil.
 func (t *translator) parentGateway(routeNS string, ref *gwv1.ParentReference) *gatewayInfo {
 	if ref.Group != nil && string(*ref.Group) != gatewayGroup {
 		return nil
@@ -41,6 +50,7 @@ func (t *translator) parentGateway(routeNS string, ref *gwv1.ParentReference) *g
 	return t.gateways[nn{Namespace: ns, Name: string(ref.Name)}]
 }
 
+// hasOurParent reports whether any parentRef names a Gateway of ours.
 func (t *translator) hasOurParent(ns string, refs []gwv1.ParentReference) bool {
 	for i := range refs {
 		if t.parentGateway(ns, &refs[i]) != nil {
@@ -94,34 +104,18 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 	return out
 }
 
+// parentRefKey identifies a parentRef, so a repeated one counts once.
 func parentRefKey(ref *gwv1.ParentReference) string {
-	s := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	var g, k, ns, sec string
-	if ref.Group != nil {
-		g = string(*ref.Group)
-	}
-	if ref.Kind != nil {
-		k = string(*ref.Kind)
-	}
-	if ref.Namespace != nil {
-		ns = string(*ref.Namespace)
-	}
-	if ref.SectionName != nil {
-		sec = string(*ref.SectionName)
-	}
 	port := ""
 	if ref.Port != nil {
 		port = fmt.Sprint(*ref.Port)
 	}
-	_ = s
-	return g + "|" + k + "|" + ns + "|" + string(ref.Name) + "|" + sec + "|" + port
+	return string(ptr.Deref(ref.Group, "")) + "|" + string(ptr.Deref(ref.Kind, "")) + "|" + string(ptr.Deref(ref.Namespace, "")) + "|" +
+		string(ref.Name) + "|" + string(ptr.Deref(ref.SectionName, "")) + "|" + port
 }
 
+// attachToGateway attaches a route to the listeners of gi that ref selects
+// and returns the route's Accepted condition for that parent.
 func (t *translator) attachToGateway(cr *compiledRoute, gi *gatewayInfo, ref *gwv1.ParentReference) metav1.Condition {
 	gen := cr.meta.Generation
 	candidates := 0
@@ -196,6 +190,7 @@ func (t *translator) allowsNamespace(gw *gwv1.Gateway, l *gwv1.Listener, routeNS
 	return false
 }
 
+// allowsKind applies a listener's allowedRoutes.kinds.
 func (li *listenerInfo) allowsKind(kind string) bool {
 	for _, k := range li.kinds {
 		if string(k.Kind) == kind {
@@ -203,9 +198,4 @@ func (li *listenerInfo) allowsKind(kind string) bool {
 		}
 	}
 	return false
-}
-
-type attachment struct {
-	cr    *compiledRoute
-	hosts []string
 }
