@@ -24,7 +24,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
@@ -293,23 +292,6 @@ func (t *translator) ingressParams(ic *networkingv1.IngressClass) *ingressv1alph
 		return bad(fmt.Sprintf("%s/%s not found", *p.Namespace, p.Name))
 	}
 	return cp
-}
-
-func (t *translator) ingressLoadBalancer() networkingv1.IngressLoadBalancerStatus {
-	var out networkingv1.IngressLoadBalancerStatus
-	svc := t.res.SharedProxyService
-	if svc == nil {
-		return out
-	}
-	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		if ing.IP != "" || ing.Hostname != "" {
-			out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{IP: ing.IP, Hostname: ing.Hostname})
-		}
-	}
-	if len(out.Ingress) == 0 && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{IP: svc.Spec.ClusterIP})
-	}
-	return out
 }
 
 // ingressPath converts one Ingress path to a snapshot path match.

@@ -1,0 +1,95 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/status"
+)
+
+// listenerCerts resolves an HTTPS listener's certificateRefs. It returns a
+// ResolvedRefs reason and message when any is unusable.
+func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *listenerInfo) (string, string) {
+	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
+		return status.ReasonInvalidCertificateRef, "HTTPS listener needs tls.certificateRefs"
+	}
+	if l.TLS.Mode != nil && *l.TLS.Mode != gwv1.TLSModeTerminate {
+		return status.ReasonInvalidCertificateRef, fmt.Sprintf("tls.mode %q is not supported on HTTPS; use Terminate", *l.TLS.Mode)
+	}
+	for _, ref := range l.TLS.CertificateRefs {
+		g, k := "", kindSecret
+		if ref.Group != nil {
+			g = string(*ref.Group)
+		}
+		if ref.Kind != nil {
+			k = string(*ref.Kind)
+		}
+		ns := gw.Namespace
+		if ref.Namespace != nil {
+			ns = string(*ref.Namespace)
+		}
+		desc := fmt.Sprintf("certificateRef %s/%s", ns, ref.Name)
+		if g != "" || k != kindSecret {
+			return status.ReasonInvalidCertificateRef, fmt.Sprintf("%s: kind %s/%s is not a core Secret", desc, g, k)
+		}
+		if ns != gw.Namespace && !t.granted(gatewayGroup, kindGateway, gw.Namespace, "", kindSecret, ns, string(ref.Name)) {
+			return status.ReasonRefNotPermitted, desc + ": no ReferenceGrant in namespace " + ns + " allows it"
+		}
+		name, errMsg := t.certificate(ns, string(ref.Name))
+		if errMsg != "" {
+			return status.ReasonInvalidCertificateRef, desc + ": " + errMsg
+		}
+		li.certs = append(li.certs, name)
+	}
+	return "", ""
+}
+
+// certificate validates a kubernetes.io/tls Secret once and returns the
+// snapshot certificate name, or why it is unusable.
+func (t *translator) certificate(ns, name string) (string, string) {
+	id := ns + "/" + name
+	if _, ok := t.certs[id]; ok {
+		return id, ""
+	}
+	if msg, ok := t.badCerts[id]; ok {
+		return "", msg
+	}
+	msg := ""
+	s := t.ix.secrets[nn{Namespace: ns, Name: name}]
+	switch {
+	case s == nil:
+		msg = "Secret not found"
+	case s.Type != corev1.SecretTypeTLS:
+		msg = fmt.Sprintf("Secret type is %q, want %q", s.Type, corev1.SecretTypeTLS)
+	default:
+		crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+		if _, err := tls.X509KeyPair(crt, key); err != nil {
+			msg = "invalid certificate or key: " + err.Error()
+		} else {
+			t.certs[id] = &snapshot.Certificate{Name: id, CertPEM: string(crt), KeyPEM: string(key)}
+			return id, ""
+		}
+	}
+	t.badCerts[id] = msg
+	return "", msg
+}
