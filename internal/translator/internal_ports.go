@@ -17,11 +17,14 @@ limitations under the License.
 package translator
 
 import (
+	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/status"
 )
 
 // SharedPortKeys is the set of Gateway listener ports the shared pool
@@ -59,4 +62,40 @@ func sharedKeys(gws []*gatewayInfo) []portalloc.Key {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Less(keys[j]) })
 	return keys
+}
+
+// assignInternalPorts gives every listener port the shared pool serves an
+// internal port (portalloc.Assign, keeping persisted ones where it can) and
+// says so, by Event, where a port moved or found none.
+func (t *translator) assignInternalPorts() {
+	assigned, unassigned := portalloc.Assign(t.res.InternalPorts, sharedKeys(t.gwOrder))
+	t.out.InternalPorts = assigned
+	persisted := make(map[portalloc.Key]int32, len(t.res.InternalPorts))
+	for _, a := range t.res.InternalPorts {
+		if _, dup := persisted[a.Key]; !dup {
+			persisted[a.Key] = a.Internal
+		}
+	}
+	for _, a := range assigned {
+		if gi := t.gateways[nn{Namespace: a.Namespace, Name: a.Name}]; gi != nil {
+			if gi.internal == nil {
+				gi.internal = map[int32]int32{}
+			}
+			gi.internal[a.Port] = a.Internal
+			// A persisted port that could not be kept (claimed twice, or
+			// out of range) moves: clients of the VIP Service are
+			// unaffected, but say so.
+			if old, ok := persisted[a.Key]; ok && old != a.Internal {
+				t.event(kindGateway, a.Namespace, a.Name, corev1.EventTypeNormal, status.EventInternalPortRemapped,
+					fmt.Sprintf("listener port %d moved from internal port %d to %d", a.Port, old, a.Internal))
+			}
+		}
+	}
+	for _, k := range unassigned {
+		if gi := t.gateways[nn{Namespace: k.Namespace, Name: k.Name}]; gi != nil {
+			gi.unassigned = append(gi.unassigned, k.Port)
+			t.warn(kindGateway, k.Namespace, k.Name, status.EventNoInternalPortAvailable,
+				fmt.Sprintf("no free internal port in %d-%d for listener port %d", portalloc.Min, portalloc.Max, k.Port))
+		}
+	}
 }
