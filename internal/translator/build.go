@@ -36,9 +36,6 @@ type listenerBuilder struct {
 	l      snapshot.Listener
 	vhosts map[string]*vhostBuilder
 	sni    []snapshot.SNICertificate
-	// regexLast orders regular expression paths after prefixes (Ingress);
-	// Gateway listeners order them between Exact and PathPrefix.
-	regexLast bool
 }
 
 type vhostBuilder struct {

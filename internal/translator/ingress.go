@@ -43,7 +43,52 @@ type ingressRoute struct {
 	key         precKey
 }
 
+// ingressBuild is the state of one translation of every Ingress of our
+// classes into the shared pool's two Ingress listeners.
+type ingressBuild struct {
+	t           *translator
+	sb          *scopeBuilder
+	http, https *listenerBuilder
+	sniSeen     map[snapshot.SNICertificate]bool
+	// taken is the Ingress (the oldest) serving each host and path.
+	taken        map[string]nn
+	routes       []ingressRoute
+	defaultRoute *ingressRoute
+	defaultOwner nn
+}
+
+// processIngresses translates every Ingress of our classes, oldest first
+// (the oldest wins a host and path), into the shared pool.
 func (t *translator) processIngresses() {
+	classes, defaults := t.ingressClasses()
+	if len(classes) == 0 {
+		return
+	}
+	b := t.newIngressBuild()
+	lbStatus := t.ingressLoadBalancer()
+	seen := map[nn]bool{}
+	for _, ing := range olderIngressesFirst(t.res.Ingresses) {
+		k := key(&ing.ObjectMeta)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		ic := classes[ingressClassName(ing, defaults)]
+		if ic == nil {
+			continue
+		}
+		opts := t.ingressOptions(ing, t.ingressParams(ic))
+		t.out.Ingresses = append(t.out.Ingresses, IngressStatus{NamespacedName: k, LoadBalancer: lbStatus})
+		b.addTLS(ing, opts)
+		b.addDefaultBackend(ing, opts)
+		b.addRules(ing, opts)
+	}
+	b.emit()
+}
+
+// ingressClasses is our IngressClasses by name, and the names of those
+// marked default, sorted.
+func (t *translator) ingressClasses() (map[string]*networkingv1.IngressClass, []string) {
 	classes := map[string]*networkingv1.IngressClass{}
 	var defaults []string
 	for _, ic := range t.res.IngressClasses {
@@ -58,167 +103,189 @@ func (t *translator) processIngresses() {
 			defaults = append(defaults, ic.Name)
 		}
 	}
-	if len(classes) == 0 {
-		return
-	}
 	sort.Strings(defaults)
-	ings := make([]*networkingv1.Ingress, 0, len(t.res.Ingresses))
-	for _, ing := range t.res.Ingresses {
+	return classes, defaults
+}
+
+// ingressClassName is the class an Ingress asks for: spec.ingressClassName,
+// else the legacy annotation, else the first default class.
+func ingressClassName(ing *networkingv1.Ingress, defaults []string) string {
+	switch {
+	case ing.Spec.IngressClassName != nil:
+		return *ing.Spec.IngressClassName
+	case ing.Annotations[AnnotationIngressClass] != "":
+		return ing.Annotations[AnnotationIngressClass]
+	case len(defaults) > 0:
+		return defaults[0]
+	}
+	return ""
+}
+
+// olderIngressesFirst is the named Ingresses, oldest first.
+func olderIngressesFirst(all []*networkingv1.Ingress) []*networkingv1.Ingress {
+	ings := make([]*networkingv1.Ingress, 0, len(all))
+	for _, ing := range all {
 		if ing != nil && named(&ing.ObjectMeta) {
 			ings = append(ings, ing)
 		}
 	}
 	sort.SliceStable(ings, func(i, j int) bool { return olderFirst(&ings[i].ObjectMeta, &ings[j].ObjectMeta) })
+	return ings
+}
 
+// newIngressBuild starts the Ingress listeners: HTTP on 80 in the shared
+// pool now, HTTPS on 443 once it has a certificate (see emit).
+func (t *translator) newIngressBuild() *ingressBuild {
 	sb := t.scope(snapshot.SharedPool())
-	lbHTTP := sb.listener(ingressHTTPPort, "ingress/80", snapshot.ProtocolHTTP, 0)
-	lbHTTP.regexLast = true
-	lbHTTPS := &listenerBuilder{l: snapshot.Listener{Name: "ingress/443", Port: ingressHTTPSPort, Protocol: snapshot.ProtocolHTTPS}, vhosts: map[string]*vhostBuilder{}, regexLast: true}
-	sniSeen := map[snapshot.SNICertificate]bool{}
-	taken := map[string]nn{}
-	var routes []ingressRoute
-	var defaultRoute *ingressRoute
-	var defaultOwner nn
-	lbStatus := t.ingressLoadBalancer()
-	seen := map[nn]bool{}
+	return &ingressBuild{
+		t:       t,
+		sb:      sb,
+		http:    sb.listener(ingressHTTPPort, "ingress/80", snapshot.ProtocolHTTP, 0),
+		https:   &listenerBuilder{l: snapshot.Listener{Name: "ingress/443", Port: ingressHTTPSPort, Protocol: snapshot.ProtocolHTTPS}, vhosts: map[string]*vhostBuilder{}},
+		sniSeen: map[snapshot.SNICertificate]bool{},
+		taken:   map[string]nn{},
+	}
+}
 
-	for _, ing := range ings {
-		k := key(&ing.ObjectMeta)
-		if seen[k] {
+// addTLS adds the certificates of an Ingress's tls entries to the HTTPS
+// listener and records in opts the hosts they cover (for ssl-redirect).
+func (b *ingressBuild) addTLS(ing *networkingv1.Ingress, opts *ingressOpts) {
+	for _, tl := range ing.Spec.TLS {
+		if tl.SecretName == "" {
 			continue
 		}
-		seen[k] = true
-		class := ""
-		switch {
-		case ing.Spec.IngressClassName != nil:
-			class = *ing.Spec.IngressClassName
-		case ing.Annotations[AnnotationIngressClass] != "":
-			class = ing.Annotations[AnnotationIngressClass]
-		case len(defaults) > 0:
-			class = defaults[0]
-		}
-		ic := classes[class]
-		if ic == nil {
+		cert, msg := b.t.certificate(ing.Namespace, tl.SecretName)
+		if msg != "" {
+			b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidTLSSecret,
+				fmt.Sprintf("tls secret %s/%s: %s; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, msg, tl.Hosts))
 			continue
 		}
-		seen[k] = true
-		opts := t.ingressOptions(ing, t.ingressParams(ic))
-		t.out.Ingresses = append(t.out.Ingresses, IngressStatus{NamespacedName: k, LoadBalancer: lbStatus})
-
-		for _, tl := range ing.Spec.TLS {
-			if tl.SecretName == "" {
-				continue
-			}
-			cert, msg := t.certificate(ing.Namespace, tl.SecretName)
-			if msg != "" {
-				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidTLSSecret,
-					fmt.Sprintf("tls secret %s/%s: %s; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, msg, tl.Hosts))
-				continue
-			}
-			hosts := tl.Hosts
-			if len(hosts) == 0 {
-				hosts = []string{""}
-				opts.tlsAll = true
-			}
-			for _, h := range hosts {
-				h = strings.ToLower(h)
-				if h != "" && !validHostname(h) {
-					continue
-				}
-				if h != "" {
-					if opts.tlsHosts == nil {
-						opts.tlsHosts = map[string]bool{}
-					}
-					opts.tlsHosts[h] = true
-				}
-				sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
-				if !sniSeen[sc] {
-					sniSeen[sc] = true
-					lbHTTPS.sni = append(lbHTTPS.sni, sc)
-					sb.certs[cert] = true
-				}
-			}
+		hosts := tl.Hosts
+		if len(hosts) == 0 {
+			hosts = []string{""}
+			opts.tlsAll = true
 		}
-
-		if db := ing.Spec.DefaultBackend; db != nil {
-			r := t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil, "*")
-			if defaultRoute == nil {
-				key := precKey{lastResort: true}
-				key.finalize()
-				defaultRoute = &ingressRoute{http: r.http, https: r.https, key: key}
-				defaultOwner = k
-			} else {
-				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
-					fmt.Sprintf("defaultBackend is ignored: Ingress %s/%s is older and already sets one", defaultOwner.Namespace, defaultOwner.Name))
-			}
-		}
-
-		for ri := range ing.Spec.Rules {
-			rule := &ing.Spec.Rules[ri]
-			host := strings.ToLower(rule.Host)
-			if host == "" {
-				host = "*"
-			} else if !validHostname(host) {
-				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidPath, fmt.Sprintf("rule %d: host %q is invalid; rule ignored", ri, rule.Host))
+		for _, h := range hosts {
+			h = strings.ToLower(h)
+			if h != "" && !validHostname(h) {
 				continue
 			}
-			if rule.HTTP == nil {
-				continue
+			if h != "" {
+				if opts.tlsHosts == nil {
+					opts.tlsHosts = map[string]bool{}
+				}
+				opts.tlsHosts[h] = true
 			}
-			for pi := range rule.HTTP.Paths {
-				p := &rule.HTTP.Paths[pi]
-				m, ok := t.ingressPath(ing, opts, ri, pi, p)
-				if !ok {
-					continue
-				}
-				ck := host + "\x00" + string(m.Type) + "\x00" + m.Value
-				if owner, ok := taken[ck]; ok {
-					if owner != k {
-						t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
-							fmt.Sprintf("host %q path %s %q is already served by the older Ingress %s/%s", host, m.Type, m.Value, owner.Namespace, owner.Name))
-					}
-					continue
-				}
-				taken[ck] = k
-				r := t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
-				r.host = host
-				r.single = strings.HasPrefix(host, "*.")
-				r.key = matchKey(&r.http.Match, false)
-				r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
-				r.key.rule, r.key.match = ri, pi
-				r.key.finalize()
-				routes = append(routes, r)
+			sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
+			if !b.sniSeen[sc] {
+				b.sniSeen[sc] = true
+				b.https.sni = append(b.https.sni, sc)
+				b.sb.certs[cert] = true
 			}
 		}
 	}
+}
 
-	for i := range routes {
-		r := &routes[i]
-		for _, pair := range []struct {
-			lb *listenerBuilder
-			rt *snapshot.Route
-		}{{lbHTTP, r.http}, {lbHTTPS, r.https}} {
-			vh := pair.lb.vhost(r.host)
-			vh.single = r.single
-			vh.entries = append(vh.entries, entry{route: pair.rt, key: &r.key})
-			sb.use(pair.rt)
+// addDefaultBackend compiles an Ingress's defaultBackend; only the oldest
+// Ingress's is served.
+func (b *ingressBuild) addDefaultBackend(ing *networkingv1.Ingress, opts *ingressOpts) {
+	db := ing.Spec.DefaultBackend
+	if db == nil {
+		return
+	}
+	r := b.t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil, "*")
+	if b.defaultRoute != nil {
+		b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
+			fmt.Sprintf("defaultBackend is ignored: Ingress %s/%s is older and already sets one", b.defaultOwner.Namespace, b.defaultOwner.Name))
+		return
+	}
+	last := precKey{lastResort: true}
+	last.finalize()
+	b.defaultRoute = &ingressRoute{http: r.http, https: r.https, key: last}
+	b.defaultOwner = key(&ing.ObjectMeta)
+}
+
+// addRules compiles every path of an Ingress's rules; a host and path an
+// older Ingress serves is left to it.
+func (b *ingressBuild) addRules(ing *networkingv1.Ingress, opts *ingressOpts) {
+	for ri := range ing.Spec.Rules {
+		rule := &ing.Spec.Rules[ri]
+		host := strings.ToLower(rule.Host)
+		if host == "" {
+			host = "*"
+		} else if !validHostname(host) {
+			b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidPath, fmt.Sprintf("rule %d: host %q is invalid; rule ignored", ri, rule.Host))
+			continue
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		for pi := range rule.HTTP.Paths {
+			b.addPath(ing, opts, host, ri, pi, &rule.HTTP.Paths[pi])
 		}
 	}
-	if defaultRoute != nil {
-		for _, pair := range []struct {
-			lb *listenerBuilder
-			rt *snapshot.Route
-		}{{lbHTTP, defaultRoute.http}, {lbHTTPS, defaultRoute.https}} {
-			pair.lb.vhost("*")
-			for _, vh := range pair.lb.vhosts {
-				vh.entries = append(vh.entries, entry{route: pair.rt, key: &defaultRoute.key})
-			}
-			sb.use(pair.rt)
+}
+
+// addPath compiles path pi of rule ri of an Ingress, for host.
+func (b *ingressBuild) addPath(ing *networkingv1.Ingress, opts *ingressOpts, host string, ri, pi int, p *networkingv1.HTTPIngressPath) {
+	m, ok := b.t.ingressPath(ing, opts, ri, pi, p)
+	if !ok {
+		return
+	}
+	k := key(&ing.ObjectMeta)
+	ck := host + "\x00" + string(m.Type) + "\x00" + m.Value
+	if owner, ok := b.taken[ck]; ok {
+		if owner != k {
+			b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
+				fmt.Sprintf("host %q path %s %q is already served by the older Ingress %s/%s", host, m.Type, m.Value, owner.Namespace, owner.Name))
 		}
+		return
 	}
-	if len(lbHTTPS.sni) > 0 {
-		sb.listeners[ingressHTTPSPort] = lbHTTPS
+	b.taken[ck] = k
+	r := b.t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
+	r.host = host
+	r.single = strings.HasPrefix(host, "*.")
+	r.key = matchKey(&r.http.Match, false)
+	r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
+	r.key.rule, r.key.match = ri, pi
+	r.key.finalize()
+	b.routes = append(b.routes, r)
+}
+
+// emit puts every compiled path, then the defaultBackend (last in every
+// virtual host), into both listeners; the HTTPS listener is served only
+// with a certificate.
+func (b *ingressBuild) emit() {
+	for i := range b.routes {
+		r := &b.routes[i]
+		b.addEntry(b.http, r.host, r.single, r.http, &r.key)
+		b.addEntry(b.https, r.host, r.single, r.https, &r.key)
 	}
+	if d := b.defaultRoute; d != nil {
+		b.addDefault(b.http, d.http, &d.key)
+		b.addDefault(b.https, d.https, &d.key)
+	}
+	if len(b.https.sni) > 0 {
+		b.sb.listeners[ingressHTTPSPort] = b.https
+	}
+}
+
+// addEntry adds one compiled path to a listener's virtual host for host.
+func (b *ingressBuild) addEntry(lb *listenerBuilder, host string, single bool, rt *snapshot.Route, k *precKey) {
+	vh := lb.vhost(host)
+	vh.single = single
+	vh.entries = append(vh.entries, entry{route: rt, key: k})
+	b.sb.use(rt)
+}
+
+// addDefault adds the defaultBackend route to every virtual host of a
+// listener, creating "*" if need be.
+func (b *ingressBuild) addDefault(lb *listenerBuilder, rt *snapshot.Route, k *precKey) {
+	lb.vhost("*")
+	for _, vh := range lb.vhosts {
+		vh.entries = append(vh.entries, entry{route: rt, key: k})
+	}
+	b.sb.use(rt)
 }
 
 // ingressPath converts one Ingress path to a snapshot path match.
@@ -248,13 +315,7 @@ func (t *translator) ingressPath(ing *networkingv1.Ingress, opts *ingressOpts, r
 	case networkingv1.PathTypeExact:
 		return &snapshot.PathMatch{Type: snapshot.PathExact, Value: val}, true
 	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
-		if len(val) > 1 {
-			val = strings.TrimRight(val, "/")
-			if val == "" {
-				val = "/"
-			}
-		}
-		return &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: val}, true
+		return &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: trimPathPrefix(val)}, true
 	}
 	return bad(fmt.Sprintf("pathType %q is not supported", typ))
 }
@@ -280,15 +341,13 @@ func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, 
 		r.Rewrite = &snapshot.URLRewrite{Path: pm}
 	}
 	if opts.redirect != nil {
-		// redirect-* answers every request; the backend is not used.
+		// redirect-* answers every request: the backend is not used and
+		// nothing is rewritten.
+		r.Redirect, r.Rewrite = opts.redirect, nil
 	} else if set, ok := t.ingressBackend(ing, b); ok {
 		r.Backends = []snapshot.Backend{{EndpointSet: set, Weight: 1}}
 	} else {
 		r.DirectResponse = &snapshot.DirectResponse{StatusCode: 503}
-	}
-	if opts.redirect != nil {
-		r.Redirect = opts.redirect
-		r.Backends, r.DirectResponse, r.Rewrite = nil, nil, nil
 	}
 	https := r
 	http := r
