@@ -19,6 +19,7 @@ package translator
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,189 +110,223 @@ func (t *translator) ingressParams(ic *networkingv1.IngressClass) *ingressv1alph
 // keys the Ingress does not set from the class defaults. Invalid values
 // produce an InvalidAnnotation Warning Event and fall back to the default.
 func (t *translator) ingressOptions(ing *networkingv1.Ingress, params *ingressv1alpha1.CoxswainIngressClassParameters) *ingressOpts {
-	opts := &ingressOpts{sslCode: defaultSSLRedirectCode}
-	var defaults map[string]string
+	a := &annotationReader{t: t, ing: ing}
+	opts := &ingressOpts{}
 	if params != nil {
-		defaults = params.Spec.DefaultAnnotations
-		if params.Spec.AccessLog != nil && !*params.Spec.AccessLog {
-			opts.accessLogOff = true
-		}
+		a.defaults = params.Spec.DefaultAnnotations
+		opts.accessLogOff = params.Spec.AccessLog != nil && !*params.Spec.AccessLog
 	}
-	get := func(k string) (string, bool) {
-		full := ingressv1alpha1.AnnotationPrefix + k
-		if v, ok := ing.Annotations[full]; ok {
-			return v, true
-		}
-		if v, ok := defaults[full]; ok {
-			return v, true
-		}
-		v, ok := defaults[k]
-		return v, ok
-	}
-	invalid := func(k, v, why string) {
-		t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidAnnotation,
-			fmt.Sprintf("annotation %s%s=%q is invalid: %s; using the default", ingressv1alpha1.AnnotationPrefix, k, v, why))
-	}
-	boolAnn := func(k string) bool {
-		v, ok := get(k)
-		if !ok {
-			return false
-		}
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			invalid(k, v, "want true or false")
-			return false
-		}
-		return b
-	}
-	redirectCode := func(k string, def int, allowed ...int) int {
-		v, ok := get(k)
-		if !ok {
-			return def
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err == nil {
-			for _, a := range allowed {
-				if n == a {
-					return n
-				}
-			}
-		}
-		invalid(k, v, fmt.Sprintf("want one of %v", allowed))
-		return def
-	}
-	opts.useRegex = boolAnn(annUseRegex)
-	opts.sslRedirect = boolAnn(annSSLRedirect)
-	opts.sslCode = redirectCode(annSSLRedirectCode, defaultSSLRedirectCode, 301, 302, 307, 308)
-	if v, ok := get(annRewriteTarget); ok {
-		v = strings.TrimSpace(v)
-		if v == "" || strings.ContainsAny(v, " \t\r\n\x00") || (!opts.useRegex && !strings.HasPrefix(v, "/")) {
-			invalid(annRewriteTarget, v, "want a path starting with /")
-		} else {
-			opts.rewrite = v
-		}
-	}
-	opts.req = headerAnnotations(get, invalid, annRequestHeaderSet, annRequestHeaderAdd, annRequestHeaderRemove)
-	opts.resp = headerAnnotations(get, invalid, annResponseHeaderSet, annResponseHeaderAdd, annResponseHeaderRemove)
-	for _, d := range []struct {
-		k   string
-		dst *snapshot.Duration
-	}{{annReadTimeout, &opts.read}, {annSendTimeout, &opts.send}} {
-		if v, ok := get(d.k); ok {
-			dur, err := time.ParseDuration(strings.TrimSpace(v))
-			if err != nil || dur <= 0 {
-				invalid(d.k, v, "want a positive Go duration such as 30s")
-				continue
-			}
-			*d.dst = snapshot.Duration(dur)
-		}
-	}
-	if v, ok := get(annMaxBodySize); ok {
-		n, err := parseSize(v)
-		if err != nil {
-			invalid(annMaxBodySize, v, err.Error())
-		} else {
-			opts.maxBody = n
-		}
-	}
-	// redirect-*: any key present builds a redirect.
-	var rd snapshot.Redirect
-	any := false
-	if v, ok := get(annRedirectScheme); ok {
-		v = strings.ToLower(strings.TrimSpace(v))
-		if v == "http" || v == "https" {
-			rd.Scheme, any = v, true
-		} else {
-			invalid(annRedirectScheme, v, "want http or https")
-		}
-	}
-	if v, ok := get(annRedirectHostname); ok {
-		h := strings.ToLower(strings.TrimSpace(v))
-		if validHostname(h) && !strings.HasPrefix(h, "*") {
-			rd.Hostname, any = h, true
-		} else {
-			invalid(annRedirectHostname, v, "want a DNS name")
-		}
-	}
-	if v, ok := get(annRedirectPort); ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err == nil && n >= 1 && n <= 65535 {
-			rd.Port, any = int32(n), true
-		} else {
-			invalid(annRedirectPort, v, "want a port 1-65535")
-		}
-	}
-	if v, ok := get(annRedirectPath); ok {
-		v = strings.TrimSpace(v)
-		if strings.HasPrefix(v, "/") && !strings.ContainsAny(v, " \t\r\n\x00") {
-			rd.Path, any = &snapshot.PathModifier{Type: snapshot.ReplaceFullPath, Value: v}, true
-		} else {
-			invalid(annRedirectPath, v, "want a path starting with /")
-		}
-	}
-	// redirect-status-code alone redirects nowhere and is ignored.
-	rd.StatusCode = redirectCode(annRedirectStatusCode, defaultRedirectCode, 301, 302, 303, 307, 308)
-	if any {
-		opts.redirect = &rd
-	}
+	opts.useRegex = a.flag(annUseRegex)
+	opts.sslRedirect = a.flag(annSSLRedirect)
+	opts.sslCode = a.redirectCode(annSSLRedirectCode, defaultSSLRedirectCode, 301, 302, 307, 308)
+	opts.rewrite = a.rewriteTarget(opts.useRegex)
+	opts.req = a.headers(annRequestHeaderSet, annRequestHeaderAdd, annRequestHeaderRemove)
+	opts.resp = a.headers(annResponseHeaderSet, annResponseHeaderAdd, annResponseHeaderRemove)
+	opts.read = a.duration(annReadTimeout)
+	opts.send = a.duration(annSendTimeout)
+	opts.maxBody = a.size(annMaxBodySize)
+	opts.redirect = a.redirect()
 	return opts
 }
 
-func headerAnnotations(get func(string) (string, bool), invalid func(k, v, why string), setK, addK, removeK string) *snapshot.HeaderModifier {
-	hm := &snapshot.HeaderModifier{}
-	for _, x := range []struct {
-		k   string
-		dst *[]snapshot.Header
-	}{{setK, &hm.Set}, {addK, &hm.Add}} {
-		v, ok := get(x.k)
-		if !ok {
-			continue
-		}
-		var hs []snapshot.Header
-		bad := ""
-		for _, line := range strings.Split(v, "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" {
-				continue
-			}
-			name, val, found := strings.Cut(line, ":")
-			name, val = strings.TrimSpace(name), strings.TrimSpace(val)
-			if !found || !validHeader(name, val) {
-				bad = fmt.Sprintf("line %q is not \"Name: Value\"", line)
-				break
-			}
-			hs = append(hs, snapshot.Header{Name: name, Value: val})
-		}
-		if bad != "" {
-			invalid(x.k, v, bad)
-			continue
-		}
-		*x.dst = hs
+// annotationReader reads the ingress.coxswain-labs.dev/* annotations of one
+// Ingress, each falling back to the class's defaultAnnotations (by full or
+// short key). Every reader method reports an invalid value by Event and
+// returns the default.
+type annotationReader struct {
+	t        *translator
+	ing      *networkingv1.Ingress
+	defaults map[string]string
+}
+
+// get is the value of annotation k (short key), and whether it is set.
+func (a *annotationReader) get(k string) (string, bool) {
+	full := ingressv1alpha1.AnnotationPrefix + k
+	if v, ok := a.ing.Annotations[full]; ok {
+		return v, true
 	}
-	if v, ok := get(removeK); ok {
-		var names []string
-		bad := false
-		for _, n := range strings.Split(v, ",") {
-			n = strings.TrimSpace(n)
-			if n == "" {
-				continue
-			}
-			if !snapshot.ValidToken(n) {
-				bad = true
-				break
-			}
-			names = append(names, n)
-		}
-		if bad {
-			invalid(removeK, v, "want a comma-separated list of header names")
+	if v, ok := a.defaults[full]; ok {
+		return v, true
+	}
+	v, ok := a.defaults[k]
+	return v, ok
+}
+
+// invalid reports an invalid value v of annotation k.
+func (a *annotationReader) invalid(k, v, why string) {
+	a.t.warn(kindIngress, a.ing.Namespace, a.ing.Name, status.EventInvalidAnnotation,
+		fmt.Sprintf("annotation %s%s=%q is invalid: %s; using the default", ingressv1alpha1.AnnotationPrefix, k, v, why))
+}
+
+// flag reads a true/false annotation; unset is false.
+func (a *annotationReader) flag(k string) bool {
+	v, ok := a.get(k)
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		a.invalid(k, v, "want true or false")
+		return false
+	}
+	return b
+}
+
+// redirectCode reads a redirect status code, one of allowed.
+func (a *annotationReader) redirectCode(k string, def int, allowed ...int) int {
+	v, ok := a.get(k)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err == nil && slices.Contains(allowed, n) {
+		return n
+	}
+	a.invalid(k, v, fmt.Sprintf("want one of %v", allowed))
+	return def
+}
+
+// rewriteTarget reads rewrite-target: a path, or with use-regex any
+// replacement (it may start with a "$n" reference).
+func (a *annotationReader) rewriteTarget(useRegex bool) string {
+	v, ok := a.get(annRewriteTarget)
+	if !ok {
+		return ""
+	}
+	v = strings.TrimSpace(v)
+	if v == "" || strings.ContainsAny(v, " \t\r\n\x00") || (!useRegex && !strings.HasPrefix(v, "/")) {
+		a.invalid(annRewriteTarget, v, "want a path starting with /")
+		return ""
+	}
+	return v
+}
+
+// duration reads a positive Go duration; unset is 0.
+func (a *annotationReader) duration(k string) snapshot.Duration {
+	v, ok := a.get(k)
+	if !ok {
+		return 0
+	}
+	dur, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || dur <= 0 {
+		a.invalid(k, v, "want a positive Go duration such as 30s")
+		return 0
+	}
+	return snapshot.Duration(dur)
+}
+
+// size reads a byte count (parseSize); unset is 0.
+func (a *annotationReader) size(k string) int64 {
+	v, ok := a.get(k)
+	if !ok {
+		return 0
+	}
+	n, err := parseSize(v)
+	if err != nil {
+		a.invalid(k, v, err.Error())
+		return 0
+	}
+	return n
+}
+
+// redirect reads redirect-*: any valid key of scheme, hostname, port and
+// path builds a redirect. redirect-status-code alone redirects nowhere and
+// is ignored (but still checked).
+func (a *annotationReader) redirect() *snapshot.Redirect {
+	var rd snapshot.Redirect
+	set := false
+	if v, ok := a.get(annRedirectScheme); ok {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if v == "http" || v == "https" {
+			rd.Scheme, set = v, true
 		} else {
-			hm.Remove = names
+			a.invalid(annRedirectScheme, v, "want http or https")
 		}
 	}
+	if v, ok := a.get(annRedirectHostname); ok {
+		h := strings.ToLower(strings.TrimSpace(v))
+		if validHostname(h) && !strings.HasPrefix(h, "*") {
+			rd.Hostname, set = h, true
+		} else {
+			a.invalid(annRedirectHostname, v, "want a DNS name")
+		}
+	}
+	if v, ok := a.get(annRedirectPort); ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err == nil && n >= 1 && n <= 65535 {
+			rd.Port, set = int32(n), true
+		} else {
+			a.invalid(annRedirectPort, v, "want a port 1-65535")
+		}
+	}
+	if v, ok := a.get(annRedirectPath); ok {
+		v = strings.TrimSpace(v)
+		if strings.HasPrefix(v, "/") && !strings.ContainsAny(v, " \t\r\n\x00") {
+			rd.Path, set = &snapshot.PathModifier{Type: snapshot.ReplaceFullPath, Value: v}, true
+		} else {
+			a.invalid(annRedirectPath, v, "want a path starting with /")
+		}
+	}
+	rd.StatusCode = a.redirectCode(annRedirectStatusCode, defaultRedirectCode, 301, 302, 303, 307, 308)
+	if !set {
+		return nil
+	}
+	return &rd
+}
+
+// headers reads the set, add and remove annotations of one header
+// modifier; nil when it does nothing.
+func (a *annotationReader) headers(setK, addK, removeK string) *snapshot.HeaderModifier {
+	hm := &snapshot.HeaderModifier{Set: a.headerLines(setK), Add: a.headerLines(addK), Remove: a.headerNames(removeK)}
 	if len(hm.Set)+len(hm.Add)+len(hm.Remove) == 0 {
 		return nil
 	}
 	return hm
+}
+
+// headerLines reads "Name: Value" lines; any invalid line voids them all.
+func (a *annotationReader) headerLines(k string) []snapshot.Header {
+	v, ok := a.get(k)
+	if !ok {
+		return nil
+	}
+	var hs []snapshot.Header
+	for _, line := range strings.Split(v, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, val, found := strings.Cut(line, ":")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if !found || !validHeader(name, val) {
+			a.invalid(k, v, fmt.Sprintf("line %q is not \"Name: Value\"", line))
+			return nil
+		}
+		hs = append(hs, snapshot.Header{Name: name, Value: val})
+	}
+	return hs
+}
+
+// headerNames reads a comma-separated list of header names; any invalid
+// name voids them all.
+func (a *annotationReader) headerNames(k string) []string {
+	v, ok := a.get(k)
+	if !ok {
+		return nil
+	}
+	var list []string
+	for _, n := range strings.Split(v, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !snapshot.ValidToken(n) {
+			a.invalid(k, v, "want a comma-separated list of header names")
+			return nil
+		}
+		list = append(list, n)
+	}
+	return list
 }
 
 var sizeRE = regexp.MustCompile(`^([0-9]+)([kKmMgG]?)$`)
