@@ -25,22 +25,17 @@ import (
 )
 
 // The filters of HTTPRoute and GRPCRoute compile through one set of
-// functions: the filter bodies (header modifiers, RequestMirror) are the
-// same Gateway API types in both kinds, so each kind's dispatcher below only
-// switches on its own filter type and hands the body over. Nothing is
-// converted from one kind to the other.
+// functions: the filter types both kinds have (the header modifiers and
+// RequestMirror) carry the same Gateway API body types, so each kind's
+// dispatcher hands them to sharedFilter (and backendRef filters to
+// backendFilter); only RequestRedirect, URLRewrite and CORS are
+// HTTPRoute's own. Nothing is converted from one kind to the other.
 
 // httpRuleFilters compiles an HTTPRoute rule's filters onto base.
 func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, filters []gwv1.HTTPRouteFilter) {
 	for fi := range filters {
 		f := &filters[fi]
 		switch f.Type {
-		case gwv1.HTTPRouteFilterRequestHeaderModifier:
-			base.RequestHeaders = headerModifier(cr, f.RequestHeaderModifier)
-		case gwv1.HTTPRouteFilterResponseHeaderModifier:
-			base.ResponseHeaders = headerModifier(cr, f.ResponseHeaderModifier)
-		case gwv1.HTTPRouteFilterRequestMirror:
-			t.addMirror(cr, base, f.RequestMirror)
 		case gwv1.HTTPRouteFilterRequestRedirect:
 			base.Redirect = redirect(cr, f.RequestRedirect)
 		case gwv1.HTTPRouteFilterURLRewrite:
@@ -48,7 +43,9 @@ func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, fi
 		case gwv1.HTTPRouteFilterCORS:
 			base.CORS = cors(f.CORS)
 		default:
-			cr.fail("filter type %q is not supported", f.Type)
+			if !t.sharedFilter(cr, base, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier, f.RequestMirror) {
+				cr.fail("filter type %q is not supported", f.Type)
+			}
 		}
 	}
 	if base.Redirect != nil && base.Rewrite != nil {
@@ -61,33 +58,51 @@ func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, fi
 // so it is the failure the route's status names (the first one wins).
 func (t *translator) grpcRuleFilters(cr *compiledRoute, base *snapshot.Route, ri int, filters []gwv1.GRPCRouteFilter) {
 	for fi := range filters {
-		switch typ := filters[fi].Type; typ {
-		case gwv1.GRPCRouteFilterRequestHeaderModifier, gwv1.GRPCRouteFilterResponseHeaderModifier, gwv1.GRPCRouteFilterRequestMirror:
-		default:
+		if typ := filters[fi].Type; !sharedFilterType(string(typ)) {
 			cr.fail("rule %d: filter type %q is not supported", ri, typ)
 		}
 	}
 	for fi := range filters {
 		f := &filters[fi]
-		switch f.Type {
-		case gwv1.GRPCRouteFilterRequestHeaderModifier:
-			base.RequestHeaders = headerModifier(cr, f.RequestHeaderModifier)
-		case gwv1.GRPCRouteFilterResponseHeaderModifier:
-			base.ResponseHeaders = headerModifier(cr, f.ResponseHeaderModifier)
-		case gwv1.GRPCRouteFilterRequestMirror:
-			t.addMirror(cr, base, f.RequestMirror)
-		}
+		t.sharedFilter(cr, base, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier, f.RequestMirror)
 	}
+}
+
+// sharedFilterType reports whether both route kinds have filter type typ
+// (under the same name): the header modifiers and RequestMirror.
+func sharedFilterType(typ string) bool {
+	switch gwv1.HTTPRouteFilterType(typ) {
+	case gwv1.HTTPRouteFilterRequestHeaderModifier, gwv1.HTTPRouteFilterResponseHeaderModifier, gwv1.HTTPRouteFilterRequestMirror:
+		return true
+	}
+	return false
+}
+
+// sharedFilter compiles a rule filter of a type both route kinds have onto
+// base, given the bodies its filter carries; false when typ is not one
+// (sharedFilterType).
+func (t *translator) sharedFilter(cr *compiledRoute, base *snapshot.Route, typ string, req, resp *gwv1.HTTPHeaderFilter, mirror *gwv1.HTTPRequestMirrorFilter) bool {
+	switch gwv1.HTTPRouteFilterType(typ) {
+	case gwv1.HTTPRouteFilterRequestHeaderModifier:
+		base.RequestHeaders = headerModifier(cr, req)
+	case gwv1.HTTPRouteFilterResponseHeaderModifier:
+		base.ResponseHeaders = headerModifier(cr, resp)
+	case gwv1.HTTPRouteFilterRequestMirror:
+		t.addMirror(cr, base, mirror)
+	default:
+		return false
+	}
+	return true
 }
 
 // backendFilter compiles one backendRef filter of either route kind onto
 // bs: both allow only the header modifiers there, under the same type
 // names.
 func backendFilter(cr *compiledRoute, bs *backendSpec, ri, bi int, typ string, req, resp *gwv1.HTTPHeaderFilter) {
-	switch typ {
-	case string(gwv1.HTTPRouteFilterRequestHeaderModifier):
+	switch gwv1.HTTPRouteFilterType(typ) {
+	case gwv1.HTTPRouteFilterRequestHeaderModifier:
 		bs.req = headerModifier(cr, req)
-	case string(gwv1.HTTPRouteFilterResponseHeaderModifier):
+	case gwv1.HTTPRouteFilterResponseHeaderModifier:
 		bs.resp = headerModifier(cr, resp)
 	default:
 		cr.fail("rule %d backendRef %d: filter type %q is not supported on backends", ri, bi, typ)
