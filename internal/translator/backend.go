@@ -194,3 +194,46 @@ func (t *translator) markH2C(r *snapshot.Route) {
 		}
 	}
 }
+
+// backendSpec is one backendRef with its per-backend filters.
+type backendSpec struct {
+	ref       gwv1.BackendObjectReference
+	weight    *int32
+	req, resp *snapshot.HeaderModifier
+}
+
+// applyBackends resolves backendRefs into weighted backends; a rule with
+// nothing to send to answers 500.
+func (t *translator) applyBackends(cr *compiledRoute, base *snapshot.Route, refs []backendSpec) {
+	valid := 0
+	if len(refs) > 0 {
+		base.Backends = make([]snapshot.Backend, 0, len(refs))
+	}
+	for _, bs := range refs {
+		w := int32(1)
+		if bs.weight != nil {
+			w = *bs.weight
+		}
+		if w < 0 {
+			cr.fail("backend weight %d is negative", w)
+			continue
+		}
+		b := t.resolveBackend(cr.meta.Namespace, cr.kind, bs.ref, cr.kind == kindGRPCRoute)
+		if b.reason != "" {
+			cr.unresolved(b.reason, b.msg)
+			if w > 0 {
+				base.Backends = append(base.Backends, snapshot.Backend{Weight: w, Invalid: true})
+			}
+			continue
+		}
+		if w == 0 {
+			continue
+		}
+		valid++
+		base.Backends = append(base.Backends, snapshot.Backend{EndpointSet: b.set, Weight: w, RequestHeaders: bs.req, ResponseHeaders: bs.resp})
+	}
+	if valid == 0 {
+		base.Backends = nil
+		base.DirectResponse = &snapshot.DirectResponse{StatusCode: 500}
+	}
+}

@@ -27,12 +27,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // generate builds a cluster of nRoutes HTTPRoutes spread over nNS
 // namespaces, attached to nGW shared Gateways (HTTP on 80 for every
@@ -57,7 +56,7 @@ func generate(nRoutes, nNS, nGW int) *Resources {
 				GatewayClassName: "coxswain",
 				Listeners: []gwv1.Listener{
 					{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType, AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: &all}}},
-					{Name: "https", Port: 443, Protocol: gwv1.HTTPSProtocolType, Hostname: ptr(gwv1.Hostname("*.example.com")),
+					{Name: "https", Port: 443, Protocol: gwv1.HTTPSProtocolType, Hostname: ptr.To(gwv1.Hostname("*.example.com")),
 						TLS:           &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "wildcard"}}},
 						AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: &all}}},
 				},
@@ -78,12 +77,12 @@ func generate(nRoutes, nNS, nGW int) *Resources {
 		sl := &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080))}},
 		}
 		for e := 0; e < 3; e++ {
 			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{
 				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", s/65536%256, s/256%256, s%256+e)},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
 			})
 		}
 		res.EndpointSlices = append(res.EndpointSlices, sl)
@@ -112,28 +111,28 @@ func genRoute(i, nNS, nSvc, nGW int, base time.Time) *gwv1.HTTPRoute {
 			CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i%97) * time.Minute))},
 		Spec: gwv1.HTTPRouteSpec{
 			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{
-				{Name: gwv1.ObjectName(fmt.Sprintf("gw-%d", i%nGW)), Namespace: ptr(gwv1.Namespace("infra"))},
+				{Name: gwv1.ObjectName(fmt.Sprintf("gw-%d", i%nGW)), Namespace: ptr.To(gwv1.Namespace("infra"))},
 			}},
 			Hostnames: []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("h%d.example.com", i%200))},
 			Rules: []gwv1.HTTPRouteRule{
 				{
 					Matches: []gwv1.HTTPRouteMatch{{
-						Path:    &gwv1.HTTPPathMatch{Type: &exact, Value: ptr(fmt.Sprintf("/r%d/exact", i))},
+						Path:    &gwv1.HTTPPathMatch{Type: &exact, Value: ptr.To(fmt.Sprintf("/r%d/exact", i))},
 						Method:  &get,
 						Headers: []gwv1.HTTPHeaderMatch{{Name: "x-tenant", Value: ns}},
 					}},
 					Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestHeaderModifier,
 						RequestHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "x-route", Value: fmt.Sprint(i)}}}}},
 					BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
-						Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", svc)), Port: ptr(gwv1.PortNumber(80))}}}},
+						Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", svc)), Port: ptr.To(gwv1.PortNumber(80))}}}},
 				},
 				{
-					Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr(fmt.Sprintf("/r%d", i))}}},
+					Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr.To(fmt.Sprintf("/r%d", i))}}},
 					BackendRefs: []gwv1.HTTPBackendRef{
-						{BackendRef: gwv1.BackendRef{Weight: ptr(int32(90)), BackendObjectReference: gwv1.BackendObjectReference{
-							Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", svc)), Port: ptr(gwv1.PortNumber(80))}}},
-						{BackendRef: gwv1.BackendRef{Weight: ptr(int32(10)), BackendObjectReference: gwv1.BackendObjectReference{
-							Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", (svc+nNS)%nSvc)), Port: ptr(gwv1.PortNumber(80))}}},
+						{BackendRef: gwv1.BackendRef{Weight: ptr.To(int32(90)), BackendObjectReference: gwv1.BackendObjectReference{
+							Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", svc)), Port: ptr.To(gwv1.PortNumber(80))}}},
+						{BackendRef: gwv1.BackendRef{Weight: ptr.To(int32(10)), BackendObjectReference: gwv1.BackendObjectReference{
+							Name: gwv1.ObjectName(fmt.Sprintf("svc-%d", (svc+nNS)%nSvc)), Port: ptr.To(gwv1.PortNumber(80))}}},
 					},
 				},
 			},
@@ -177,7 +176,7 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 			c.HTTPRoutes = append(c.HTTPRoutes[:0:0], a.HTTPRoutes...)
 			changed := a.HTTPRoutes[n/2].DeepCopy()
 			changed.Generation++
-			changed.Spec.Rules[1].Matches[0].Path.Value = ptr("/changed")
+			changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
 			c.HTTPRoutes[n/2] = changed
 			inputs := []*Resources{a, &c}
 			b.ReportAllocs()

@@ -18,8 +18,6 @@ package translator
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -32,131 +30,43 @@ import (
 // → "/<service>/<method>" with "[^/]+" for an omitted part. Backends are
 // h2c.
 func (t *translator) compileGRPCRoute(r *gwv1.GRPCRoute) *compiledRoute {
-	cr := &compiledRoute{kind: kindGRPCRoute, meta: &r.ObjectMeta}
-	var bad []string
-	cr.hostnames, bad = routeHostnames(r.Spec.Hostnames)
-	if len(bad) > 0 {
-		cr.fail("invalid hostnames %v", bad)
-	}
+	cr := newCompiledRoute(kindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	for ri := range r.Spec.Rules {
-		rule := &r.Spec.Rules[ri]
-		base := snapshot.Route{ID: fmt.Sprintf("grpcroute/%s/%s:%d", r.Namespace, r.Name, ri)}
-		httpFilters := make([]gwv1.HTTPRouteFilter, 0, len(rule.Filters))
-		for _, f := range rule.Filters {
-			hf := gwv1.HTTPRouteFilter{
-				RequestHeaderModifier:  f.RequestHeaderModifier,
-				ResponseHeaderModifier: f.ResponseHeaderModifier,
-				RequestMirror:          f.RequestMirror,
-			}
-			switch f.Type {
-			case gwv1.GRPCRouteFilterRequestHeaderModifier:
-				hf.Type = gwv1.HTTPRouteFilterRequestHeaderModifier
-			case gwv1.GRPCRouteFilterResponseHeaderModifier:
-				hf.Type = gwv1.HTTPRouteFilterResponseHeaderModifier
-			case gwv1.GRPCRouteFilterRequestMirror:
-				hf.Type = gwv1.HTTPRouteFilterRequestMirror
-			default:
-				cr.fail("rule %d: filter type %q is not supported", ri, f.Type)
-				continue
-			}
-			httpFilters = append(httpFilters, hf)
-		}
-		t.applyFilters(cr, &base, httpFilters, kindGRPCRoute)
-		refs := make([]backendSpec, 0, len(rule.BackendRefs))
-		for bi := range rule.BackendRefs {
-			b := &rule.BackendRefs[bi]
-			bs := backendSpec{ref: b.BackendObjectReference, weight: b.Weight}
-			for _, f := range b.Filters {
-				switch f.Type {
-				case gwv1.GRPCRouteFilterRequestHeaderModifier:
-					bs.req = headerModifier(cr, f.RequestHeaderModifier)
-				case gwv1.GRPCRouteFilterResponseHeaderModifier:
-					bs.resp = headerModifier(cr, f.ResponseHeaderModifier)
-				default:
-					cr.fail("rule %d backendRef %d: filter type %q is not supported on backends", ri, bi, f.Type)
-				}
-			}
-			refs = append(refs, bs)
-		}
-		t.applyBackends(cr, &base, kindGRPCRoute, refs, true)
-		matches := rule.Matches
-		if len(matches) == 0 {
-			matches = []gwv1.GRPCRouteMatch{{}}
-		}
-		for mi := range matches {
-			m, ok := grpcMatch(cr, &matches[mi])
-			if !ok {
-				continue
-			}
-			route := base
-			route.Match = m
-			cr.addEntry(route, ri, mi)
-		}
+		t.compileGRPCRule(cr, ri, &r.Spec.Rules[ri])
 	}
 	return cr
 }
 
-func grpcMatch(cr *compiledRoute, m *gwv1.GRPCRouteMatch) (snapshot.Match, bool) {
-	var out snapshot.Match
-	if mm := m.Method; mm != nil {
-		typ := gwv1.GRPCMethodMatchExact
-		if mm.Type != nil {
-			typ = *mm.Type
-		}
-		svc, meth := "", ""
-		if mm.Service != nil {
-			svc = *mm.Service
-		}
-		if mm.Method != nil {
-			meth = *mm.Method
-		}
-		switch typ {
-		case gwv1.GRPCMethodMatchExact:
-			if strings.Contains(svc, "/") || strings.Contains(meth, "/") {
-				cr.fail("gRPC service %q or method %q contains /", svc, meth)
-				return out, false
-			}
-			switch {
-			case svc != "" && meth != "":
-				out.Path = &snapshot.PathMatch{Type: snapshot.PathExact, Value: "/" + svc + "/" + meth}
-			case svc != "":
-				out.Path = &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/" + svc}
-			case meth != "":
-				out.Path = &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/[^/]+/" + regexp.QuoteMeta(meth)}
-			}
-		case gwv1.GRPCMethodMatchRegularExpression:
-			if svc == "" {
-				svc = "[^/]+"
-			}
-			if meth == "" {
-				meth = "[^/]+"
-			}
-			for _, p := range []string{svc, meth} {
-				if _, err := regexp.Compile(p); err != nil {
-					cr.fail("gRPC method regular expression %q is invalid: %v", p, err)
-					return out, false
-				}
-			}
-			out.Path = &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/(?:" + svc + ")/(?:" + meth + ")"}
-		default:
-			cr.fail("gRPC method match type %q is not supported", typ)
-			return out, false
-		}
+func (t *translator) compileGRPCRule(cr *compiledRoute, ri int, rule *gwv1.GRPCRouteRule) {
+	base := snapshot.Route{ID: fmt.Sprintf("grpcroute/%s/%s:%d", cr.meta.Namespace, cr.meta.Name, ri)}
+	t.grpcRuleFilters(cr, &base, ri, rule.Filters)
+	t.applyBackends(cr, &base, grpcBackendSpecs(cr, ri, rule.BackendRefs))
+	matches := rule.Matches
+	if len(matches) == 0 {
+		matches = []gwv1.GRPCRouteMatch{{}}
 	}
-	seen := map[string]bool{}
-	for _, h := range m.Headers {
-		typ := gwv1.GRPCHeaderMatchExact
-		if h.Type != nil {
-			typ = *h.Type
-		}
-		sm, ok := stringMatch(cr, "header", string(h.Name), string(typ), h.Value)
+	for mi := range matches {
+		m, ok := grpcMatch(cr, &matches[mi])
 		if !ok {
-			return out, false
+			continue
 		}
-		if k := strings.ToLower(sm.Name); !seen[k] {
-			seen[k] = true
-			out.Headers = append(out.Headers, sm)
-		}
+		route := base
+		route.Match = m
+		cr.addEntry(route, ri, mi)
 	}
-	return out, true
+}
+
+// grpcBackendSpecs reads a GRPCRoute rule's backendRefs and their filters.
+func grpcBackendSpecs(cr *compiledRoute, ri int, refs []gwv1.GRPCBackendRef) []backendSpec {
+	out := make([]backendSpec, 0, len(refs))
+	for bi := range refs {
+		b := &refs[bi]
+		bs := backendSpec{ref: b.BackendObjectReference, weight: b.Weight}
+		for fi := range b.Filters {
+			f := &b.Filters[fi]
+			backendFilter(cr, &bs, ri, bi, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier)
+		}
+		out = append(out, bs)
+	}
+	return out
 }

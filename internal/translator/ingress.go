@@ -20,63 +20,20 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
-	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 )
 
-// Ingress annotations and their handling.
+// The ports of the shared pool's Ingress listeners.
 const (
-	AnnotationIngressClass  = "kubernetes.io/ingress.class"
-	AnnotationDefaultClass  = "ingressclass.kubernetes.io/is-default-class"
-	annRewriteTarget        = "rewrite-target"
-	annUseRegex             = "use-regex"
-	annSSLRedirect          = "ssl-redirect"
-	annSSLRedirectCode      = "ssl-redirect-code"
-	annRequestHeaderSet     = "request-header-set"
-	annRequestHeaderAdd     = "request-header-add"
-	annRequestHeaderRemove  = "request-header-remove"
-	annResponseHeaderSet    = "response-header-set"
-	annResponseHeaderAdd    = "response-header-add"
-	annResponseHeaderRemove = "response-header-remove"
-	annReadTimeout          = "read-timeout"
-	annSendTimeout          = "send-timeout"
-	annMaxBodySize          = "max-body-size"
-	annRedirectScheme       = "redirect-scheme"
-	annRedirectHostname     = "redirect-hostname"
-	annRedirectPort         = "redirect-port"
-	annRedirectPath         = "redirect-path"
-	annRedirectStatusCode   = "redirect-status-code"
-	ingressHTTPPort         = 80
-	ingressHTTPSPort        = 443
-	defaultSSLRedirectCode  = 308
-	defaultRedirectCode     = 302
+	ingressHTTPPort  = 80
+	ingressHTTPSPort = 443
 )
-
-type ingressOpts struct {
-	rewrite      string
-	useRegex     bool
-	sslRedirect  bool
-	sslCode      int
-	req, resp    *snapshot.HeaderModifier
-	read, send   snapshot.Duration
-	maxBody      int64
-	redirect     *snapshot.Redirect
-	accessLogOff bool
-	// tlsHosts are the hosts this Ingress has a valid certificate for;
-	// tlsAll is set by a valid tls entry without hosts. ssl-redirect only
-	// applies to them, so it never points at an HTTPS host we cannot serve.
-	tlsHosts map[string]bool
-	tlsAll   bool
-}
 
 // ingressRoute is one Ingress path compiled for both listeners.
 type ingressRoute struct {
@@ -86,7 +43,52 @@ type ingressRoute struct {
 	key         precKey
 }
 
+// ingressBuild is the state of one translation of every Ingress of our
+// classes into the shared pool's two Ingress listeners.
+type ingressBuild struct {
+	t           *translator
+	sb          *scopeBuilder
+	http, https *listenerBuilder
+	sniSeen     map[snapshot.SNICertificate]bool
+	// taken is the Ingress (the oldest) serving each host and path.
+	taken        map[string]nn
+	routes       []ingressRoute
+	defaultRoute *ingressRoute
+	defaultOwner nn
+}
+
+// processIngresses translates every Ingress of our classes, oldest first
+// (the oldest wins a host and path), into the shared pool.
 func (t *translator) processIngresses() {
+	classes, defaults := t.ingressClasses()
+	if len(classes) == 0 {
+		return
+	}
+	b := t.newIngressBuild()
+	lbStatus := t.ingressLoadBalancer()
+	seen := map[nn]bool{}
+	for _, ing := range olderIngressesFirst(t.res.Ingresses) {
+		k := key(&ing.ObjectMeta)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		ic := classes[ingressClassName(ing, defaults)]
+		if ic == nil {
+			continue
+		}
+		opts := t.ingressOptions(ing, t.ingressParams(ic))
+		t.out.Ingresses = append(t.out.Ingresses, IngressStatus{NamespacedName: k, LoadBalancer: lbStatus})
+		b.addTLS(ing, opts)
+		b.addDefaultBackend(ing, opts)
+		b.addRules(ing, opts)
+	}
+	b.emit()
+}
+
+// ingressClasses is our IngressClasses by name, and the names of those
+// marked default, sorted.
+func (t *translator) ingressClasses() (map[string]*networkingv1.IngressClass, []string) {
 	classes := map[string]*networkingv1.IngressClass{}
 	var defaults []string
 	for _, ic := range t.res.IngressClasses {
@@ -101,215 +103,189 @@ func (t *translator) processIngresses() {
 			defaults = append(defaults, ic.Name)
 		}
 	}
-	if len(classes) == 0 {
-		return
-	}
 	sort.Strings(defaults)
-	ings := make([]*networkingv1.Ingress, 0, len(t.res.Ingresses))
-	for _, ing := range t.res.Ingresses {
+	return classes, defaults
+}
+
+// ingressClassName is the class an Ingress asks for: spec.ingressClassName,
+// else the legacy annotation, else the first default class.
+func ingressClassName(ing *networkingv1.Ingress, defaults []string) string {
+	switch {
+	case ing.Spec.IngressClassName != nil:
+		return *ing.Spec.IngressClassName
+	case ing.Annotations[AnnotationIngressClass] != "":
+		return ing.Annotations[AnnotationIngressClass]
+	case len(defaults) > 0:
+		return defaults[0]
+	}
+	return ""
+}
+
+// olderIngressesFirst is the named Ingresses, oldest first.
+func olderIngressesFirst(all []*networkingv1.Ingress) []*networkingv1.Ingress {
+	ings := make([]*networkingv1.Ingress, 0, len(all))
+	for _, ing := range all {
 		if ing != nil && named(&ing.ObjectMeta) {
 			ings = append(ings, ing)
 		}
 	}
 	sort.SliceStable(ings, func(i, j int) bool { return olderFirst(&ings[i].ObjectMeta, &ings[j].ObjectMeta) })
+	return ings
+}
 
+// newIngressBuild starts the Ingress listeners: HTTP on 80 in the shared
+// pool now, HTTPS on 443 once it has a certificate (see emit).
+func (t *translator) newIngressBuild() *ingressBuild {
 	sb := t.scope(snapshot.SharedPool())
-	lbHTTP := sb.listener(ingressHTTPPort, "ingress/80", snapshot.ProtocolHTTP, 0)
-	lbHTTP.regexLast = true
-	lbHTTPS := &listenerBuilder{l: snapshot.Listener{Name: "ingress/443", Port: ingressHTTPSPort, Protocol: snapshot.ProtocolHTTPS}, vhosts: map[string]*vhostBuilder{}, regexLast: true}
-	sniSeen := map[snapshot.SNICertificate]bool{}
-	taken := map[string]nn{}
-	var routes []ingressRoute
-	var defaultRoute *ingressRoute
-	var defaultOwner nn
-	lbStatus := t.ingressLoadBalancer()
-	seen := map[nn]bool{}
-
-	for _, ing := range ings {
-		k := key(&ing.ObjectMeta)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		class := ""
-		switch {
-		case ing.Spec.IngressClassName != nil:
-			class = *ing.Spec.IngressClassName
-		case ing.Annotations[AnnotationIngressClass] != "":
-			class = ing.Annotations[AnnotationIngressClass]
-		case len(defaults) > 0:
-			class = defaults[0]
-		}
-		ic := classes[class]
-		if ic == nil {
-			continue
-		}
-		seen[k] = true
-		opts := t.ingressOptions(ing, t.ingressParams(ic))
-		t.out.Ingresses = append(t.out.Ingresses, IngressStatus{NamespacedName: k, LoadBalancer: lbStatus})
-
-		for _, tl := range ing.Spec.TLS {
-			if tl.SecretName == "" {
-				continue
-			}
-			cert, err := t.certificate(ing.Namespace, tl.SecretName)
-			if err != nil {
-				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidTLSSecret,
-					fmt.Sprintf("tls secret %s/%s: %v; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, err, tl.Hosts))
-				continue
-			}
-			hosts := tl.Hosts
-			if len(hosts) == 0 {
-				hosts = []string{""}
-				opts.tlsAll = true
-			}
-			for _, h := range hosts {
-				h = strings.ToLower(h)
-				if h != "" && !validHostname(h) {
-					continue
-				}
-				if h != "" {
-					if opts.tlsHosts == nil {
-						opts.tlsHosts = map[string]bool{}
-					}
-					opts.tlsHosts[h] = true
-				}
-				sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
-				if !sniSeen[sc] {
-					sniSeen[sc] = true
-					lbHTTPS.sni = append(lbHTTPS.sni, sc)
-					sb.certs[cert] = true
-				}
-			}
-		}
-
-		if db := ing.Spec.DefaultBackend; db != nil {
-			r := t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil, "*")
-			if defaultRoute == nil {
-				key := precKey{lastResort: true}
-				key.finalize()
-				defaultRoute = &ingressRoute{http: r.http, https: r.https, key: key}
-				defaultOwner = k
-			} else {
-				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
-					fmt.Sprintf("defaultBackend is ignored: Ingress %s/%s is older and already sets one", defaultOwner.Namespace, defaultOwner.Name))
-			}
-		}
-
-		for ri := range ing.Spec.Rules {
-			rule := &ing.Spec.Rules[ri]
-			host := strings.ToLower(rule.Host)
-			if host == "" {
-				host = "*"
-			} else if !validHostname(host) {
-				t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidPath, fmt.Sprintf("rule %d: host %q is invalid; rule ignored", ri, rule.Host))
-				continue
-			}
-			if rule.HTTP == nil {
-				continue
-			}
-			for pi := range rule.HTTP.Paths {
-				p := &rule.HTTP.Paths[pi]
-				m, ok := t.ingressPath(ing, opts, ri, pi, p)
-				if !ok {
-					continue
-				}
-				ck := host + "\x00" + string(m.Type) + "\x00" + m.Value
-				if owner, ok := taken[ck]; ok {
-					if owner != k {
-						t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
-							fmt.Sprintf("host %q path %s %q is already served by the older Ingress %s/%s", host, m.Type, m.Value, owner.Namespace, owner.Name))
-					}
-					continue
-				}
-				taken[ck] = k
-				r := t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
-				r.host = host
-				r.single = strings.HasPrefix(host, "*.")
-				r.key = matchKey(&r.http.Match, false)
-				r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
-				r.key.rule, r.key.match = ri, pi
-				r.key.finalize()
-				routes = append(routes, r)
-			}
-		}
-	}
-
-	for i := range routes {
-		r := &routes[i]
-		for _, pair := range []struct {
-			lb *listenerBuilder
-			rt *snapshot.Route
-		}{{lbHTTP, r.http}, {lbHTTPS, r.https}} {
-			vh := pair.lb.vhost(r.host)
-			vh.single = r.single
-			vh.entries = append(vh.entries, entry{route: pair.rt, key: &r.key})
-			sb.use(pair.rt)
-		}
-	}
-	if defaultRoute != nil {
-		for _, pair := range []struct {
-			lb *listenerBuilder
-			rt *snapshot.Route
-		}{{lbHTTP, defaultRoute.http}, {lbHTTPS, defaultRoute.https}} {
-			pair.lb.vhost("*")
-			for _, vh := range pair.lb.vhosts {
-				vh.entries = append(vh.entries, entry{route: pair.rt, key: &defaultRoute.key})
-			}
-			sb.use(pair.rt)
-		}
-	}
-	if len(lbHTTPS.sni) > 0 {
-		sb.listeners[ingressHTTPSPort] = lbHTTPS
+	return &ingressBuild{
+		t:       t,
+		sb:      sb,
+		http:    sb.listener(ingressHTTPPort, "ingress/80", snapshot.ProtocolHTTP, 0),
+		https:   &listenerBuilder{l: snapshot.Listener{Name: "ingress/443", Port: ingressHTTPSPort, Protocol: snapshot.ProtocolHTTPS}, vhosts: map[string]*vhostBuilder{}},
+		sniSeen: map[snapshot.SNICertificate]bool{},
+		taken:   map[string]nn{},
 	}
 }
 
-// ingressParams resolves IngressClass.spec.parameters. A broken reference
-// is ignored (the class works without defaults) and reported once as a
-// Warning Event on the IngressClass.
-func (t *translator) ingressParams(ic *networkingv1.IngressClass) *ingressv1alpha1.CoxswainIngressClassParameters {
-	p := ic.Spec.Parameters
-	if p == nil {
-		return nil
-	}
-	if t.icParamsSeen == nil {
-		t.icParamsSeen = map[string]bool{}
-	}
-	bad := func(msg string) *ingressv1alpha1.CoxswainIngressClassParameters {
-		if !t.icParamsSeen[ic.Name] {
-			t.icParamsSeen[ic.Name] = true
-			t.warn("IngressClass", "", ic.Name, status.ReasonInvalidParameters, "spec.parameters "+msg+"; class defaults are not applied")
+// addTLS adds the certificates of an Ingress's tls entries to the HTTPS
+// listener and records in opts the hosts they cover (for ssl-redirect).
+func (b *ingressBuild) addTLS(ing *networkingv1.Ingress, opts *ingressOpts) {
+	for _, tl := range ing.Spec.TLS {
+		if tl.SecretName == "" {
+			continue
 		}
-		return nil
+		cert, err := b.t.certificate(ing.Namespace, tl.SecretName)
+		if err != nil {
+			b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidTLSSecret,
+				fmt.Sprintf("tls secret %s/%s: %v; hosts %v are not served over HTTPS by it", ing.Namespace, tl.SecretName, err, tl.Hosts))
+			continue
+		}
+		hosts := tl.Hosts
+		if len(hosts) == 0 {
+			hosts = []string{""}
+			opts.tlsAll = true
+		}
+		for _, h := range hosts {
+			h = strings.ToLower(h)
+			if h != "" && !validHostname(h) {
+				continue
+			}
+			if h != "" {
+				if opts.tlsHosts == nil {
+					opts.tlsHosts = map[string]bool{}
+				}
+				opts.tlsHosts[h] = true
+			}
+			sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
+			if !b.sniSeen[sc] {
+				b.sniSeen[sc] = true
+				b.https.sni = append(b.https.sni, sc)
+				b.sb.certs[cert] = true
+			}
+		}
 	}
-	if p.APIGroup == nil || *p.APIGroup != names.IngressParametersGroup || p.Kind != names.IngressParametersKind {
-		return bad("must refer to " + names.IngressParametersGroup + "/" + names.IngressParametersKind)
-	}
-	if p.Scope == nil || *p.Scope != networkingv1.IngressClassParametersReferenceScopeNamespace || p.Namespace == nil {
-		return bad("must have scope Namespace and a namespace")
-	}
-	cp := t.ix.icParams[nn{Namespace: *p.Namespace, Name: p.Name}]
-	if cp == nil {
-		return bad(fmt.Sprintf("%s/%s not found", *p.Namespace, p.Name))
-	}
-	return cp
 }
 
-func (t *translator) ingressLoadBalancer() networkingv1.IngressLoadBalancerStatus {
-	var out networkingv1.IngressLoadBalancerStatus
-	svc := t.res.SharedProxyService
-	if svc == nil {
-		return out
+// addDefaultBackend compiles an Ingress's defaultBackend; only the oldest
+// Ingress's is served.
+func (b *ingressBuild) addDefaultBackend(ing *networkingv1.Ingress, opts *ingressOpts) {
+	db := ing.Spec.DefaultBackend
+	if db == nil {
+		return
 	}
-	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		if ing.IP != "" || ing.Hostname != "" {
-			out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{IP: ing.IP, Hostname: ing.Hostname})
+	r := b.t.ingressRoute(ing, opts, db, fmt.Sprintf("ingress/%s/%s:default", ing.Namespace, ing.Name), nil, "*")
+	if b.defaultRoute != nil {
+		b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
+			fmt.Sprintf("defaultBackend is ignored: Ingress %s/%s is older and already sets one", b.defaultOwner.Namespace, b.defaultOwner.Name))
+		return
+	}
+	last := precKey{lastResort: true}
+	last.finalize()
+	b.defaultRoute = &ingressRoute{http: r.http, https: r.https, key: last}
+	b.defaultOwner = key(&ing.ObjectMeta)
+}
+
+// addRules compiles every path of an Ingress's rules; a host and path an
+// older Ingress serves is left to it.
+func (b *ingressBuild) addRules(ing *networkingv1.Ingress, opts *ingressOpts) {
+	for ri := range ing.Spec.Rules {
+		rule := &ing.Spec.Rules[ri]
+		host := strings.ToLower(rule.Host)
+		if host == "" {
+			host = "*"
+		} else if !validHostname(host) {
+			b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidPath, fmt.Sprintf("rule %d: host %q is invalid; rule ignored", ri, rule.Host))
+			continue
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		for pi := range rule.HTTP.Paths {
+			b.addPath(ing, opts, host, ri, pi, &rule.HTTP.Paths[pi])
 		}
 	}
-	if len(out.Ingress) == 0 && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		out.Ingress = append(out.Ingress, networkingv1.IngressLoadBalancerIngress{IP: svc.Spec.ClusterIP})
+}
+
+// addPath compiles path pi of rule ri of an Ingress, for host.
+func (b *ingressBuild) addPath(ing *networkingv1.Ingress, opts *ingressOpts, host string, ri, pi int, p *networkingv1.HTTPIngressPath) {
+	m, ok := b.t.ingressPath(ing, opts, ri, pi, p)
+	if !ok {
+		return
 	}
-	return out
+	k := key(&ing.ObjectMeta)
+	ck := host + "\x00" + string(m.Type) + "\x00" + m.Value
+	if owner, ok := b.taken[ck]; ok {
+		if owner != k {
+			b.t.warn(kindIngress, ing.Namespace, ing.Name, status.EventRouteConflict,
+				fmt.Sprintf("host %q path %s %q is already served by the older Ingress %s/%s", host, m.Type, m.Value, owner.Namespace, owner.Name))
+		}
+		return
+	}
+	b.taken[ck] = k
+	r := b.t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
+	r.host = host
+	r.single = strings.HasPrefix(host, "*.")
+	r.key = matchKey(&r.http.Match, false)
+	r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
+	r.key.rule, r.key.match = ri, pi
+	r.key.finalize()
+	b.routes = append(b.routes, r)
+}
+
+// emit puts every compiled path, then the defaultBackend (last in every
+// virtual host), into both listeners; the HTTPS listener is served only
+// with a certificate.
+func (b *ingressBuild) emit() {
+	for i := range b.routes {
+		r := &b.routes[i]
+		b.addEntry(b.http, r.host, r.single, r.http, &r.key)
+		b.addEntry(b.https, r.host, r.single, r.https, &r.key)
+	}
+	if d := b.defaultRoute; d != nil {
+		b.addDefault(b.http, d.http, &d.key)
+		b.addDefault(b.https, d.https, &d.key)
+	}
+	if len(b.https.sni) > 0 {
+		b.sb.listeners[ingressHTTPSPort] = b.https
+	}
+}
+
+// addEntry adds one compiled path to a listener's virtual host for host.
+func (b *ingressBuild) addEntry(lb *listenerBuilder, host string, single bool, rt *snapshot.Route, k *precKey) {
+	vh := lb.vhost(host)
+	vh.single = single
+	vh.entries = append(vh.entries, entry{route: rt, key: k})
+	b.sb.use(rt)
+}
+
+// addDefault adds the defaultBackend route to every virtual host of a
+// listener, creating "*" if need be.
+func (b *ingressBuild) addDefault(lb *listenerBuilder, rt *snapshot.Route, k *precKey) {
+	lb.vhost("*")
+	for _, vh := range lb.vhosts {
+		vh.entries = append(vh.entries, entry{route: rt, key: k})
+	}
+	b.sb.use(rt)
 }
 
 // ingressPath converts one Ingress path to a snapshot path match.
@@ -339,13 +315,7 @@ func (t *translator) ingressPath(ing *networkingv1.Ingress, opts *ingressOpts, r
 	case networkingv1.PathTypeExact:
 		return &snapshot.PathMatch{Type: snapshot.PathExact, Value: val}, true
 	case networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific:
-		if len(val) > 1 {
-			val = strings.TrimRight(val, "/")
-			if val == "" {
-				val = "/"
-			}
-		}
-		return &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: val}, true
+		return &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: trimPathPrefix(val)}, true
 	}
 	return bad(fmt.Sprintf("pathType %q is not supported", typ))
 }
@@ -371,15 +341,13 @@ func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, 
 		r.Rewrite = &snapshot.URLRewrite{Path: pm}
 	}
 	if opts.redirect != nil {
-		// redirect-* answers every request; the backend is not used.
+		// redirect-* answers every request: the backend is not used and
+		// nothing is rewritten.
+		r.Redirect, r.Rewrite = opts.redirect, nil
 	} else if set, ok := t.ingressBackend(ing, b); ok {
 		r.Backends = []snapshot.Backend{{EndpointSet: set, Weight: 1}}
 	} else {
 		r.DirectResponse = &snapshot.DirectResponse{StatusCode: 503}
-	}
-	if opts.redirect != nil {
-		r.Redirect = opts.redirect
-		r.Backends, r.DirectResponse, r.Rewrite = nil, nil, nil
 	}
 	https := r
 	http := r
@@ -411,212 +379,4 @@ func (t *translator) ingressBackend(ing *networkingv1.Ingress, b *networkingv1.I
 		}
 	}
 	return "", false
-}
-
-// ingressOptions reads ingress.coxswain-labs.dev/* annotations, filling
-// keys the Ingress does not set from the class defaults. Invalid values
-// produce an InvalidAnnotation Warning Event and fall back to the default.
-func (t *translator) ingressOptions(ing *networkingv1.Ingress, params *ingressv1alpha1.CoxswainIngressClassParameters) *ingressOpts {
-	opts := &ingressOpts{sslCode: defaultSSLRedirectCode}
-	var defaults map[string]string
-	if params != nil {
-		defaults = params.Spec.DefaultAnnotations
-		if params.Spec.AccessLog != nil && !*params.Spec.AccessLog {
-			opts.accessLogOff = true
-		}
-	}
-	get := func(k string) (string, bool) {
-		full := ingressv1alpha1.AnnotationPrefix + k
-		if v, ok := ing.Annotations[full]; ok {
-			return v, true
-		}
-		if v, ok := defaults[full]; ok {
-			return v, true
-		}
-		v, ok := defaults[k]
-		return v, ok
-	}
-	invalid := func(k, v, why string) {
-		t.warn(kindIngress, ing.Namespace, ing.Name, status.EventInvalidAnnotation,
-			fmt.Sprintf("annotation %s%s=%q is invalid: %s; using the default", ingressv1alpha1.AnnotationPrefix, k, v, why))
-	}
-	boolAnn := func(k string) bool {
-		v, ok := get(k)
-		if !ok {
-			return false
-		}
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			invalid(k, v, "want true or false")
-			return false
-		}
-		return b
-	}
-	redirectCode := func(k string, def int, allowed ...int) int {
-		v, ok := get(k)
-		if !ok {
-			return def
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err == nil {
-			for _, a := range allowed {
-				if n == a {
-					return n
-				}
-			}
-		}
-		invalid(k, v, fmt.Sprintf("want one of %v", allowed))
-		return def
-	}
-	opts.useRegex = boolAnn(annUseRegex)
-	opts.sslRedirect = boolAnn(annSSLRedirect)
-	opts.sslCode = redirectCode(annSSLRedirectCode, defaultSSLRedirectCode, 301, 302, 307, 308)
-	if v, ok := get(annRewriteTarget); ok {
-		v = strings.TrimSpace(v)
-		if v == "" || strings.ContainsAny(v, " \t\r\n\x00") || (!opts.useRegex && !strings.HasPrefix(v, "/")) {
-			invalid(annRewriteTarget, v, "want a path starting with /")
-		} else {
-			opts.rewrite = v
-		}
-	}
-	opts.req = headerAnnotations(get, invalid, annRequestHeaderSet, annRequestHeaderAdd, annRequestHeaderRemove)
-	opts.resp = headerAnnotations(get, invalid, annResponseHeaderSet, annResponseHeaderAdd, annResponseHeaderRemove)
-	for _, d := range []struct {
-		k   string
-		dst *snapshot.Duration
-	}{{annReadTimeout, &opts.read}, {annSendTimeout, &opts.send}} {
-		if v, ok := get(d.k); ok {
-			dur, err := time.ParseDuration(strings.TrimSpace(v))
-			if err != nil || dur <= 0 {
-				invalid(d.k, v, "want a positive Go duration such as 30s")
-				continue
-			}
-			*d.dst = snapshot.Duration(dur)
-		}
-	}
-	if v, ok := get(annMaxBodySize); ok {
-		n, err := parseSize(v)
-		if err != nil {
-			invalid(annMaxBodySize, v, err.Error())
-		} else {
-			opts.maxBody = n
-		}
-	}
-	// redirect-*: any key present builds a redirect.
-	var rd snapshot.Redirect
-	any := false
-	if v, ok := get(annRedirectScheme); ok {
-		v = strings.ToLower(strings.TrimSpace(v))
-		if v == "http" || v == "https" {
-			rd.Scheme, any = v, true
-		} else {
-			invalid(annRedirectScheme, v, "want http or https")
-		}
-	}
-	if v, ok := get(annRedirectHostname); ok {
-		h := strings.ToLower(strings.TrimSpace(v))
-		if validHostname(h) && !strings.HasPrefix(h, "*") {
-			rd.Hostname, any = h, true
-		} else {
-			invalid(annRedirectHostname, v, "want a DNS name")
-		}
-	}
-	if v, ok := get(annRedirectPort); ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err == nil && n >= 1 && n <= 65535 {
-			rd.Port, any = int32(n), true
-		} else {
-			invalid(annRedirectPort, v, "want a port 1-65535")
-		}
-	}
-	if v, ok := get(annRedirectPath); ok {
-		v = strings.TrimSpace(v)
-		if strings.HasPrefix(v, "/") && !strings.ContainsAny(v, " \t\r\n\x00") {
-			rd.Path, any = &snapshot.PathModifier{Type: snapshot.ReplaceFullPath, Value: v}, true
-		} else {
-			invalid(annRedirectPath, v, "want a path starting with /")
-		}
-	}
-	// redirect-status-code alone redirects nowhere and is ignored.
-	rd.StatusCode = redirectCode(annRedirectStatusCode, defaultRedirectCode, 301, 302, 303, 307, 308)
-	if any {
-		opts.redirect = &rd
-	}
-	return opts
-}
-
-func headerAnnotations(get func(string) (string, bool), invalid func(k, v, why string), setK, addK, removeK string) *snapshot.HeaderModifier {
-	hm := &snapshot.HeaderModifier{}
-	for _, x := range []struct {
-		k   string
-		dst *[]snapshot.Header
-	}{{setK, &hm.Set}, {addK, &hm.Add}} {
-		v, ok := get(x.k)
-		if !ok {
-			continue
-		}
-		var hs []snapshot.Header
-		bad := ""
-		for _, line := range strings.Split(v, "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" {
-				continue
-			}
-			name, val, found := strings.Cut(line, ":")
-			name, val = strings.TrimSpace(name), strings.TrimSpace(val)
-			if !found || !validHeader(name, val) {
-				bad = fmt.Sprintf("line %q is not \"Name: Value\"", line)
-				break
-			}
-			hs = append(hs, snapshot.Header{Name: name, Value: val})
-		}
-		if bad != "" {
-			invalid(x.k, v, bad)
-			continue
-		}
-		*x.dst = hs
-	}
-	if v, ok := get(removeK); ok {
-		var names []string
-		bad := false
-		for _, n := range strings.Split(v, ",") {
-			n = strings.TrimSpace(n)
-			if n == "" {
-				continue
-			}
-			if !snapshot.ValidToken(n) {
-				bad = true
-				break
-			}
-			names = append(names, n)
-		}
-		if bad {
-			invalid(removeK, v, "want a comma-separated list of header names")
-		} else {
-			hm.Remove = names
-		}
-	}
-	if len(hm.Set)+len(hm.Add)+len(hm.Remove) == 0 {
-		return nil
-	}
-	return hm
-}
-
-var sizeRE = regexp.MustCompile(`^([0-9]+)([kKmMgG]?)$`)
-
-// parseSize reads a byte count with an optional binary k/m/g suffix.
-func parseSize(v string) (int64, error) {
-	m := sizeRE.FindStringSubmatch(strings.TrimSpace(v))
-	if m == nil {
-		return 0, fmt.Errorf("want a size such as 512k, 10m or 1g")
-	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("size is too large")
-	}
-	shift := map[string]uint{"": 0, "k": 10, "m": 20, "g": 30}[strings.ToLower(m[2])]
-	if n > (1<<62)>>shift {
-		return 0, fmt.Errorf("size is too large")
-	}
-	return n << shift, nil
 }

@@ -14,10 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package translator turns one gathered set of Kubernetes objects into
-// per-scope routing snapshots and the desired status of every object. It is
-// pure: no client, clock, network or randomness; the same Resources always
-// give the same Result, byte for byte.
 package translator
 
 import (

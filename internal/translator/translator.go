@@ -19,16 +19,10 @@ package translator
 import (
 	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
-	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
-	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -78,103 +72,6 @@ const (
 )
 
 type nn = types.NamespacedName
-
-// index is the lookup tables of one translation, built once.
-type index struct {
-	nsLabels  map[string]map[string]string
-	services  map[nn]*corev1.Service
-	slices    map[nn][]*discoveryv1.EndpointSlice
-	secrets   map[nn]*corev1.Secret
-	grants    map[string][]*gwv1beta1.ReferenceGrant
-	gwParams  map[nn]*gatewayv1alpha1.CoxswainGatewayParameters
-	icParams  map[nn]*ingressv1alpha1.CoxswainIngressClassParameters
-	dedDeploy map[nn]*appsv1.Deployment
-	dedSvc    map[nn]*corev1.Service
-	vip       map[nn]*corev1.Service
-}
-
-func buildIndex(res *Resources) *index {
-	ix := &index{
-		nsLabels:  map[string]map[string]string{},
-		services:  make(map[nn]*corev1.Service, len(res.Services)),
-		slices:    make(map[nn][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
-		secrets:   map[nn]*corev1.Secret{},
-		grants:    map[string][]*gwv1beta1.ReferenceGrant{},
-		gwParams:  map[nn]*gatewayv1alpha1.CoxswainGatewayParameters{},
-		icParams:  map[nn]*ingressv1alpha1.CoxswainIngressClassParameters{},
-		dedDeploy: map[nn]*appsv1.Deployment{},
-		dedSvc:    map[nn]*corev1.Service{},
-		vip:       map[nn]*corev1.Service{},
-	}
-	for _, n := range res.Namespaces {
-		if n != nil {
-			ix.nsLabels[n.Name] = n.Labels
-		}
-	}
-	for _, s := range res.Services {
-		if s != nil {
-			ix.services[key(&s.ObjectMeta)] = s
-		}
-	}
-	for _, s := range res.EndpointSlices {
-		if s == nil {
-			continue
-		}
-		svc := s.Labels[discoveryv1.LabelServiceName]
-		if svc == "" {
-			continue
-		}
-		k := nn{Namespace: s.Namespace, Name: svc}
-		ix.slices[k] = append(ix.slices[k], s)
-	}
-	for _, list := range ix.slices {
-		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	}
-	for _, s := range res.Secrets {
-		if s != nil {
-			ix.secrets[key(&s.ObjectMeta)] = s
-		}
-	}
-	for _, g := range res.ReferenceGrants {
-		if g != nil {
-			ix.grants[g.Namespace] = append(ix.grants[g.Namespace], g)
-		}
-	}
-	for _, p := range res.GatewayParameters {
-		if p != nil {
-			ix.gwParams[key(&p.ObjectMeta)] = p
-		}
-	}
-	for _, p := range res.IngressClassParameters {
-		if p != nil {
-			ix.icParams[key(&p.ObjectMeta)] = p
-		}
-	}
-	for _, d := range res.DedicatedDeployments {
-		if d != nil {
-			ix.dedDeploy[key(&d.ObjectMeta)] = d
-		}
-	}
-	for _, s := range res.DedicatedServices {
-		if s != nil {
-			ix.dedSvc[key(&s.ObjectMeta)] = s
-		}
-	}
-	for _, s := range res.SharedVIPServices {
-		if s == nil {
-			continue
-		}
-		name, ns := s.Labels[names.LabelGatewayName], s.Labels[names.LabelGatewayNamespace]
-		if name == "" || ns == "" {
-			continue
-		}
-		k := nn{Namespace: ns, Name: name}
-		if prev, ok := ix.vip[k]; !ok || s.Name < prev.Name {
-			ix.vip[k] = s
-		}
-	}
-	return ix
-}
 
 // named reports whether a namespaced object has a namespace and a name;
 // objects without are ignored (an apiserver never returns them).

@@ -18,10 +18,10 @@ package translator
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 

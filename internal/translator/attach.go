@@ -1,0 +1,201 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/status"
+)
+
+// attachment is a route attached to a listener, with the hostnames it
+// serves there.
+type attachment struct {
+	cr    *compiledRoute
+	hosts []string
+}
+
+// parentGateway is the Gateway of ours a parentRef names, or nil.
+func (t *translator) parentGateway(routeNS string, ref *gwv1.ParentReference) *gatewayInfo {
+	if ref.Group != nil && string(*ref.Group) != gatewayGroup {
+		return nil
+	}
+	if ref.Kind != nil && string(*ref.Kind) != kindGateway {
+		return nil
+	}
+	ns := routeNS
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	return t.gateways[nn{Namespace: ns, Name: string(ref.Name)}]
+}
+
+// hasOurParent reports whether any parentRef names a Gateway of ours.
+func (t *translator) hasOurParent(ns string, refs []gwv1.ParentReference) bool {
+	for i := range refs {
+		if t.parentGateway(ns, &refs[i]) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// attach binds a compiled route to the listeners its parentRefs select and
+// returns the route's status for the parents this controller owns.
+func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gwv1.RouteParentStatus {
+	gen := cr.meta.Generation
+	var out []gwv1.RouteParentStatus
+	var seen map[string]bool
+	for i := range refs {
+		ref := &refs[i]
+		gi := t.parentGateway(cr.meta.Namespace, ref)
+		if gi == nil {
+			continue
+		}
+		if len(refs) > 1 {
+			rk := parentRefKey(ref)
+			if seen[rk] {
+				continue
+			}
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[rk] = true
+		}
+		var acc metav1.Condition
+		switch {
+		case !gi.served:
+			acc = status.Accepted(false, status.ReasonNoMatchingParent, "parent Gateway is not accepted: "+gi.refusal(), gen)
+		default:
+			acc = t.attachToGateway(cr, gi, ref)
+		}
+		res := status.ResolvedRefs(true, status.ReasonResolvedRefs, "all references resolved", gen)
+		if cr.resolvedReason != "" {
+			res = status.ResolvedRefs(false, cr.resolvedReason, cr.resolvedMsg, gen)
+		}
+		conds := []metav1.Condition{acc, res}
+		sortConds(conds)
+		out = append(out, gwv1.RouteParentStatus{
+			ParentRef:      *ref.DeepCopy(),
+			ControllerName: gwv1.GatewayController(names.ControllerName),
+			Conditions:     conds,
+		})
+	}
+	return out
+}
+
+// parentRefKey identifies a parentRef, so a repeated one counts once.
+func parentRefKey(ref *gwv1.ParentReference) string {
+	port := ""
+	if ref.Port != nil {
+		port = fmt.Sprint(*ref.Port)
+	}
+	return string(ptr.Deref(ref.Group, "")) + "|" + string(ptr.Deref(ref.Kind, "")) + "|" + string(ptr.Deref(ref.Namespace, "")) + "|" +
+		string(ref.Name) + "|" + string(ptr.Deref(ref.SectionName, "")) + "|" + port
+}
+
+// attachToGateway attaches a route to the listeners of gi that ref selects
+// and returns the route's Accepted condition for that parent.
+func (t *translator) attachToGateway(cr *compiledRoute, gi *gatewayInfo, ref *gwv1.ParentReference) metav1.Condition {
+	gen := cr.meta.Generation
+	candidates := 0
+	allowed := 0
+	matched := 0
+	for _, li := range gi.listeners {
+		if ref.SectionName != nil && *ref.SectionName != li.spec.Name {
+			continue
+		}
+		if ref.Port != nil && *ref.Port != li.spec.Port {
+			continue
+		}
+		candidates++
+		if !li.allowsKind(cr.kind) || !t.allowsNamespace(gi.gw, li.spec, cr.meta.Namespace) {
+			continue
+		}
+		allowed++
+		hosts := intersect(li.hostname, cr.hostnames)
+		if len(hosts) == 0 {
+			continue
+		}
+		matched++
+		if li.lastCounted != cr {
+			li.lastCounted = cr
+			li.attached++
+		}
+		if cr.err == "" && li.servable {
+			if n := len(li.routes); n > 0 && li.routes[n-1].cr == cr {
+				continue // a second parentRef selecting the same listener
+			}
+			li.routes = append(li.routes, attachment{cr: cr, hosts: hosts})
+		}
+	}
+	switch {
+	case candidates == 0:
+		return status.Accepted(false, status.ReasonNoMatchingParent, "no listener matches the parentRef's sectionName and port", gen)
+	case allowed == 0:
+		return status.Accepted(false, status.ReasonNotAllowedByListeners, "no matching listener allows this route's kind and namespace", gen)
+	case matched == 0:
+		return status.Accepted(false, status.ReasonNoMatchingListenerHostname, "no hostname of the route intersects a listener hostname", gen)
+	case cr.err != "":
+		return status.Accepted(false, status.ReasonUnsupportedValue, cr.err, gen)
+	}
+	return status.Accepted(true, status.ReasonAccepted, "route is accepted", gen)
+}
+
+// allowsNamespace applies a listener's allowedRoutes.namespaces.
+func (t *translator) allowsNamespace(gw *gwv1.Gateway, l *gwv1.Listener, routeNS string) bool {
+	from := gwv1.NamespacesFromSame
+	var sel *metav1.LabelSelector
+	if l.AllowedRoutes != nil && l.AllowedRoutes.Namespaces != nil {
+		if l.AllowedRoutes.Namespaces.From != nil {
+			from = *l.AllowedRoutes.Namespaces.From
+		}
+		sel = l.AllowedRoutes.Namespaces.Selector
+	}
+	switch from {
+	case gwv1.NamespacesFromAll:
+		return true
+	case gwv1.NamespacesFromSame:
+		return routeNS == gw.Namespace
+	case gwv1.NamespacesFromSelector:
+		if sel == nil {
+			return false
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return false
+		}
+		return s.Matches(labels.Set(t.ix.nsLabels[routeNS]))
+	}
+	return false
+}
+
+// allowsKind applies a listener's allowedRoutes.kinds.
+func (li *listenerInfo) allowsKind(kind string) bool {
+	for _, k := range li.kinds {
+		if string(k.Kind) == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,142 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/status"
+)
+
+// buildGatewayScopes emits every served Gateway into its scopes and fills
+// Gateway status.
+func (t *translator) buildGatewayScopes() {
+	for _, gi := range t.gwOrder {
+		primary := snapshot.SharedPool()
+		if gi.servedDedicated() {
+			primary = snapshot.GatewayScope(gi.gw.Namespace, gi.gw.Name)
+		}
+		if gi.served {
+			// Group servable listeners by port, in spec order.
+			var ports []int32
+			byPort := map[int32][]*listenerInfo{}
+			for _, li := range gi.listeners {
+				p := int32(li.spec.Port)
+				if _, ok := byPort[p]; !ok {
+					ports = append(ports, p)
+				}
+				byPort[p] = append(byPort[p], li)
+			}
+			sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+			if gi.servedShared() {
+				sb := t.scope(snapshot.SharedPool())
+				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
+				for _, p := range ports {
+					internal, ok := gi.internal[p]
+					if !ok {
+						for _, li := range byPort[p] {
+							li.programmedReason = status.ReasonPending
+							li.programmedMsg = fmt.Sprintf("no free internal port for port %d", p)
+						}
+						continue
+					}
+					if t.emitGatewayPort(sb, gi, p, byPort[p], internal, p) {
+						ref.Ports = append(ref.Ports, internal)
+					}
+				}
+				sb.gateways = append(sb.gateways, ref)
+			}
+			if gi.servedDedicated() {
+				sb := t.scope(primary)
+				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
+				for _, p := range ports {
+					if t.emitGatewayPort(sb, gi, p, byPort[p], p, 0) {
+						ref.Ports = append(ref.Ports, p)
+					}
+				}
+				sb.gateways = append(sb.gateways, ref)
+			}
+		}
+		t.gatewayStatus(gi, primary)
+	}
+}
+
+// emitGatewayPort writes the listeners of one Gateway port into a scope and
+// reports whether the port is bound (it has a servable listener).
+func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int32, lis []*listenerInfo, bind, external int32) bool {
+	var serv []*listenerInfo
+	for _, li := range lis {
+		if li.servable {
+			serv = append(serv, li)
+		}
+	}
+	if len(serv) == 0 {
+		return false
+	}
+	name := fmt.Sprintf("gateway/%s/%s/%d", gi.gw.Namespace, gi.gw.Name, port)
+	lb := sb.listener(bind, name, serv[0].protocol, external)
+	for _, li := range serv {
+		claim := li.hostname
+		if claim == "" {
+			claim = "*"
+		}
+		lb.vhost(claim)
+		for _, c := range li.certs {
+			lb.sni = append(lb.sni, snapshot.SNICertificate{Hostname: li.hostname, Certificate: c})
+			sb.certs[c] = true
+		}
+	}
+	for _, li := range serv {
+		for _, att := range li.routes {
+			for _, h := range att.hosts {
+				host := h
+				if host == "*" {
+					host = ""
+				}
+				// Listener isolation: a hostname belongs to the most
+				// specific listener on the port.
+				if best(serv, host) != li {
+					continue
+				}
+				vh := lb.vhost(h)
+				cr := att.cr
+				for i := range cr.entries {
+					e := &cr.entries[i]
+					vh.entries = append(vh.entries, entry{route: &e.route, key: &e.key})
+					sb.use(&e.route)
+					if cr.kind == kindGRPCRoute {
+						t.markH2C(&e.route)
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+func best(lis []*listenerInfo, host string) *listenerInfo {
+	var b *listenerInfo
+	bs := -1
+	for _, li := range lis {
+		if s := matchScore(li.hostname, host); s > bs {
+			b, bs = li, s
+		}
+	}
+	return b
+}

@@ -1,0 +1,125 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// precKey orders routes as the Gateway API spec says: Exact path, then
+// the longest PathPrefix, then regular expressions (whose precedence is ours
+// to choose; longest pattern first), then method, number of
+// header matches, number of query matches, then the oldest route, then
+// "<namespace>/<name>", then rule and match order.
+type precKey struct {
+	pathRank   int // 0 exact, 1 GRPCRoute regex, 2 prefix, 3 regex
+	pathLen    int
+	method     bool
+	headers    int
+	query      int
+	created    metav1.Time
+	namespace  string
+	name       string
+	kind       string
+	rule       int
+	match      int
+	lastResort bool // Ingress defaultBackend
+
+	// packed and createdNs are the fields above in a form that compares
+	// fast; set by finalize.
+	packed    uint64
+	createdNs int64
+}
+
+// clampU is v limited to [0, limit], as an unsigned field of packed.
+func clampU(v int, limit uint64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	if uint64(v) > limit {
+		return limit
+	}
+	return uint64(v)
+}
+
+// finalize packs the rank fields into one integer that orders like less:
+// lastResort, pathRank, longer path, method, more headers, more query
+// params.
+func (k *precKey) finalize() {
+	var p uint64
+	if k.lastResort {
+		p |= 1 << 63
+	}
+	p |= clampU(k.pathRank, 3) << 61
+	p |= (0xFFFFF - clampU(k.pathLen, 0xFFFFF)) << 41
+	if !k.method {
+		p |= 1 << 40
+	}
+	p |= (0xFFFF - clampU(k.headers, 0xFFFF)) << 24
+	p |= (0xFFFF - clampU(k.query, 0xFFFF)) << 8
+	k.packed = p
+	k.createdNs = k.created.UnixNano()
+}
+
+// less orders k before o (see precKey); finalize must have run on both.
+func (k *precKey) less(o *precKey) bool {
+	if k.packed != o.packed {
+		return k.packed < o.packed
+	}
+	if k.createdNs != o.createdNs {
+		return k.createdNs < o.createdNs
+	}
+	if k.namespace != o.namespace {
+		return k.namespace < o.namespace
+	}
+	if k.name != o.name {
+		return k.name < o.name
+	}
+	if k.kind != o.kind {
+		return k.kind < o.kind
+	}
+	if k.rule != o.rule {
+		return k.rule < o.rule
+	}
+	return k.match < o.match
+}
+
+// matchKey is the rank part of a precKey for one match; grpc ranks a
+// regular expression as a GRPCRoute method pattern.
+func matchKey(m *snapshot.Match, grpc bool) precKey {
+	k := precKey{method: m.Method != "", headers: len(m.Headers), query: len(m.QueryParams)}
+	// Exact > longest PathPrefix > RegularExpression for HTTPRoute and
+	// Ingress paths. A GRPCRoute regex (a service/method pattern) ranks
+	// before prefixes, so a catch-all gRPC rule cannot shadow it.
+	prefix, regex := 2, 3
+	if grpc {
+		regex = 1
+	}
+	switch {
+	case m.Path == nil:
+		k.pathRank, k.pathLen = prefix, 1
+	case m.Path.Type == snapshot.PathExact:
+		k.pathRank, k.pathLen = 0, len(m.Path.Value)
+	case m.Path.Type == snapshot.PathRegularExpression:
+		k.pathRank, k.pathLen = regex, len(m.Path.Value)
+	default:
+		k.pathRank, k.pathLen = prefix, len(m.Path.Value)
+	}
+	return k
+}
