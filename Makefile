@@ -93,7 +93,7 @@ bench-propagation: envtest kustomize ## Route change → proxy serving it (contr
 		go test ./test/e2e -run TestPropagationLatency -count=1 -v -timeout 20m | grep -E '^(propagation|ok|FAIL|---)'
 
 .PHONY: verify
-verify: manifests generate verify-distribution ## Fail when generated code, manifests, the OLM bundle, the Helm chart or go.mod are stale.
+verify: fmt-check lint manifests generate verify-distribution ## Fail on unformatted files or lint findings, or when generated code, manifests, the OLM bundle, the Helm chart or go.mod are stale.
 	go mod tidy -diff
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		echo "generated files are out of date; run 'make manifests generate' and commit:"; \

@@ -144,7 +144,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	}
 	dedicated := &controller.DedicatedReconciler{
 		Client:           mgr.GetClient(),
-		Recorder:         mgr.GetEventRecorder("coxswain-controller"),
+		Recorder:         mgr.GetEventRecorder(names.EventSource),
 		InstallNamespace: ns,
 		DefaultImage:     proxyImage,
 	}

@@ -32,26 +32,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
+// The names the install paths must agree on; internal/names is their one
+// source.
 const (
 	// InstallNamespace is the namespace config/default installs into.
-	InstallNamespace = "coxswain-system"
+	InstallNamespace = names.DefaultInstallNamespace
 	// ControllerDeployment names the controller's Deployment.
-	ControllerDeployment = "coxswain-controller"
+	ControllerDeployment = names.ControllerDeploymentName
 	// ControllerServiceAccount names the controller's ServiceAccount.
-	ControllerServiceAccount = "coxswain-controller"
+	ControllerServiceAccount = names.ControllerServiceAccount
 	// ControllerContainer is the controller Deployment's container.
-	ControllerContainer = "coxswain"
+	ControllerContainer = names.ControllerContainerName
 	// ProxyImageEnv is the controller's environment variable naming the
 	// image of the proxies it provisions; every install path sets it to the
 	// controller container's own image (internal/cmd reads it).
-	ProxyImageEnv = "COXSWAIN_PROXY_IMAGE"
+	ProxyImageEnv = names.ProxyImageEnv
 	// ProxyServiceAccount is the shared proxy's identity; it must hold no
 	// Kubernetes API rights.
-	ProxyServiceAccount = "coxswain-shared-proxy"
+	ProxyServiceAccount = names.SharedProxyServiceAccount
 
-	labelManagedBy = "app.kubernetes.io/managed-by"
+	labelManagedBy = names.LabelManagedBy
 )
 
 // Kustomize runs `kustomize build root/dir` with the binary bin.

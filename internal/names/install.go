@@ -47,6 +47,10 @@ const (
 	// tell (no $POD_NAMESPACE), and where proxies look for it by default.
 	DefaultInstallNamespace = "coxswain-system"
 
+	// EventSource is the component of every Event the controller records.
+	EventSource = "coxswain-controller"
+	// ControllerDeploymentName names the controller's Deployment.
+	ControllerDeploymentName = "coxswain-controller"
 	// ControllerContainerName is the controller's container in its Pod.
 	ControllerContainerName = "coxswain"
 	// ProxyImageEnv is the controller's environment variable that every

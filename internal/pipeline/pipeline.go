@@ -30,6 +30,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provider"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 )
@@ -70,7 +71,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 	w := &writer.Writer{
 		Client:     mgr.GetClient(),
 		Leader:     o.Leader,
-		Recorder:   mgr.GetEventRecorderFor("coxswain-controller"), //nolint:staticcheck // the writer records core/v1 Events
+		Recorder:   mgr.GetEventRecorderFor(names.EventSource), //nolint:staticcheck // the writer records core/v1 Events
 		DataPlane:  dataPlane,
 		Log:        ctrl.Log.WithName("status"),
 		Registerer: ctrlmetrics.Registry,

@@ -161,7 +161,7 @@ func newBootstrapServer(mgr manager.Manager, f Flags, namespace string, ca *iden
 		TTL:                  f.SVIDTTL,
 		UpstreamEndpoint:     names.DiscoveryEndpoint(namespace),
 		ServerServiceAccount: f.ControllerServiceAccount,
-		Recorder:             mgr.GetEventRecorder("coxswain-controller"),
+		Recorder:             mgr.GetEventRecorder(names.EventSource),
 		Regarding:            regarding,
 		Registerer:           ctrlmetrics.Registry,
 		Log:                  log,
