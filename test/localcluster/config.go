@@ -93,18 +93,37 @@ func (c *Config) defaults() error {
 		if *b == "" {
 			continue
 		}
-		abs, err := filepath.Abs(*b)
+		abs, err := executable(*b)
 		if err != nil {
 			return err
 		}
-		if st, err := os.Stat(abs); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return fmt.Errorf("binary %s is not an executable file", abs)
-		}
 		*b = abs
 	}
+	tags := make(map[string]string, len(c.Binaries.CoxswainTags))
+	for tag, path := range c.Binaries.CoxswainTags {
+		abs, err := executable(path)
+		if err != nil {
+			return fmt.Errorf("image tag %s: %w", tag, err)
+		}
+		tags[tag] = abs
+	}
+	c.Binaries.CoxswainTags = tags // a copy: the caller's map is never written
 	if c.Logf == nil {
 		l := log.New(os.Stderr, "localcluster: ", log.LstdFlags)
 		c.Logf = l.Printf
 	}
 	return nil
+}
+
+// executable is path made absolute, or an error when it is not an
+// executable file.
+func executable(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(abs); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("binary %s is not an executable file", abs)
+	}
+	return abs, nil
 }

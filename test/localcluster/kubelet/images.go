@@ -28,8 +28,12 @@ type Binaries struct {
 	// name contains "echo-basic".
 	EchoBasic string
 	// Coxswain is our binary; it runs images named coxswain (any registry,
-	// any tag).
+	// any tag CoxswainTags does not name).
 	Coxswain string
+	// CoxswainTags runs other builds of Coxswain side by side: the image
+	// coxswain:<tag> runs CoxswainTags[tag]. Upgrade tests install one
+	// release's image and move to another's.
+	CoxswainTags map[string]string
 }
 
 // launchKind says what runs for a container.
@@ -66,6 +70,22 @@ func imageName(image string) string {
 	return ref
 }
 
+// imageTag is the tag of an image reference ("" for none or a digest):
+// "ghcr.io/coxswain-go/coxswain:v0.1.0" -> "v0.1.0".
+func imageTag(image string) string {
+	ref := image
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		return ""
+	}
+	if i := strings.LastIndexByte(ref, '/'); i >= 0 {
+		ref = ref[i+1:]
+	}
+	if i := strings.IndexByte(ref, ':'); i >= 0 {
+		return ref[i+1:]
+	}
+	return ""
+}
+
 // planLaunch maps a container's image, command and args to what the local
 // kubelet runs. command replaces the image's entrypoint in Kubernetes; here
 // the entrypoint is the mapped binary, so command[0] is dropped and
@@ -82,6 +102,8 @@ func (b Binaries) planLaunch(image string, command, args []string) (launchPlan, 
 			return launchPlan{}, fmt.Errorf("image %q runs the echo-basic binary, but none is configured (set --echo-basic or LOCALCLUSTER_ECHO_BASIC)", image)
 		}
 		return launchPlan{kind: launchBinary, path: b.EchoBasic, args: argv, defaultPort: 3000}, nil
+	case name == "coxswain" && b.CoxswainTags[imageTag(image)] != "":
+		return launchPlan{kind: launchBinary, path: b.CoxswainTags[imageTag(image)], args: argv}, nil
 	case name == "coxswain":
 		if b.Coxswain == "" {
 			return launchPlan{}, fmt.Errorf("image %q runs the coxswain binary, but none is configured (set --coxswain or LOCALCLUSTER_COXSWAIN)", image)

@@ -56,6 +56,18 @@ func TestPlanLaunch(t *testing.T) {
 			t.Errorf("%s: got %+v, want %+v", tt.image, got, tt.want)
 		}
 	}
+	tagged := Binaries{Coxswain: "/bin/coxswain", CoxswainTags: map[string]string{"v0.1.0": "/old/coxswain"}}
+	for image, want := range map[string]string{
+		"ghcr.io/coxswain-go/coxswain:v0.1.0": "/old/coxswain",
+		"localhost:5000/coxswain:v0.1.0":      "/old/coxswain",
+		"coxswain:v0.2.0":                     "/bin/coxswain",
+		"coxswain@sha256:abcd":                "/bin/coxswain",
+		"localhost:5000/coxswain":             "/bin/coxswain",
+	} {
+		if got, err := tagged.planLaunch(image, nil, nil); err != nil || got.path != want {
+			t.Errorf("%s: runs %q (%v), want %q", image, got.path, err, want)
+		}
+	}
 	if _, err := (Binaries{}).planLaunch("coxswain:dev", nil, nil); err == nil || !strings.Contains(err.Error(), "LOCALCLUSTER_COXSWAIN") {
 		t.Errorf("unconfigured coxswain binary: %v", err)
 	}
