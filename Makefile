@@ -150,8 +150,9 @@ deploy: manifests kustomize ## Deploy the controller (image IMG) to the cluster 
 	cd config/manager && $(KUSTOMIZE) edit set image controller=coxswain:latest
 
 .PHONY: undeploy
-undeploy: kustomize ## Remove the controller. ignore-not-found=true tolerates missing objects.
-	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+undeploy: kustomize build ## Remove the controller and its CRDs, then what it created (coxswain uninstall: proxies, VIP Services, generated CA, Lease). ignore-not-found=true tolerates missing objects.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) --wait -f -
+	$(LOCALBIN)/coxswain uninstall
 
 ##@ Dependencies
 

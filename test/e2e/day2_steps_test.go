@@ -1,0 +1,396 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/provision"
+)
+
+// The samples (config/samples) live in namespace default: Gateway web
+// (shared pool), Gateway edge (class coxswain-dedicated), HTTPRoute web and
+// Ingress shop. The test adds the echo backends they name and a route on
+// edge.
+const (
+	samplesNS   = "default"
+	edgeDeploy  = "edge" // Gateway name; its Deployment is names.DedicatedName
+	edgeClass   = "coxswain-dedicated"
+	webHost     = "www.example.com"
+	edgeHost    = "edge.example.com"
+	shopHost    = "shop.example.com"
+	paramsCRD   = "coxswaingatewayparameters.gateway.coxswain-labs.dev"
+	helmRelease = "coxswain"
+)
+
+// applyBackends starts the echo-basic Deployments and Services the samples
+// route to (as `make dev` does).
+func (e *day2Env) applyBackends(t *testing.T) {
+	t.Helper()
+	var b strings.Builder
+	for _, s := range []struct{ name, port string }{{"api", "8080"}, {"frontend", "80"}, {"shop", "80"}} {
+		b.WriteString(strings.NewReplacer("{{NAME}}", s.name, "{{PORT}}", s.port, "{{IMAGE}}", echoImage).Replace(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{NAME}}, namespace: default, labels: {app: {{NAME}}}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{NAME}}}}
+  template:
+    metadata: {labels: {app: {{NAME}}}}
+    spec:
+      containers:
+      - name: echo
+        image: {{IMAGE}}
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: SERVICE_NAME, value: {{NAME}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: {{NAME}}, namespace: default}
+spec:
+  selector: {app: {{NAME}}}
+  ports: [{name: http, port: {{PORT}}, targetPort: 3000}]
+---
+`))
+	}
+	e.apply(t, b.String())
+}
+
+// applySamples applies repo's config/samples and routes edge.example.com
+// on the dedicated Gateway edge to api.
+func (e *day2Env) applySamples(t *testing.T, repo string) {
+	t.Helper()
+	e.kubectl(t, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(repo, "config", "samples"))
+	e.apply(t, `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: edge, namespace: default}
+spec:
+  parentRefs: [{name: edge}]
+  hostnames: [edge.example.com]
+  rules:
+  - backendRefs: [{name: api, port: 8080}]
+`)
+}
+
+// deleteSamples removes the samples by kind (the CRDs of some may be gone
+// already), and waits for the dedicated Gateway's proxies to go.
+func (e *day2Env) deleteSamples(t *testing.T) {
+	t.Helper()
+	e.kubectl(t, "delete", "-n", samplesNS, "httproute,gateway", "--all", "--ignore-not-found", "--wait", "--timeout=2m")
+	e.kubectl(t, "delete", "-n", samplesNS, "ingress", "--all", "--ignore-not-found", "--wait", "--timeout=2m")
+	e.kubectl(t, "delete", "gatewayclass", "coxswain", edgeClass, "--ignore-not-found", "--wait", "--timeout=2m")
+	e.kubectl(t, "delete", "ingressclass", "coxswain", "--ignore-not-found", "--wait", "--timeout=2m")
+}
+
+// waitServing waits for both Gateways to be Programmed and checks that
+// requests through the shared Gateway, the dedicated Gateway and the
+// Ingress reach the backends the samples name.
+func (e *day2Env) waitServing(t *testing.T) (webAddr, edgeAddr string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	web := e.waitProgrammed(t, samplesNS, "web", 3*time.Minute)
+	edge := e.waitProgrammed(t, samplesNS, "edge", 3*time.Minute)
+	waitServes(t, hc, gatewayURL(web, "http", 80)+"/", webHost, "frontend", 2*time.Minute)
+	waitServes(t, hc, gatewayURL(web, "http", 80)+"/api/x", webHost, "api", time.Minute)
+	waitServes(t, hc, gatewayURL(edge, "http", 80)+"/", edgeHost, "api", 2*time.Minute)
+	var shop string
+	eventually(t, 2*time.Minute, func() string {
+		ing := &networkingv1.Ingress{}
+		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: samplesNS, Name: "shop"}, ing); err != nil {
+			return err.Error()
+		}
+		if len(ing.Status.LoadBalancer.Ingress) == 0 || ing.Status.LoadBalancer.Ingress[0].IP == "" {
+			return "Ingress shop has no address"
+		}
+		shop = ing.Status.LoadBalancer.Ingress[0].IP
+		return ""
+	})
+	waitServes(t, hc, "http://"+net.JoinHostPort(shop, "80")+"/", shopHost, "shop", 2*time.Minute)
+	return net.JoinHostPort(web.Status.Addresses[0].Value, "80"), net.JoinHostPort(edge.Status.Addresses[0].Value, "80")
+}
+
+// waitRolledTo waits until the controller, the shared pool and the
+// dedicated Gateway's proxies run image only: the rollout is complete and
+// every old pod has drained and gone.
+func (e *day2Env) waitRolledTo(t *testing.T, image string, timeout time.Duration) {
+	t.Helper()
+	dedicated := names.DedicatedName(edgeDeploy, edgeClass)
+	eventually(t, timeout, func() string {
+		for _, d := range []struct{ ns, name string }{
+			{installNS, names.ControllerDeploymentName}, {installNS, names.SharedPoolName}, {samplesNS, dedicated},
+		} {
+			if msg := e.deploymentImage(d.ns, d.name, image); msg != "" {
+				return msg
+			}
+		}
+		for _, p := range []struct {
+			ns  string
+			sel client.MatchingLabels
+		}{
+			{installNS, client.MatchingLabels{names.LabelComponent: "controller"}},
+			{installNS, client.MatchingLabels(provision.SharedPoolSelector())},
+			{samplesNS, client.MatchingLabels{names.LabelGatewayName: edgeDeploy}},
+		} {
+			if msg := e.imageOfPods(p.ns, p.sel, image); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	})
+	for _, d := range []struct{ ns, name string }{
+		{installNS, names.ControllerDeploymentName}, {installNS, names.SharedPoolName}, {samplesNS, dedicated},
+	} {
+		e.kubectl(t, "rollout", "status", "-n", d.ns, "deployment/"+d.name, "--timeout=3m")
+	}
+}
+
+// programmedWatch polls the samples' Gateways while a disruption runs and
+// records every moment one of them was not Programmed.
+type programmedWatch struct {
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	lapses []string
+}
+
+func (e *day2Env) watchProgrammed(gateways ...string) *programmedWatch {
+	w := &programmedWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			for _, name := range gateways {
+				gw, err := e.gateway(samplesNS, name)
+				if err != nil {
+					continue // the apiserver is the test's, not the Gateway's, problem
+				}
+				c := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
+				if c == nil || c.Status != metav1.ConditionTrue {
+					w.mu.Lock()
+					if len(w.lapses) < 5 {
+						w.lapses = append(w.lapses, fmt.Sprintf("%s: Gateway %s: %+v", time.Since(start).Round(time.Millisecond), name, c))
+					}
+					w.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *programmedWatch) finish() []string {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lapses
+}
+
+// duringLoad runs change while bounded loads go through the shared Gateway
+// web and the dedicated Gateway edge, and asserts that no request failed
+// and no Gateway left Programmed. It logs a "day2:" line with the figures.
+func (e *day2Env) duringLoad(t *testing.T, what, webAddr, edgeAddr string, change func()) {
+	t.Helper()
+	shared, dedicated := startLoad(hitlessLoad(webAddr, webHost)), startLoad(hitlessLoad(edgeAddr, edgeHost))
+	defer shared.finish()
+	defer dedicated.finish()
+	watch := e.watchProgrammed("web", "edge")
+	time.Sleep(time.Second)
+	t0 := time.Now()
+	change()
+	took := time.Since(t0)
+	time.Sleep(time.Second)
+	lapses := watch.finish()
+	s, d := shared.finish(), dedicated.finish()
+	t.Logf("day2: %s took %s; shared Gateway: %s; dedicated Gateway: %s", what, took.Round(time.Millisecond), s, d)
+	if s.Failed != 0 || d.Failed != 0 {
+		t.Errorf("%s: %d of %d requests through the shared Gateway and %d of %d through the dedicated one failed; first failures:\n%s",
+			what, s.Failed, s.Sent, d.Failed, d.Sent, strings.Join(append(s.Failures, d.Failures...), "\n"))
+	}
+	if len(lapses) > 0 {
+		t.Errorf("%s: a Gateway left Programmed:\n%s", what, strings.Join(lapses, "\n"))
+	}
+}
+
+// samplesStillValid: the samples a previous release stored are read back
+// and pass the current CRDs' validation unchanged (a server-side dry run of
+// the same files).
+func (e *day2Env) samplesStillValid(t *testing.T, repo string) {
+	t.Helper()
+	dir := filepath.Join(repo, "config", "samples")
+	e.kubectl(t, "get", "-k", dir)
+	e.kubectl(t, "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-k", dir)
+}
+
+// coxswainUninstall runs `coxswain uninstall` as the cluster's admin.
+func (e *day2Env) coxswainUninstall(t *testing.T) {
+	t.Helper()
+	cmd := exec.CommandContext(e.ctx, e.coxswain, "uninstall", "--kubeconfig", e.c.Kubeconfig, "--namespace", installNS, "--timeout", "3m")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("coxswain uninstall: %v\n%s", err, out)
+	}
+	t.Logf("coxswain uninstall:\n%s", out)
+}
+
+// assertClean checks that nothing Coxswain created is left: no object with
+// its managed-by label, no pod running its image, no discovery CA or
+// Lease, no namespace stuck terminating; and that its CRDs are kept or not
+// as the path's policy says.
+func (e *day2Env) assertClean(t *testing.T, crdsKept bool) {
+	t.Helper()
+	managed := client.MatchingLabels{names.LabelManagedBy: names.ValueManagedBy}
+	eventually(t, 3*time.Minute, func() string {
+		for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &autoscalingv2.HorizontalPodAutoscalerList{},
+			&corev1.ServiceList{}, &corev1.ServiceAccountList{}, &corev1.ConfigMapList{}} {
+			if err := e.cl.List(e.ctx, l, managed); err != nil {
+				return err.Error()
+			}
+			items, err := meta.ExtractList(l)
+			if err != nil {
+				return err.Error()
+			}
+			for _, it := range items {
+				o := it.(client.Object)
+				return fmt.Sprintf("%T %s/%s is left", it, o.GetNamespace(), o.GetName())
+			}
+		}
+		pods := &corev1.PodList{}
+		if err := e.cl.List(e.ctx, pods); err != nil {
+			return err.Error()
+		}
+		for _, p := range pods.Items {
+			for _, c := range p.Spec.Containers {
+				if strings.Contains(c.Image, "coxswain:") {
+					return fmt.Sprintf("pod %s/%s (%s) is left", p.Namespace, p.Name, c.Image)
+				}
+			}
+		}
+		for _, o := range []client.Object{
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: names.CASecretName}},
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: names.LeaseName}},
+		} {
+			if err := e.cl.Get(e.ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+				return fmt.Sprintf("%T %s/%s is left (err %v)", o, o.GetNamespace(), o.GetName(), err)
+			}
+		}
+		nss := &corev1.NamespaceList{}
+		if err := e.cl.List(e.ctx, nss); err != nil {
+			return err.Error()
+		}
+		for _, ns := range nss.Items {
+			if ns.DeletionTimestamp != nil {
+				return fmt.Sprintf("namespace %s is stuck terminating: %+v", ns.Name, ns.Status.Conditions)
+			}
+		}
+		return ""
+	})
+	out, err := e.c.Kubectl(e.ctx, nil, "get", "crd", paramsCRD, "--ignore-not-found", "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl get crd: %v\n%s", err, out)
+	}
+	if kept := strings.TrimSpace(out) != ""; kept != crdsKept {
+		t.Errorf("CRD %s kept = %v, want %v (the path's documented CRD policy)", paramsCRD, kept, crdsKept)
+	}
+}
+
+// helmCmd runs the helm CLI against the cluster, with its caches in the
+// test's temporary directory.
+func (e *day2Env) helmCmd(t *testing.T, args ...string) {
+	t.Helper()
+	home := filepath.Join(os.TempDir(), "coxswain-e2e-helm")
+	cmd := exec.CommandContext(e.ctx, e.helm, append(args, "--kubeconfig", e.c.Kubeconfig)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// skewedProxy runs a dedicated Gateway whose proxies are pinned to image
+// (CoxswainGatewayParameters spec.image) while the controller runs another
+// release: Programmed means that proxy bootstrapped, took the controller's
+// snapshot and acked it; the request checks it serves. The Gateway is
+// deleted afterwards.
+func (e *day2Env) skewedProxy(t *testing.T, image string) {
+	t.Helper()
+	e.apply(t, strings.NewReplacer("{{IMAGE}}", image).Replace(`
+apiVersion: gateway.coxswain-labs.dev/v1alpha1
+kind: CoxswainGatewayParameters
+metadata: {name: skew, namespace: default}
+spec:
+  image: {{IMAGE}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: skew, namespace: default}
+spec:
+  gatewayClassName: coxswain
+  infrastructure:
+    parametersRef: {group: gateway.coxswain-labs.dev, kind: CoxswainGatewayParameters, name: skew}
+  listeners:
+  - {name: http, protocol: HTTP, port: 80}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: skew, namespace: default}
+spec:
+  parentRefs: [{name: skew}]
+  hostnames: [skew.example.com]
+  rules:
+  - backendRefs: [{name: frontend, port: 80}]
+`))
+	gw := e.waitProgrammed(t, samplesNS, "skew", 3*time.Minute)
+	eventually(t, 2*time.Minute, func() string {
+		return e.imageOfPods(samplesNS, client.MatchingLabels{names.LabelGatewayName: "skew"}, image)
+	})
+	waitServes(t, &http.Client{Timeout: 5 * time.Second}, gatewayURL(gw, "http", 80)+"/", "skew.example.com", "frontend", time.Minute)
+	e.kubectl(t, "delete", "-n", samplesNS, "gateway/skew", "httproute/skew", "coxswaingatewayparameters/skew", "--wait", "--timeout=2m")
+}
