@@ -23,10 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // DefaultImageRepo is where release images are published.
@@ -135,36 +131,6 @@ func writeReleaseBundle(a *ReleaseArtifacts, out *Output) error {
 	return nil
 }
 
-// writeInstallYAML renders config/default with the release image, as
-// `make build-installer` does, but on a copy of config/ so that the
-// checked-in config/manager is never edited.
-func writeInstallYAML(opts ReleaseOptions, a *ReleaseArtifacts) error {
-	stage, err := os.MkdirTemp("", "coxswain-release-config-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(stage) }()
-	config := filepath.Join(stage, "config")
-	if err := os.CopyFS(config, os.DirFS(filepath.Join(opts.Root, "config"))); err != nil {
-		return fmt.Errorf("copying config/: %w", err)
-	}
-	if _, err := runTool(filepath.Join(config, "manager"), opts.Kustomize, "edit", "set", "image", "controller="+a.Image); err != nil {
-		return err
-	}
-	rendered, err := runTool(stage, opts.Kustomize, "build", filepath.Join(config, "default"))
-	if err != nil {
-		return err
-	}
-	objs, err := Decode(rendered)
-	if err != nil {
-		return fmt.Errorf("install.yaml: %w", err)
-	}
-	if err := checkInstallImage(objs, a.Image); err != nil {
-		return fmt.Errorf("install.yaml: %w", err)
-	}
-	return os.WriteFile(a.InstallYAML, rendered, 0o644) //nolint:gosec // G306: release artifacts are published, world-readable
-}
-
 // runTool runs bin with args in dir and returns its standard output; a
 // failure carries its standard error.
 func runTool(dir, bin string, args ...string) ([]byte, error) {
@@ -177,43 +143,4 @@ func runTool(dir, bin string, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
-}
-
-// ControllerImages returns the controller Deployment's container image and
-// the proxy image it passes (ProxyImageEnv) in rendered install objects.
-func ControllerImages(objs []*unstructured.Unstructured) (controller, proxy string, err error) {
-	for _, d := range FilterKind(objs, "Deployment") {
-		if d.GetName() != ControllerDeployment {
-			continue
-		}
-		var dep appsv1.Deployment
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object, &dep); err != nil {
-			return "", "", fmt.Errorf("deployment %s: %w", d.GetName(), err)
-		}
-		for _, c := range dep.Spec.Template.Spec.Containers {
-			if c.Name != ControllerContainer {
-				continue
-			}
-			for _, e := range c.Env {
-				if e.Name == ProxyImageEnv {
-					proxy = e.Value
-				}
-			}
-			return c.Image, proxy, nil
-		}
-	}
-	return "", "", fmt.Errorf("no container %s in a Deployment %s", ControllerContainer, ControllerDeployment)
-}
-
-// checkInstallImage fails unless the controller and the proxies it
-// provisions both run image.
-func checkInstallImage(objs []*unstructured.Unstructured, image string) error {
-	controller, proxy, err := ControllerImages(objs)
-	if err != nil {
-		return err
-	}
-	if controller != image || proxy != image {
-		return fmt.Errorf("the controller runs %q and provisions proxies of %q, want %q for both", controller, proxy, image)
-	}
-	return nil
 }

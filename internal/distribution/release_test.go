@@ -152,7 +152,7 @@ func TestRelease(t *testing.T) {
 	})
 
 	t.Run("binary", func(t *testing.T) {
-		out, err := exec.Command(a.Binary, "--version").Output() //nolint:gosec // G204: the binary the release just built
+		out, err := exec.Command(a.Binary, "--version").Output()
 		if err != nil {
 			t.Fatal(err)
 		}
