@@ -25,6 +25,11 @@ PROTOC ?= protoc
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# The helm CLI (`make helm`) for packaging and linting the chart, and for the
+# e2e tests that install it. HELM is exported so that tests find it.
+HELM_VERSION ?= v3.22.0
+HELM_VERSIONED ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+export HELM ?= $(LOCALBIN)/helm
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
@@ -168,6 +173,11 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/ if missing (built from Go modules).
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: helm
+helm: $(HELM_VERSIONED) ## Install the helm CLI into bin/ if missing (built from helm.sh/helm/v3).
+$(HELM_VERSIONED): | $(LOCALBIN)
+	$(call go-install-tool,$(HELM_VERSIONED),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/ if missing.

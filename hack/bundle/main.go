@@ -19,9 +19,13 @@ limitations under the License.
 // kustomize tree in config/, then validates the bundle (operator-framework's
 // validators and Coxswain's policy: any finding fails). With -check it
 // writes nothing and fails when the checked-in output is stale or does not
-// validate (`make verify-distribution`).
+// validate (`make verify-distribution`). With -output-dir it writes (or
+// checks) only the bundle, as DIR/bundle and DIR/bundle.Dockerfile, and
+// leaves bundle/ and the chart alone; -replaces sets the CSV's
+// spec.replaces (`make release` builds its bundle this way).
 //
 //	go run ./hack/bundle -kustomize bin/kustomize -version 0.1.0 -image coxswain:v0.1.0
+//	go run ./hack/bundle -output-dir /tmp/b -version 0.2.0 -replaces 0.1.0
 package main
 
 import (
@@ -47,6 +51,7 @@ func run() error {
 		kustomize = flag.String("kustomize", "bin/kustomize", "kustomize binary.")
 		opts      = distribution.DefaultGenerateOptions("")
 		channels  string
+		outputDir string
 		check     bool
 	)
 	flag.StringVar(&opts.Bundle.Version, "version", distribution.DefaultBundleVersion, "Bundle (CSV) version, semver without v.")
@@ -54,7 +59,9 @@ func run() error {
 	flag.StringVar(&opts.Bundle.Package, "package", "coxswain", "OLM package name.")
 	flag.StringVar(&channels, "channels", strings.Join(opts.Bundle.Channels, ","), "Comma-separated OLM channels.")
 	flag.StringVar(&opts.Bundle.DefaultChannel, "default-channel", opts.Bundle.DefaultChannel, "Default OLM channel.")
-	flag.BoolVar(&check, "check", false, "Write nothing; fail if bundle/, bundle.Dockerfile or the chart's generated files are stale.")
+	flag.StringVar(&opts.Bundle.Replaces, "replaces", "", "Version (semver without v) the bundle upgrades: the CSV's spec.replaces. Default: none.")
+	flag.StringVar(&outputDir, "output-dir", "", "Write only the bundle, as DIR/bundle and DIR/bundle.Dockerfile, instead of bundle/ and the chart.")
+	flag.BoolVar(&check, "check", false, "Write nothing; fail if bundle/, bundle.Dockerfile or the chart's generated files (or, with -output-dir, DIR's bundle) are stale.")
 	flag.Parse()
 	opts.Bundle.Channels = strings.Split(channels, ",")
 	if opts.Bundle.Image == "" {
@@ -69,6 +76,9 @@ func run() error {
 	out, err := distribution.Generate(*root, opts)
 	if err != nil {
 		return err
+	}
+	if outputDir != "" {
+		return bundleOnly(out, outputDir, check)
 	}
 	if check {
 		diffs, err := out.Diff(*root)
@@ -91,16 +101,37 @@ func run() error {
 	return validate(*root)
 }
 
+// bundleOnly writes (or with check, compares) the bundle alone under dir,
+// then validates it.
+func bundleOnly(out *distribution.Output, dir string, check bool) error {
+	if check {
+		diffs, err := out.DiffBundle(dir)
+		if err != nil {
+			return err
+		}
+		if len(diffs) > 0 {
+			return fmt.Errorf("the bundle in %s is stale:\n  %s", dir, strings.Join(diffs, "\n  "))
+		}
+	} else {
+		if err := out.WriteBundle(dir); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %s (%s)\n", filepath.Join(dir, distribution.BundleDir), out.Bundle.CSV.Name)
+	}
+	return validate(dir)
+}
+
 // validate runs the bundle validators on the bundle/ under root, as
 // `operator-sdk bundle validate` would: any error or warning fails.
 func validate(root string) error {
-	f, err := distribution.ValidateBundleDir(filepath.Join(root, distribution.BundleDir))
+	dir := filepath.Join(root, distribution.BundleDir)
+	f, err := distribution.ValidateBundleDir(dir)
 	if err != nil {
 		return err
 	}
 	if !f.Empty() {
-		return fmt.Errorf("bundle/ does not validate:\n%s", f)
+		return fmt.Errorf("%s does not validate:\n%s", dir, f)
 	}
-	fmt.Println("bundle/ passes the operator-framework validators and Coxswain's policy")
+	fmt.Printf("%s passes the operator-framework validators and Coxswain's policy\n", dir)
 	return nil
 }

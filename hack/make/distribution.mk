@@ -28,14 +28,29 @@ bundle-build: ## Build the bundle image (needs a container engine).
 	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: helm-package
-helm-package: ## Package charts/coxswain into dist/ (needs the helm CLI).
+helm-package: helm ## Package charts/coxswain into dist/ with bin/helm.
 	mkdir -p dist
-	helm package charts/coxswain -d dist
+	$(HELM) package charts/coxswain -d dist
 
 .PHONY: bundle-push
 bundle-push: ## Push the bundle image.
 	docker push $(BUNDLE_IMG)
 
+##@ Release
+
+# The image repository a release runs (<IMAGE_REPO>:v<VERSION>).
+IMAGE_REPO ?= ghcr.io/coxswain-go/coxswain
+# VERSION always has a default (git describe) for everyday builds; a release
+# takes it only when given on the command line or in the environment, so a
+# forgotten VERSION is refused rather than released as a describe string.
+RELEASE_VERSION = $(if $(filter command line environment environment override override,$(origin VERSION)),$(VERSION),)
+
+.PHONY: release
+release: manifests kustomize helm ## Write dist/release/vVERSION/: install.yaml, the linted chart .tgz, the OLM bundle (replaces the last release in hack/release/releases.txt) and the binary. make release VERSION=x.y.z
+	go run ./hack/release -version "$(RELEASE_VERSION)" -image-repo "$(IMAGE_REPO)" -commit "$(COMMIT)" \
+		-kustomize "$(KUSTOMIZE)" -helm "$(HELM)" -out dist/release
+
 # `make test` also checks dist/install.yaml (internal/distribution applies it
-# to envtest), so render it first.
-test: build-installer bundle
+# to envtest), so render it first; the release test packages the chart with
+# the real helm CLI (exported as HELM), so build it first too.
+test: build-installer bundle helm

@@ -71,9 +71,12 @@ var SupportedBundleKinds = map[string]bool{
 
 // BundleOptions parameterise the bundle.
 type BundleOptions struct {
-	Package        string // package name, e.g. "coxswain"
-	Version        string // semver without "v", e.g. "0.1.0"
-	Image          string // controller image
+	Package string // package name, e.g. "coxswain"
+	Version string // semver without "v", e.g. "0.1.0"
+	Image   string // controller image
+	// Replaces is the version (semver without "v") of the release this
+	// bundle upgrades, written as the CSV's spec.replaces; empty for none.
+	Replaces       string
 	Channels       []string
 	DefaultChannel string
 	// Icon is an SVG image (config/manifests/bases/icon.svg).
@@ -92,7 +95,24 @@ func (o BundleOptions) semver() (semver.Version, error) {
 	if !slices.Contains(o.Channels, o.DefaultChannel) {
 		return v, fmt.Errorf("default channel %q is not one of the channels %v", o.DefaultChannel, o.Channels)
 	}
+	if o.Replaces != "" {
+		prev, err := semver.Parse(o.Replaces)
+		if err != nil {
+			return v, fmt.Errorf("replaced version %q: %w", o.Replaces, err)
+		}
+		// OLM upgrades along replaces; one that points at the same or a
+		// newer version would be a loop or a downgrade.
+		if !prev.LT(v) {
+			return v, fmt.Errorf("bundle %s cannot replace %s: it must be older", v, prev)
+		}
+	}
 	return v, nil
+}
+
+// CSVName is the name OLM knows a version of the package by:
+// <package>.v<version>, e.g. coxswain.v0.1.0.
+func CSVName(pkg, version string) string {
+	return pkg + ".v" + version
 }
 
 // annotations are the bundle's metadata/annotations.yaml.

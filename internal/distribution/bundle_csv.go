@@ -34,9 +34,12 @@ import (
 func newCSV(base *v1alpha1.ClusterServiceVersion, opts BundleOptions, v semver.Version) *v1alpha1.ClusterServiceVersion {
 	csv := base.DeepCopy()
 	csv.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ClusterServiceVersion"}
-	csv.Name = fmt.Sprintf("%s.v%s", opts.Package, v)
+	csv.Name = CSVName(opts.Package, v.String())
 	csv.Namespace = ""
 	csv.Spec.Version = version.OperatorVersion{Version: v}
+	if opts.Replaces != "" {
+		csv.Spec.Replaces = CSVName(opts.Package, opts.Replaces)
+	}
 	if csv.Annotations == nil {
 		csv.Annotations = map[string]string{}
 	}

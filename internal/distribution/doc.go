@@ -21,8 +21,9 @@ limitations under the License.
 // Deployment cannot drift between install paths; the tests in this package
 // prove it against a real apiserver.
 //
-// hack/bundle is the command line (`make bundle`, `make chart`); the tests
-// re-run the same generation and fail when the checked-in output is stale.
+// hack/bundle is the command line (`make bundle`, `make chart`) and
+// hack/release that of `make release`; the tests re-run the same generation
+// and fail when the checked-in output is stale.
 //
 // What lives where:
 //   - generate.go: Generate, the whole run (kustomize, bundle, chart), and
@@ -42,4 +43,9 @@ limitations under the License.
 //   - validate.go: the operator-framework validators a bundle must pass;
 //     policy.go: Coxswain's own rules among them.
 //   - chart.go: the chart's generated files, rendering and linting it.
+//   - releases.go: the release record (hack/release/releases.txt) and the
+//     version checks of a new release; release.go: BuildRelease, the whole
+//     `make release` run, with its steps in release_install.go
+//     (install.yaml), release_chart.go (the stamped, linted, packaged chart)
+//     and release_binary.go (the version-stamped binary).
 package distribution

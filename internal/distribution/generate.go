@@ -108,36 +108,54 @@ var (
 	chartOwned  = []string{ChartCRDDir, ChartFilesDir}
 )
 
-// Write writes the output under root.
+// Write writes the output under root: the bundle and the chart's
+// generated files.
 func (o *Output) Write(root string) error {
-	if err := WriteTree(filepath.Join(root, BundleDir), o.BundleFiles, bundleOwned); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(root, BundleDockerfile), o.Dockerfile, 0o644); err != nil { //nolint:gosec // G306: a file of the repository, world-readable like every other
+	if err := o.WriteBundle(root); err != nil {
 		return err
 	}
 	return WriteTree(filepath.Join(root, ChartDir), o.ChartFiles, chartOwned)
 }
 
+// WriteBundle writes only the bundle, as dir/bundle and
+// dir/bundle.Dockerfile (a release directory, or the repository root).
+func (o *Output) WriteBundle(dir string) error {
+	if err := WriteTree(filepath.Join(dir, BundleDir), o.BundleFiles, bundleOwned); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, BundleDockerfile), o.Dockerfile, 0o644) //nolint:gosec // G306: a file of the repository, world-readable like every other
+}
+
 // Diff lists how the files under root differ from the output; empty means
 // up to date.
 func (o *Output) Diff(root string) ([]string, error) {
-	var diffs []string
-	d, err := DiffTree(filepath.Join(root, BundleDir), o.BundleFiles, bundleOwned)
+	diffs, err := o.DiffBundle(root)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range d {
-		diffs = append(diffs, BundleDir+": "+s)
-	}
-	d, err = DiffTree(filepath.Join(root, ChartDir), o.ChartFiles, chartOwned)
+	d, err := DiffTree(filepath.Join(root, ChartDir), o.ChartFiles, chartOwned)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range d {
 		diffs = append(diffs, ChartDir+": "+s)
 	}
-	d, err = DiffTree(root, map[string][]byte{BundleDockerfile: o.Dockerfile}, nil)
+	sort.Strings(diffs)
+	return diffs, nil
+}
+
+// DiffBundle lists how dir/bundle and dir/bundle.Dockerfile differ from
+// the output's bundle; empty means up to date.
+func (o *Output) DiffBundle(dir string) ([]string, error) {
+	var diffs []string
+	d, err := DiffTree(filepath.Join(dir, BundleDir), o.BundleFiles, bundleOwned)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range d {
+		diffs = append(diffs, BundleDir+": "+s)
+	}
+	d, err = DiffTree(dir, map[string][]byte{BundleDockerfile: o.Dockerfile}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,16 @@ var (
 	Commit  = "unknown"
 )
 
+// pkgPath is this package's import path, which the linker's -X flag names.
+const pkgPath = "github.com/coxswain-go/coxswain/internal/version"
+
+// LinkerFlags are the -ldflags arguments that stamp version and commit
+// into a binary (`make release` builds with them; the Makefile's
+// GO_LDFLAGS spells out the same two).
+func LinkerFlags(version, commit string) []string {
+	return []string{"-X", pkgPath + ".Version=" + version, "-X", pkgPath + ".Commit=" + commit}
+}
+
 func init() {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {

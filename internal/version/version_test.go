@@ -17,6 +17,7 @@ limitations under the License.
 package version
 
 import (
+	"reflect"
 	"runtime/debug"
 	"testing"
 )
@@ -41,5 +42,19 @@ func TestFromBuildInfo(t *testing.T) {
 				t.Errorf("got %s %s, want %s %s", v, c, tt.wantVersion, tt.wantCommit)
 			}
 		})
+	}
+}
+
+type marker struct{}
+
+// TestLinkerFlagsNameThisPackage: -X with a wrong path links silently and
+// stamps nothing, so the path LinkerFlags names must be this package's.
+func TestLinkerFlagsNameThisPackage(t *testing.T) {
+	if got := reflect.TypeFor[marker]().PkgPath(); got != pkgPath {
+		t.Fatalf("pkgPath is %q, the package is %q", pkgPath, got)
+	}
+	want := []string{"-X", pkgPath + ".Version=1.2.3", "-X", pkgPath + ".Commit=abc"}
+	if got := LinkerFlags("1.2.3", "abc"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("LinkerFlags = %q, want %q", got, want)
 	}
 }
