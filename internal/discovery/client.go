@@ -63,8 +63,10 @@ type Degradable interface {
 	Degraded(note string)
 }
 
-// ErrWireVersion means the controller speaks another wire version; the
-// client stops for good.
+// ErrWireVersion means the controller speaks another wire version. The
+// client does not stop: it keeps serving its last good snapshot, reports
+// itself degraded and asks again every WireMismatchRetry, because the
+// mismatch ends when either side is upgraded or rolled back.
 var ErrWireVersion = errors.New("discovery: " + WireMismatchMessage)
 
 // ClientOptions configures a proxy's discovery client.
@@ -88,6 +90,9 @@ type ClientOptions struct {
 	Applier Applier
 	// Readiness is told when the proxy has a snapshot (optional).
 	Readiness Readiness
+	// WireMismatchRetry is how often a client the controller refused for
+	// its wire version asks again (default 30s).
+	WireMismatchRetry time.Duration
 	// Registerer receives the coxswain_proxy_discovery_* metrics (optional).
 	Registerer prometheus.Registerer
 	Log        logr.Logger
@@ -136,6 +141,9 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	}
 	if opts.TokenPath == "" || opts.TrustBundlePath == "" || opts.BootstrapEndpoint == "" {
 		return nil, errors.New("discovery client needs a token path, a trust bundle path and a bootstrap endpoint")
+	}
+	if opts.WireMismatchRetry <= 0 {
+		opts.WireMismatchRetry = 30 * time.Second
 	}
 	c := &Client{opts: opts, log: opts.Log, portsChanged: make(chan struct{}, 1)}
 	for _, e := range opts.Endpoints {
@@ -215,10 +223,15 @@ func (c *Client) setReadiness(connected bool, note string) {
 	c.connected = connected
 	c.mu.Unlock()
 	c.metrics.connected.Set(b2f(connected))
+	if connected {
+		c.metrics.wireMismatch.Set(0) // the controller accepted this wire version
+	}
 	if r == nil {
 		return
 	}
 	switch {
+	case !has && note != "":
+		r.NotReady("waiting for the first routing snapshot from discovery: " + note)
 	case !has:
 		r.NotReady("waiting for the first routing snapshot from discovery")
 	case connected:

@@ -30,6 +30,7 @@ type clientMetrics struct {
 	reconnects        prometheus.Counter
 	bootstrapFailures prometheus.Counter
 	svidExpiry        prometheus.Gauge
+	wireMismatch      prometheus.Gauge
 }
 
 func newClientMetrics() *clientMetrics {
@@ -58,11 +59,15 @@ func newClientMetrics() *clientMetrics {
 			Name: "coxswain_proxy_discovery_svid_expiry_seconds",
 			Help: "Unix time at which the current SVID expires.",
 		}),
+		wireMismatch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "coxswain_proxy_discovery_wire_version_mismatch",
+			Help: "1 while the controller speaks another discovery wire version: the proxy serves its last good snapshot until one of them is upgraded or rolled back.",
+		}),
 	}
 }
 
 func (m *clientMetrics) register(r prometheus.Registerer) error {
-	for _, col := range []prometheus.Collector{m.connected, m.applied, m.nacks, m.reconnects, m.bootstrapFailures, m.svidExpiry} {
+	for _, col := range []prometheus.Collector{m.connected, m.applied, m.nacks, m.reconnects, m.bootstrapFailures, m.svidExpiry, m.wireMismatch} {
 		if err := r.Register(col); err != nil {
 			return fmt.Errorf("registering the discovery client metrics: %w", err)
 		}

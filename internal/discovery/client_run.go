@@ -27,8 +27,9 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Run bootstraps and streams until ctx ends (nil) or the controller speaks
-// another wire version (ErrWireVersion).
+// Run bootstraps and streams until ctx ends. It never gives up: while the
+// controller speaks another wire version it keeps the last good snapshot
+// in force, degraded, and asks again every WireMismatchRetry.
 func (c *Client) Run(ctx context.Context) error {
 	c.setReadiness(false, "")
 	bo := &backoff{}
@@ -41,7 +42,10 @@ func (c *Client) Run(ctx context.Context) error {
 		if needBootstrap {
 			if err := c.doBootstrap(ctx); err != nil {
 				if errors.Is(err, ErrWireVersion) {
-					return err
+					if !c.waitOutWireMismatch(ctx, err) {
+						break
+					}
+					continue
 				}
 				c.log.Error(err, "bootstrap failed")
 				c.metrics.bootstrapFailures.Inc()
@@ -72,8 +76,10 @@ func (c *Client) Run(ctx context.Context) error {
 		var wait time.Duration
 		switch {
 		case errors.Is(err, ErrWireVersion):
-			c.log.Error(err, "stopping: the controller speaks another wire version")
-			return err
+			if !c.waitOutWireMismatch(ctx, err) {
+				return nil
+			}
+			continue
 		case isNotLeader(err):
 			next++ // try the next endpoint; the Service converges on the leader
 			wait = bo.notLeader()
@@ -92,6 +98,17 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitOutWireMismatch reports a wire version mismatch (the proxy stays
+// ready and degraded if it has a snapshot, else not ready, with the reason
+// on /readyz) and waits WireMismatchRetry; false when ctx ended.
+func (c *Client) waitOutWireMismatch(ctx context.Context, err error) bool {
+	c.metrics.wireMismatch.Set(1)
+	c.setReadiness(false, err.Error())
+	c.log.Error(err, "the controller speaks another discovery wire version; serving the last good snapshot until this proxy or the controller is upgraded or rolled back",
+		"retryIn", c.opts.WireMismatchRetry.String())
+	return sleep(ctx, c.opts.WireMismatchRetry)
 }
 
 func errString(err error) string {

@@ -18,12 +18,12 @@ package discovery_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -235,6 +235,13 @@ type proxyFixture struct {
 // only a token file, a trust bundle file and the endpoints.
 func startProxyClient(t *testing.T, p *pki, bootstrapAddr, sa string, scope snapshot.Scope, endpoints ...string) *proxyFixture {
 	t.Helper()
+	return startProxyClientWith(t, p, bootstrapAddr, sa, scope, nil, endpoints...)
+}
+
+// startProxyClientWith is startProxyClient with configure applied to the
+// client's options first.
+func startProxyClientWith(t *testing.T, p *pki, bootstrapAddr, sa string, scope snapshot.Scope, configure func(*discovery.ClientOptions), endpoints ...string) *proxyFixture {
+	t.Helper()
 	ns := installNS
 	if scope.Kind == snapshot.ScopeGateway {
 		ns = scope.Namespace
@@ -252,7 +259,7 @@ func startProxyClient(t *testing.T, p *pki, bootstrapAddr, sa string, scope snap
 		eps = append(eps, "https://"+e)
 	}
 	f := &proxyFixture{applier: &testApplier{failPort: 6666}, readiness: &degradableReadiness{Readiness: proxy.NewReadiness("starting")}, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
-	c, err := discovery.NewClient(discovery.ClientOptions{
+	opts := discovery.ClientOptions{
 		Endpoints:         eps,
 		BootstrapEndpoint: "https://" + bootstrapAddr,
 		TokenPath:         tokenPath,
@@ -264,7 +271,11 @@ func startProxyClient(t *testing.T, p *pki, bootstrapAddr, sa string, scope snap
 		Readiness:         f.readiness,
 		Registerer:        f.reg,
 		Log:               testr.New(t),
-	})
+	}
+	if configure != nil {
+		configure(&opts)
+	}
+	c, err := discovery.NewClient(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,24 +370,86 @@ func TestClientEndToEnd(t *testing.T) {
 	})
 }
 
-func TestClientStopsOnWireVersionMismatch(t *testing.T) {
+// speaksWire makes a test server speak wire version v (a controller of
+// another release).
+func speaksWire(v uint32) func(*discovery.Server) {
+	return func(s *discovery.Server) { discovery.SetWireVersionForTest(s, v) }
+}
+
+// TestClientServesThroughWireVersionMismatch: the controller is upgraded
+// to a release that speaks another wire version. The proxy keeps its last
+// good snapshot in force and stays ready (degraded, saying why), asks
+// again every WireMismatchRetry, and takes snapshots again once the
+// controller is rolled back.
+func TestClientServesThroughWireVersionMismatch(t *testing.T) {
 	apiserver(t)
 	p := newPKI(t)
 	bootstrapAddr, _ := startBootstrap(t, p, 0)
-	srv := startServer(t, p, true, "")
-	discovery.SetWireVersionForTest(srv.Server, discovery.WireVersion+1)
-	f := startProxyClient(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared, srv.addr)
+	old := startServer(t, p, true, "")
+	v1 := snap(shared, "gw", 1, []int32{18097}, "10.0.0.1")
+	old.publish(t, v1)
+	f := startProxyClientWith(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared,
+		func(o *discovery.ClientOptions) { o.WireMismatchRetry = 200 * time.Millisecond }, old.addr)
+	eventually(t, "v1 applied and ready", func() bool {
+		return f.applier.current(t) == mustVersion(t, v1) && f.readiness.Reason() == ""
+	})
+
+	old.stop()
+	newer := startServer(t, p, true, old.addr, speaksWire(discovery.WireVersion+1))
+	eventually(t, "refused twice (the client keeps asking)", func() bool {
+		return metric(t, newer.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}) >= 2
+	})
 	select {
 	case err := <-f.done:
-		if !errors.Is(err, discovery.ErrWireVersion) {
-			t.Fatalf("Run returned %v, want ErrWireVersion", err)
-		}
-		f.done <- err // for the cleanup
-	case <-time.After(waitFor):
-		t.Fatal("the client kept retrying after a wire version mismatch")
+		f.done <- err
+		t.Fatalf("Run returned %v on a wire version mismatch; it must keep serving", err)
+	default:
 	}
-	if got := metric(t, srv.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}); got != 1 {
-		t.Fatalf("the client dialled %v times, want exactly 1", got)
+	if r := f.readiness.Reason(); r != "" {
+		t.Fatalf("not ready during the mismatch (%q): its endpoints would be removed and traffic lost", r)
+	}
+	if note := f.readiness.Note(); !strings.Contains(note, discovery.WireMismatchMessage) {
+		t.Fatalf("degraded note %q does not name the wire version mismatch", note)
+	}
+	if f.applier.current(t) != mustVersion(t, v1) {
+		t.Fatal("the last good snapshot was not kept")
+	}
+	if got := metric(t, f.reg, "coxswain_proxy_discovery_wire_version_mismatch", nil); got != 1 {
+		t.Fatalf("coxswain_proxy_discovery_wire_version_mismatch = %v, want 1", got)
+	}
+
+	newer.stop()
+	back := startServer(t, p, true, old.addr)
+	v2 := snap(shared, "gw", 2, []int32{18097}, "10.0.0.2")
+	back.publish(t, v2)
+	eventually(t, "v2 applied after the rollback", func() bool { return f.applier.current(t) == mustVersion(t, v2) })
+	eventually(t, "no longer degraded", func() bool { return f.readiness.Note() == "" && f.readiness.Reason() == "" })
+	if got := metric(t, f.reg, "coxswain_proxy_discovery_wire_version_mismatch", nil); got != 0 {
+		t.Fatalf("coxswain_proxy_discovery_wire_version_mismatch = %v after the rollback, want 0", got)
+	}
+}
+
+// TestClientWithoutSnapshotWaitsOutWireVersionMismatch: a new proxy that
+// has never had a snapshot stays not ready, with the mismatch as its
+// reason, and keeps asking instead of exiting into a crash loop.
+func TestClientWithoutSnapshotWaitsOutWireVersionMismatch(t *testing.T) {
+	apiserver(t)
+	p := newPKI(t)
+	bootstrapAddr, _ := startBootstrap(t, p, 0)
+	srv := startServer(t, p, true, "", speaksWire(discovery.WireVersion+1))
+	f := startProxyClientWith(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared,
+		func(o *discovery.ClientOptions) { o.WireMismatchRetry = 200 * time.Millisecond }, srv.addr)
+	eventually(t, "refused twice", func() bool {
+		return metric(t, srv.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}) >= 2
+	})
+	select {
+	case err := <-f.done:
+		f.done <- err
+		t.Fatalf("Run returned %v; it must keep asking", err)
+	default:
+	}
+	if r := f.readiness.Reason(); !strings.Contains(r, discovery.WireMismatchMessage) {
+		t.Fatalf("readiness reason %q does not name the wire version mismatch", r)
 	}
 }
 

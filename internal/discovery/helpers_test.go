@@ -170,7 +170,7 @@ func testAuthorizer() *discovery.Authorizer {
 	}
 }
 
-func startServer(t *testing.T, p *pki, leader bool, addr string) *testServer {
+func startServer(t *testing.T, p *pki, leader bool, addr string, configure ...func(*discovery.Server)) *testServer {
 	t.Helper()
 	ts := &testServer{reg: prometheus.NewRegistry(), done: make(chan error, 1)}
 	ts.leader.Store(leader)
@@ -188,6 +188,9 @@ func startServer(t *testing.T, p *pki, leader bool, addr string) *testServer {
 		t.Fatal(err)
 	}
 	ts.Server = srv
+	for _, f := range configure {
+		f(srv)
+	}
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
