@@ -88,7 +88,7 @@ lint: golangci-lint ## Run golangci-lint (.golangci.yml): gofmt/goimports, govet
 .PHONY: test
 test: manifests generate fmt vet envtest kustomize ## Regenerate, then run unit and envtest (real kube-apiserver + etcd) tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" \
-		go test ./... -count=1 -timeout 20m $(TEST_ARGS)
+		go test ./... -count=1 -timeout 40m $(TEST_ARGS)
 
 .PHONY: bench-propagation
 bench-propagation: envtest kustomize ## Route change → proxy serving it (controller + proxy binaries on envtest): p50/p99 over 1000 HTTPRoutes, back to back and spaced 25 ms.
