@@ -20,6 +20,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -75,17 +76,6 @@ func Diff(want, got string) string {
 	for i := first; i < min(first+2*context, len(g)); i++ {
 		b.WriteString("+ " + g[i] + "\n")
 	}
-	b.WriteString("(golden " + itoa(len(w)) + " lines, output " + itoa(len(g)) + " lines; first difference at line " + itoa(first+1) + ")")
+	b.WriteString("(golden " + strconv.Itoa(len(w)) + " lines, output " + strconv.Itoa(len(g)) + " lines; first difference at line " + strconv.Itoa(first+1) + ")")
 	return b.String()
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
 }

@@ -19,6 +19,7 @@ package testkit
 import (
 	"bytes"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -37,7 +38,7 @@ func FreePort(t testing.TB) int {
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	return net.JoinHostPort("127.0.0.1", itoa(FreePort(t)))
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (a process's
