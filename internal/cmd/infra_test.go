@@ -46,7 +46,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/infra/relay"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func writeKubeconfig(t *testing.T, cfg *rest.Config, path string) {
@@ -90,7 +90,7 @@ func writeServerCert(t *testing.T, dir string) (certFile, keyFile string) {
 // TestInfraCommands drives the infra commands end to end against envtest:
 // project setup / rotate-ca / teardown, serve infra-prober and serve relay.
 func TestInfraCommands(t *testing.T) {
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		t.Fatal(err)
 	}

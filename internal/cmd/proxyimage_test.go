@@ -29,7 +29,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/distribution"
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The install paths set the variable internal/distribution names.
@@ -62,7 +62,7 @@ func TestProxyImageFlagDefaultsFromEnvironment(t *testing.T) {
 // TestResolveProxyImage runs the resolution against a real apiserver
 // holding the controller's Pod.
 func TestResolveProxyImage(t *testing.T) {
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The envtest apiserver (real TokenRequest and TokenReview) starts once, on
@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 func apiserver(t *testing.T) {
 	t.Helper()
 	envOnce.Do(func() {
-		env, envErr = testenv.Environment()
+		env, envErr = testkit.NewEnvironment()
 		if envErr != nil {
 			return
 		}

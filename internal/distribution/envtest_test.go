@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // One kube-apiserver for the package, started by the first test that needs
@@ -64,12 +64,12 @@ func TestMain(m *testing.M) {
 func apiserver(t *testing.T) client.Client {
 	t.Helper()
 	apiOnce.Do(func() {
-		env, err := testenv.Environment()
+		env, err := testkit.NewEnvironment()
 		if err != nil {
 			apiErr = err
 			return
 		}
-		gwapi, err := testenv.GatewayAPICRDDir()
+		gwapi, err := testkit.GatewayAPICRDDir()
 		if err != nil {
 			apiErr = err
 			return

@@ -38,7 +38,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const waitFor = 20 * time.Second
@@ -62,7 +62,7 @@ func TestMain(m *testing.M) {
 func apiserver(t *testing.T) {
 	t.Helper()
 	envOnce.Do(func() {
-		env, envErr = testenv.Environment()
+		env, envErr = testkit.NewEnvironment()
 		if envErr != nil {
 			return
 		}

@@ -45,7 +45,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var (
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -299,11 +299,11 @@ func TestProberBoundsConcurrency(t *testing.T) {
 // cannot change spec or delete.
 func TestProberIdentityRBAC(t *testing.T) {
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := testenv.DecodeObjects(raw)
+	objs, err := testkit.DecodeObjects(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // buildBinary compiles cmd/coxswain into a temporary directory.
@@ -52,7 +52,7 @@ func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "coxswain")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/coxswain")
-	cmd.Dir = testenv.RepoRoot()
+	cmd.Dir = testkit.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -148,7 +148,7 @@ func eventually(t testing.TB, timeout time.Duration, f func() string) {
 // kubeconfig for an admin user, as a binary under test would get.
 func startEnvtest(t testing.TB) (*rest.Config, string) {
 	t.Helper()
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // proxyProcess is a running `coxswain serve proxy --snapshot-file`.
@@ -68,7 +68,7 @@ func coxswainBinary(t testing.TB) string {
 		}
 		binPath = filepath.Join(dir, "coxswain")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/coxswain")
-		cmd.Dir = testenv.RepoRoot()
+		cmd.Dir = testkit.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}

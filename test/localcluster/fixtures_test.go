@@ -40,7 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const (
@@ -59,7 +59,7 @@ func echoBasic(t *testing.T) string {
 	}
 	bin := filepath.Join(t.TempDir(), "echo-basic")
 	cmd := exec.Command("go", "build", "-o", bin, "sigs.k8s.io/gateway-api/conformance/echo-basic")
-	cmd.Dir = filepath.Join(testenv.RepoRoot(), "test", "localcluster", "echobasic")
+	cmd.Dir = filepath.Join(testkit.RepoRoot(), "test", "localcluster", "echobasic")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building echo-basic: %v\n%s", err, out)
 	}

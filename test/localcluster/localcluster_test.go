@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 	"github.com/coxswain-go/coxswain/test/localcluster/kubelet"
 	"github.com/coxswain-go/coxswain/test/localcluster/network"
@@ -61,7 +61,7 @@ func TestLocalCluster(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
 	}
-	assets, err := testenv.AssetsDir()
+	assets, err := testkit.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}

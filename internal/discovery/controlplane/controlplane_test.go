@@ -45,7 +45,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const ns = "coxswain-system"
@@ -187,7 +187,7 @@ type controlPlane struct {
 // them.
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,11 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/discovery/leaderlabel"
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var (
@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = infrav1alpha1.AddToScheme(scheme)
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -86,11 +86,11 @@ func TestMain(m *testing.M) {
 // one to a test user; the tool runs as that user.
 func bindLifecycle(cfg *rest.Config, scheme *runtime.Scheme) error {
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
 	if err != nil {
 		return err
 	}
-	objs, err := testenv.DecodeObjects(raw)
+	objs, err := testkit.DecodeObjects(raw)
 	if err != nil {
 		return err
 	}

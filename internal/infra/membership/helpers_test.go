@@ -48,7 +48,7 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var (
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)
 	}
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -50,7 +50,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/infra/membership"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var (
@@ -61,7 +61,7 @@ var (
 func TestMain(m *testing.M) {
 	scheme := runtime.NewScheme()
 	_ = infrav1alpha1.AddToScheme(scheme)
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -40,7 +40,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	env, err := testenv.Environment()
+	env, err := testkit.NewEnvironment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
