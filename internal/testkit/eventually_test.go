@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package testkit
 
 import (
@@ -36,7 +37,9 @@ func TestEventuallyWithinReturnsOnceTheConditionHolds(t *testing.T) {
 }
 
 func TestEventuallyWithinFailsNamingWhatAndTheBound(t *testing.T) {
-	r := record(t, func(tb testing.TB) { EventuallyWithin(tb, 30*time.Millisecond, "the impossible", func() bool { return false }) })
+	r := record(t, func(tb testing.TB) {
+		EventuallyWithin(tb, 30*time.Millisecond, "the impossible", func() bool { return false })
+	})
 	if !r.failed || !strings.Contains(r.message(), "waiting for the impossible") || !strings.Contains(r.message(), "30ms") {
 		t.Fatalf("failure = %s", r.message())
 	}
@@ -64,7 +67,9 @@ func TestEventuallyStateFailsWithWhatAndTheLastState(t *testing.T) {
 		t.Fatalf("failure = %s, want %q", r.message(), want)
 	}
 	cond := after(2)
-	if ok := record(t, func(tb testing.TB) { EventuallyState(tb, 10*time.Second, "second call", func() (bool, string) { return cond(), "" }) }); ok.failed {
+	if ok := record(t, func(tb testing.TB) {
+		EventuallyState(tb, 10*time.Second, "second call", func() (bool, string) { return cond(), "" })
+	}); ok.failed {
 		t.Fatalf("failed although the condition came to hold: %s", ok.message())
 	}
 }
