@@ -35,6 +35,13 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// FreePortInt32 is FreePort as the int32 that snapshot and Gateway API
+// ports are.
+func FreePortInt32(t testing.TB) int32 {
+	t.Helper()
+	return int32(FreePort(t)) //nolint:gosec // G115: a TCP port is at most 65535
+}
+
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
