@@ -367,15 +367,3 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 	}
 	return true
 }
-
-// eventually polls cond every 20ms, failing after waitFor.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
