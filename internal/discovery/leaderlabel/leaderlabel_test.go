@@ -18,6 +18,7 @@ package leaderlabel_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -31,20 +32,12 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+var api testkit.Envtest
+
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
+
 func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
-	env, err := testkit.NewEnvironment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := api.Client(t)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "coxswain-system"}}); err != nil {
 		t.Fatal(err)
