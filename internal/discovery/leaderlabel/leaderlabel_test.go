@@ -68,13 +68,7 @@ func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
 	runCtx, lose := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- l.Start(runCtx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for labels()[names.LeaderLabel] != "true" {
-		if time.Now().After(deadline) {
-			t.Fatal("the leader label was never set")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.EventuallyWithin(t, 20*time.Second, "the leader label to be set", func() bool { return labels()[names.LeaderLabel] == "true" })
 	if labels()["app"] != "coxswain" {
 		t.Fatal("other labels must be kept")
 	}
