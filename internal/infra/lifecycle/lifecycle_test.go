@@ -24,7 +24,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,38 +47,28 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+// The package's envtest control plane, started before the tests with the
+// shipped Project roles installed.
 var (
+	api       testkit.Envtest
 	admin     client.Client
 	lifecycle client.Client // impersonates the lifecycle identity
 )
 
 func TestMain(m *testing.M) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = infrav1alpha1.AddToScheme(scheme)
-	env, err := testkit.NewEnvironment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	code := func() int {
+	os.Exit(api.RunStarted(m, func(cfg *rest.Config) (err error) {
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
 		if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
-		if err := bindLifecycle(cfg, scheme); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	_ = env.Stop()
-	os.Exit(code)
+		return bindLifecycle(cfg, scheme)
+	}))
 }
 
 // bindLifecycle installs the shipped Project roles and binds the lifecycle
