@@ -1,0 +1,30 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cmd
+
+import (
+	"os"
+	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
+)
+
+// The package's envtest control plane, started by the first test that
+// needs it (the proxy image resolution and the infra commands).
+var api testkit.Envtest
+
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
