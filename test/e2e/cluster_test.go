@@ -277,7 +277,7 @@ func (e *lcEnv) gateway(ns, name string) (*gwv1.Gateway, error) {
 func (e *lcEnv) waitProgrammed(t testing.TB, ns, name string, timeout time.Duration) *gwv1.Gateway {
 	t.Helper()
 	var gw *gwv1.Gateway
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		g, err := e.gateway(ns, name)
 		if err != nil {
 			return err.Error()
@@ -299,7 +299,7 @@ func (e *lcEnv) waitProgrammed(t testing.TB, ns, name string, timeout time.Durat
 // Accepted=True for its current generation.
 func (e *lcEnv) waitRouteAccepted(t testing.TB, ns, name string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		r := &gwv1.HTTPRoute{}
 		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: ns, Name: name}, r); err != nil {
 			return err.Error()
@@ -371,7 +371,7 @@ func (e *lcEnv) podNames(t testing.TB, app string) map[string]bool {
 func waitServes(t testing.TB, hc *http.Client, url, host, service string, timeout time.Duration) echoReply {
 	t.Helper()
 	var got echoReply
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		r, err := lcGet(hc, url, host)
 		if err != nil {
 			return err.Error()
