@@ -94,24 +94,6 @@ func selfSigned(t *testing.T, name string) (certPEM, keyPEM []byte, cert *x509.C
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), cert
 }
 
-// poll runs cond every 200ms until it returns true or timeout passes.
-func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s (last: %s)", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func echoDeployment() (*appsv1.Deployment, *corev1.Service) {
 	labels := map[string]string{"app": "echo"}
 	dep := &appsv1.Deployment{
