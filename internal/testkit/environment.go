@@ -68,9 +68,9 @@ func GatewayAPICRDDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
-// NewEnvironment is an envtest control plane with Coxswain's CRDs and the
+// newEnvironment is an envtest control plane with Coxswain's CRDs and the
 // Gateway API standard CRDs installed. A missing CRD path is an error.
-func NewEnvironment() (*envtest.Environment, error) {
+func newEnvironment() (*envtest.Environment, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err

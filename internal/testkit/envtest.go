@@ -75,7 +75,7 @@ func (e *Envtest) Start() (*rest.Config, error) {
 }
 
 func (e *Envtest) start() error {
-	env, err := NewEnvironment()
+	env, err := newEnvironment()
 	if err != nil {
 		return err
 	}
