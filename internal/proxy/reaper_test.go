@@ -44,14 +44,12 @@ func openFDs(t testing.TB) int {
 // waitFDs waits up to 5s for the open descriptors to fall to at most want.
 func waitFDs(t testing.TB, what string, want int) {
 	t.Helper()
-	got := 0
-	for i := 0; i < 100; i++ {
-		if got = openFDs(t); got <= want {
-			return
+	testkit.EventuallyExplained(t, waitFor, func() string {
+		if got := openFDs(t); got > want {
+			return fmt.Sprintf("%s: %d open file descriptors, want at most %d", what, got, want)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %d open file descriptors after 5s, want at most %d", what, got, want)
+		return ""
+	})
 }
 
 // poolTraffic opens n upstream connections in each of the lean client's
