@@ -90,7 +90,7 @@ func writeFile(t *testing.T, path, content string) {
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path) //nolint:gosec // G304: a file of the test's own TempDir
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
