@@ -25,6 +25,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -46,7 +47,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/infra/relay"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func writeKubeconfig(t *testing.T, cfg *rest.Config, path string) {
@@ -90,19 +91,9 @@ func writeServerCert(t *testing.T, dir string) (certFile, keyFile string) {
 // TestInfraCommands drives the infra commands end to end against envtest:
 // project setup / rotate-ca / teardown, serve infra-prober and serve relay.
 func TestInfraCommands(t *testing.T) {
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeKubeconfig(t, cfg, kubeconfig)
+	writeKubeconfig(t, api.Config(t), kubeconfig)
 	s := trusttest.Signer("cosmos-cli", "cmd")
 	keyPEM, _ := trust.MarshalSigner(s)
 	keyFile, kekFile, keysFile := filepath.Join(dir, "sign.key"), filepath.Join(dir, "kek"), filepath.Join(dir, "keys.yaml")
@@ -147,20 +138,16 @@ func TestInfraCommands(t *testing.T) {
 			"--probe-ca-file", caFile, "--metrics-bind-address", "0")
 		perr <- err
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.EventuallyExplained(t, 20*time.Second, func() string {
 		p := &infrav1alpha1.Project{}
 		if err := kc.Get(ctx, types.NamespacedName{Name: name}, p); err != nil {
 			t.Fatal(err)
 		}
-		if meta.IsStatusConditionTrue(p.Status.Conditions, infrav1alpha1.ConditionReady) {
-			break
+		if !meta.IsStatusConditionTrue(p.Status.Conditions, infrav1alpha1.ConditionReady) {
+			return fmt.Sprintf("prober did not mark the project Ready: %+v", p.Status)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prober did not mark the project Ready: %+v", p.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ""
+	})
 	pcancel()
 	select {
 	case err := <-perr:
@@ -182,17 +169,10 @@ func TestInfraCommands(t *testing.T) {
 			"--listen-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
 		rerr <- err
 	}()
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	testkit.EventuallyWithin(t, 20*time.Second, "the relay to write its snapshot", func() bool {
 		s, ok, _ := relay.LoadSnapshot(snap)
-		if ok && len(s.Projects) == 1 && s.Projects[0].Name == name {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("relay did not write its snapshot")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ok && len(s.Projects) == 1 && s.Projects[0].Name == name
+	})
 	rcancel()
 	select {
 	case err := <-rerr:

@@ -25,11 +25,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/coxswain-go/coxswain/internal/distribution"
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
 // The install paths set the variable internal/distribution names.
@@ -62,19 +60,7 @@ func TestProxyImageFlagDefaultsFromEnvironment(t *testing.T) {
 // TestResolveProxyImage runs the resolution against a real apiserver
 // holding the controller's Pod.
 func TestResolveProxyImage(t *testing.T) {
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := api.Client(t)
 	ctx := context.Background()
 	const ns = "coxswain-system"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

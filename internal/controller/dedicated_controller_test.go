@@ -45,7 +45,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provision"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const (
@@ -411,14 +411,14 @@ var _ = Describe("Dedicated proxy provisioning", Ordered, func() {
 	})
 
 	It("provisions the dedicated Gateway of config/samples", func() {
-		samplesDir := filepath.Join(testenv.RepoRoot(), "config", "samples")
+		samplesDir := filepath.Join(testkit.RepoRoot(), "config", "samples")
 		for _, file := range []string{"gateway_v1alpha1_coxswaingatewayparameters.yaml", "gateway_v1_gatewayclass.yaml", "gateway_v1_gateway.yaml"} {
 			raw, err := os.ReadFile(filepath.Join(samplesDir, file))
 			Expect(err).NotTo(HaveOccurred())
-			objs, err := testenv.DecodeObjects(raw)
+			objs, err := testkit.DecodeObjects(raw)
 			Expect(err).NotTo(HaveOccurred())
 			for _, obj := range objs {
-				Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", file, obj.GetKind(), obj.GetName())
+				Expect(testkit.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", file, obj.GetKind(), obj.GetName())
 			}
 		}
 		name := "edge-coxswain-dedicated"

@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const installNamespace = "coxswain-system"
@@ -86,10 +86,10 @@ var _ = Describe("install manifests (kustomize build config/default)", Ordered, 
 	It("passes a server-side dry run against the apiserver, persisting nothing", func() {
 		// Namespaced objects can only be admitted into an existing namespace.
 		for _, ns := range installObjectsOfKind("Namespace") {
-			Expect(testenv.ServerSideApply(ctx, k8sClient, ns)).To(Succeed())
+			Expect(testkit.ServerSideApply(ctx, k8sClient, ns)).To(Succeed())
 		}
 		for _, obj := range installObjects {
-			Expect(testenv.ServerSideApply(ctx, k8sClient, obj, client.DryRunAll)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			Expect(testkit.ServerSideApply(ctx, k8sClient, obj, client.DryRunAll)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 		}
 		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: installNamespace, Name: "coxswain-controller"}, &appsv1.Deployment{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a dry run must not create the Deployment, got %v", err)
@@ -97,7 +97,7 @@ var _ = Describe("install manifests (kustomize build config/default)", Ordered, 
 
 	It("grants the controller what it needs and the proxy nothing, once applied", func() {
 		for _, obj := range installObjects {
-			Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+			Expect(testkit.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 		}
 		gw := func(verb, resource, sub string) authorizationv1.ResourceAttributes {
 			return authorizationv1.ResourceAttributes{Group: "gateway.networking.k8s.io", Resource: resource, Subresource: sub, Verb: verb}

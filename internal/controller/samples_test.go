@@ -27,11 +27,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var _ = Describe("config/samples", func() {
-	samplesDir := filepath.Join(testenv.RepoRoot(), "config", "samples")
+	samplesDir := filepath.Join(testkit.RepoRoot(), "config", "samples")
 
 	sampleFiles := func() []string {
 		entries, err := os.ReadDir(samplesDir)
@@ -67,11 +67,11 @@ var _ = Describe("config/samples", func() {
 		for _, name := range sampleFiles() {
 			raw, err := os.ReadFile(filepath.Join(samplesDir, name))
 			Expect(err).NotTo(HaveOccurred())
-			objs, err := testenv.DecodeObjects(raw)
+			objs, err := testkit.DecodeObjects(raw)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(objs).NotTo(BeEmpty(), name)
 			for _, obj := range objs {
-				Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", name, obj.GetKind(), obj.GetName())
+				Expect(testkit.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "%s: %s %s", name, obj.GetKind(), obj.GetName())
 				kinds[obj.GetKind()] = true
 				got := obj.DeepCopy()
 				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())

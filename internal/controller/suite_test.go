@@ -29,13 +29,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
-	suite     *testenv.Suite
+	api       testkit.Envtest
 	cfg       *rest.Config
 	scheme    *runtime.Scheme
 	k8sClient client.Client
@@ -55,13 +55,14 @@ var _ = BeforeSuite(func() {
 
 	scheme = NewScheme()
 	var err error
-	suite, err = testenv.StartSuite(scheme)
+	cfg, err = api.Start()
 	Expect(err).NotTo(HaveOccurred())
-	cfg, k8sClient = suite.Config, suite.Client
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
 
-	rendered, err := testenv.Kustomize("config/default")
+	rendered, err := testkit.Kustomize("config/default")
 	Expect(err).NotTo(HaveOccurred())
-	installObjects, err = testenv.DecodeObjects(rendered)
+	installObjects, err = testkit.DecodeObjects(rendered)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(installObjects).NotTo(BeEmpty())
 
@@ -69,7 +70,7 @@ var _ = BeforeSuite(func() {
 	// validation and RBAC specs prove, so they come from the rendered install.
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ClusterRole"} {
 		for _, obj := range installObjectsOfKind(kind) {
-			Expect(testenv.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "applying %s %s", kind, obj.GetName())
+			Expect(testkit.ServerSideApply(ctx, k8sClient, obj)).To(Succeed(), "applying %s %s", kind, obj.GetName())
 		}
 	}
 })
@@ -78,7 +79,7 @@ var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	Expect(suite.Stop()).To(Succeed())
+	Expect(api.Stop()).To(Succeed())
 })
 
 func installObjectsOfKind(kind string) []*unstructured.Unstructured {

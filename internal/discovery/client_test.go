@@ -33,10 +33,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/discovery/bootstrap"
@@ -44,58 +41,23 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The envtest apiserver (real TokenRequest and TokenReview) starts once, on
 // the first test that needs it.
-var (
-	envOnce   sync.Once
-	env       *envtest.Environment
-	envErr    error
-	k8s       client.Client
-	clientset *kubernetes.Clientset
-)
+var api testkit.Envtest
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		_ = env.Stop()
-	}
-	os.Exit(code)
-}
-
-func apiserver(t *testing.T) {
-	t.Helper()
-	envOnce.Do(func() {
-		env, envErr = testenv.Environment()
-		if envErr != nil {
-			return
-		}
-		cfg, err := env.Start()
-		if err != nil {
-			envErr = err
-			env = nil
-			return
-		}
-		if k8s, envErr = client.New(cfg, client.Options{}); envErr != nil {
-			return
-		}
-		clientset, envErr = kubernetes.NewForConfig(cfg)
-	})
-	if envErr != nil {
-		t.Fatalf("envtest: %v", envErr)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
 
 // serviceAccountToken creates ns/sa (if absent) and returns a real token for
 // it with the given audience, via the TokenRequest API.
 func serviceAccountToken(t *testing.T, ns, sa, audience string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx, k8s := context.Background(), api.Client(t)
 	_ = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	_ = k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
-	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	tr, err := api.Clientset(t).CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -117,7 +79,7 @@ func startBootstrapStoppable(t *testing.T, p *pki, ttl time.Duration) (addr stri
 	b, err := bootstrap.NewServer(bootstrap.Options{
 		CA:         p.ca,
 		SVID:       p.serving,
-		Reviewer:   &identity.TokenReviewer{Client: k8s, Audience: names.TokenAudience},
+		Reviewer:   &identity.TokenReviewer{Client: api.Client(t), Audience: names.TokenAudience},
 		Authorizer: testAuthorizer(),
 		TTL:        ttl,
 		Registerer: reg,
@@ -295,7 +257,7 @@ func startProxyClientWith(t *testing.T, p *pki, bootstrapAddr, sa string, scope 
 }
 
 func TestClientEndToEnd(t *testing.T) {
-	apiserver(t)
+	api.Config(t) // the apiserver starts before the PKI and SVID clocks do
 	p := newPKI(t)
 	bootstrapAddr, bootReg := startBootstrap(t, p, 0)
 	standby := startServer(t, p, false, "")
@@ -308,8 +270,8 @@ func TestClientEndToEnd(t *testing.T) {
 	if f.readiness.Reason() == "" {
 		t.Fatal("/readyz must fail before the first snapshot")
 	}
-	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
-	eventually(t, "ready after the first snapshot", func() bool { return f.readiness.Reason() == "" })
+	testkit.EventuallyWithin(t, waitFor, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
+	testkit.EventuallyWithin(t, waitFor, "ready after the first snapshot", func() bool { return f.readiness.Reason() == "" })
 	if got := metric(t, standby.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}); got < 1 {
 		t.Fatalf("the standby was not dialled first (rejections %v)", got)
 	}
@@ -317,7 +279,7 @@ func TestClientEndToEnd(t *testing.T) {
 		t.Fatalf("bootstraps issued = %v, want 1", got)
 	}
 	// Bound ports were reported and the snapshot acked: programmed.
-	eventually(t, "Gateway programmed", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "Gateway programmed", func() bool {
 		st := leader.GatewayState("apps", "gw", 1)
 		n, ok := st.Proxies, st.Programmed()
 		return n == 1 && ok
@@ -327,7 +289,7 @@ func TestClientEndToEnd(t *testing.T) {
 	// snapshot the server answers with); the last good one stays.
 	bad := snap(shared, "gw", 2, []int32{18080, 6666}, "10.0.0.1")
 	leader.publish(t, bad)
-	eventually(t, "the server to count the Nacks", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the server to count the Nacks", func() bool {
 		return metric(t, leader.reg, "coxswain_discovery_nacks_total", map[string]string{"scope": "shared"}) == 2
 	})
 	if got := metric(t, f.reg, "coxswain_proxy_discovery_nacks_total", nil); got != 2 {
@@ -342,28 +304,28 @@ func TestClientEndToEnd(t *testing.T) {
 
 	v3 := snap(shared, "gw", 3, []int32{18080, 18081}, "10.0.0.3")
 	leader.publish(t, v3)
-	eventually(t, "v3 applied", func() bool { return f.applier.current(t) == mustVersion(t, v3) })
+	testkit.EventuallyWithin(t, waitFor, "v3 applied", func() bool { return f.applier.current(t) == mustVersion(t, v3) })
 
 	// The controller goes away: the proxy keeps its routing (never cleared)
 	// and stays ready; once a controller is back it takes new snapshots.
 	leaderAddr := leader.addr
 	leader.stop()
-	eventually(t, "the client to notice the disconnect", func() bool { return !f.client.Connected() })
+	testkit.EventuallyWithin(t, waitFor, "the client to notice the disconnect", func() bool { return !f.client.Connected() })
 	if f.applier.current(t) != mustVersion(t, v3) {
 		t.Fatal("the routing snapshot changed while disconnected")
 	}
 	if r := f.readiness.Reason(); r != "" {
 		t.Fatalf("a proxy holding a snapshot must stay ready while disconnected, got %q", r)
 	}
-	eventually(t, "a degraded note while disconnected", func() bool { return f.readiness.Note() != "" })
+	testkit.EventuallyWithin(t, waitFor, "a degraded note while disconnected", func() bool { return f.readiness.Note() != "" })
 	back := startServer(t, p, true, leaderAddr)
 	v4 := snap(shared, "gw", 4, []int32{18080}, "10.0.0.4")
 	back.publish(t, v4)
-	eventually(t, "v4 applied after the controller returned", func() bool { return f.applier.current(t) == mustVersion(t, v4) })
+	testkit.EventuallyWithin(t, waitFor, "v4 applied after the controller returned", func() bool { return f.applier.current(t) == mustVersion(t, v4) })
 	if n := f.readiness.Note(); n != "" {
 		t.Fatalf("the degraded note must clear once connected, got %q", n)
 	}
-	eventually(t, "programmed on the new leader", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "programmed on the new leader", func() bool {
 		st := back.GatewayState("apps", "gw", 4)
 		_, ok := st.Proxies, st.Programmed()
 		return ok
@@ -382,7 +344,7 @@ func speaksWire(v uint32) func(*discovery.Server) {
 // again every WireMismatchRetry, and takes snapshots again once the
 // controller is rolled back.
 func TestClientServesThroughWireVersionMismatch(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	p := newPKI(t)
 	bootstrapAddr, _ := startBootstrap(t, p, 0)
 	old := startServer(t, p, true, "")
@@ -390,13 +352,13 @@ func TestClientServesThroughWireVersionMismatch(t *testing.T) {
 	old.publish(t, v1)
 	f := startProxyClientWith(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared,
 		func(o *discovery.ClientOptions) { o.WireMismatchRetry = 200 * time.Millisecond }, old.addr)
-	eventually(t, "v1 applied and ready", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "v1 applied and ready", func() bool {
 		return f.applier.current(t) == mustVersion(t, v1) && f.readiness.Reason() == ""
 	})
 
 	old.stop()
 	newer := startServer(t, p, true, old.addr, speaksWire(discovery.WireVersion+1))
-	eventually(t, "refused twice (the client keeps asking)", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "refused twice (the client keeps asking)", func() bool {
 		return metric(t, newer.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}) >= 2
 	})
 	select {
@@ -422,8 +384,8 @@ func TestClientServesThroughWireVersionMismatch(t *testing.T) {
 	back := startServer(t, p, true, old.addr)
 	v2 := snap(shared, "gw", 2, []int32{18097}, "10.0.0.2")
 	back.publish(t, v2)
-	eventually(t, "v2 applied after the rollback", func() bool { return f.applier.current(t) == mustVersion(t, v2) })
-	eventually(t, "no longer degraded", func() bool { return f.readiness.Note() == "" && f.readiness.Reason() == "" })
+	testkit.EventuallyWithin(t, waitFor, "v2 applied after the rollback", func() bool { return f.applier.current(t) == mustVersion(t, v2) })
+	testkit.EventuallyWithin(t, waitFor, "no longer degraded", func() bool { return f.readiness.Note() == "" && f.readiness.Reason() == "" })
 	if got := metric(t, f.reg, "coxswain_proxy_discovery_wire_version_mismatch", nil); got != 0 {
 		t.Fatalf("coxswain_proxy_discovery_wire_version_mismatch = %v after the rollback, want 0", got)
 	}
@@ -433,13 +395,13 @@ func TestClientServesThroughWireVersionMismatch(t *testing.T) {
 // has never had a snapshot stays not ready, with the mismatch as its
 // reason, and keeps asking instead of exiting into a crash loop.
 func TestClientWithoutSnapshotWaitsOutWireVersionMismatch(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	p := newPKI(t)
 	bootstrapAddr, _ := startBootstrap(t, p, 0)
 	srv := startServer(t, p, true, "", speaksWire(discovery.WireVersion+1))
 	f := startProxyClientWith(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared,
 		func(o *discovery.ClientOptions) { o.WireMismatchRetry = 200 * time.Millisecond }, srv.addr)
-	eventually(t, "refused twice", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "refused twice", func() bool {
 		return metric(t, srv.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}) >= 2
 	})
 	select {
@@ -454,7 +416,7 @@ func TestClientWithoutSnapshotWaitsOutWireVersionMismatch(t *testing.T) {
 }
 
 func TestClientRebootstrapsAtHalfLife(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	p := newPKI(t)
 	// 4s SVIDs: the client renews about every 2s and reconnects, keeping
 	// its routes.
@@ -465,11 +427,11 @@ func TestClientRebootstrapsAtHalfLife(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := startProxyClient(t, p, bootstrapAddr, "web-coxswain", dedicated, srv.addr)
-	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
-	eventually(t, "a second bootstrap", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
+	testkit.EventuallyWithin(t, waitFor, "a second bootstrap", func() bool {
 		return metric(t, bootReg, "coxswain_discovery_bootstrap_total", map[string]string{"result": "issued"}) >= 2
 	})
-	eventually(t, "a full snapshot on the renewed stream", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "a full snapshot on the renewed stream", func() bool {
 		return metric(t, srv.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"}) >= 2
 	})
 	f.applier.mu.Lock()
@@ -484,7 +446,7 @@ func TestClientRebootstrapsAtHalfLife(t *testing.T) {
 }
 
 func TestClientKeepsStreamingWhenRenewalFails(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	p := newPKI(t)
 	bootstrapAddr, _, stopBootstrap := startBootstrapStoppable(t, p, 8*time.Second)
 	srv := startServer(t, p, true, "")
@@ -493,9 +455,9 @@ func TestClientKeepsStreamingWhenRenewalFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := startProxyClient(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared, srv.addr)
-	eventually(t, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
+	testkit.EventuallyWithin(t, waitFor, "v1 applied", func() bool { return f.applier.current(t) == mustVersion(t, v1) })
 	stopBootstrap()
-	eventually(t, "a failed renewal", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "a failed renewal", func() bool {
 		return metric(t, f.reg, "coxswain_proxy_discovery_bootstrap_failures_total", nil) >= 1
 	})
 	// The SVID is still valid: the client streams on with it.
@@ -503,5 +465,5 @@ func TestClientKeepsStreamingWhenRenewalFails(t *testing.T) {
 	if err := srv.Publish([]*snapshot.Snapshot{v2}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "v2 applied with the old SVID", func() bool { return f.applier.current(t) == mustVersion(t, v2) })
+	testkit.EventuallyWithin(t, waitFor, "v2 applied with the old SVID", func() bool { return f.applier.current(t) == mustVersion(t, v2) })
 }

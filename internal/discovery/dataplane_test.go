@@ -25,6 +25,7 @@ import (
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // dataPlaneLog drives a dedicated Gateway's proxy step by step and records
@@ -141,7 +142,7 @@ func TestProgrammedInSharedPool(t *testing.T) {
 	if err := st.Send(ack(m)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the shared-pool Gateway to be programmed", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the shared-pool Gateway to be programmed", func() bool {
 		st := ts.GatewayState("apps", "web", 5)
 		n, ok := st.Proxies, st.Programmed()
 		return n == 1 && ok

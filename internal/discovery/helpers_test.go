@@ -46,6 +46,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const (
@@ -194,18 +195,15 @@ func startServer(t *testing.T, p *pki, leader bool, addr string, configure ...fu
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
+	// A restarted server listens again on its old address, which the
+	// kernel may hold for a moment.
 	var lis net.Listener
-	deadline := time.Now().Add(waitFor)
-	for {
-		lis, err = net.Listen("tcp", addr)
-		if err == nil || time.Now().After(deadline) {
-			break
+	testkit.EventuallyExplained(t, waitFor, func() string {
+		if lis, err = net.Listen("tcp", addr); err != nil {
+			return err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+		return ""
+	})
 	ts.addr = lis.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	ts.cancel = cancel
@@ -369,16 +367,4 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// eventually polls cond every 20ms, failing after waitFor.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

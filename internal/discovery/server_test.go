@@ -31,6 +31,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var (
@@ -303,7 +304,7 @@ func TestFullThenDeltaThenFullAfterNack(t *testing.T) {
 		t.Fatalf("after a Nack of a full snapshot: expected a full v4 next, got full=%v version-is-v4=%v", m5.GetFull(), m5.GetVersion() == mustVersion(t, v4))
 	}
 	// Counters move after the send: wait (bounded) for them.
-	eventually(t, "2 nacks and 3 full snapshots counted", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "2 nacks and 3 full snapshots counted", func() bool {
 		return metric(t, ts.reg, "coxswain_discovery_nacks_total", map[string]string{"scope": "shared"}) == 2 &&
 			metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"}) == 3
 	})
@@ -339,7 +340,7 @@ func TestOneUnackedMessageAndCoalescing(t *testing.T) {
 	if err := st.Send(&discoveryv1.ClientMessage{Msg: &discoveryv1.ClientMessage_Ack{Ack: &discoveryv1.Ack{Version: m1.GetVersion(), Nonce: "bogus"}}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stale ack to be counted", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the stale ack to be counted", func() bool {
 		return metric(t, ts.reg, "coxswain_discovery_stale_acks_total", nil) == 1
 	})
 	if err := st.Send(ack(m1)); err != nil {
@@ -354,7 +355,7 @@ func TestOneUnackedMessageAndCoalescing(t *testing.T) {
 	}
 	// The server counts a message after sending it, so the client can see
 	// m2 before the counter moves: wait (bounded) for it.
-	eventually(t, "one full and one delta counted", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "one full and one delta counted", func() bool {
 		full := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "full"})
 		delta := metric(t, ts.reg, "coxswain_discovery_snapshots_sent_total", map[string]string{"type": "delta"})
 		return full == 1 && delta == 1
@@ -399,7 +400,7 @@ func TestOversizeSnapshotNotSent(t *testing.T) {
 	if err := st.Send(subscribe("p", shared)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the oversize snapshot to be withheld", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the oversize snapshot to be withheld", func() bool {
 		return metric(t, ts.reg, "coxswain_discovery_oversize_snapshots_total", nil) == 1
 	})
 	small := snap(shared, "gw", 2, []int32{8080}, "10.0.0.2")

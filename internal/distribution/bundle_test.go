@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // kustomizeBin is $KUSTOMIZE (set by `make test`), else bin/kustomize.
@@ -37,7 +37,7 @@ func kustomizeBin(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("KUSTOMIZE")
 	if bin == "" {
-		bin = filepath.Join(testenv.RepoRoot(), "bin", "kustomize")
+		bin = filepath.Join(testkit.RepoRoot(), "bin", "kustomize")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("kustomize not found at %s: run `make kustomize` (or `make test`): %v", bin, err)
@@ -47,7 +47,7 @@ func kustomizeBin(t *testing.T) string {
 
 func generate(t *testing.T) *Output {
 	t.Helper()
-	out, err := Generate(testenv.RepoRoot(), DefaultGenerateOptions(kustomizeBin(t)))
+	out, err := Generate(testkit.RepoRoot(), DefaultGenerateOptions(kustomizeBin(t)))
 	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}
@@ -56,7 +56,7 @@ func generate(t *testing.T) *Output {
 
 func kustomizeObjects(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := Kustomize(kustomizeBin(t), testenv.RepoRoot(), dir)
+	objs, err := Kustomize(kustomizeBin(t), testkit.RepoRoot(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func kustomizeObjects(t *testing.T, dir string) []*unstructured.Unstructured {
 
 func loadBundle(t *testing.T) (*Bundle, []byte) {
 	t.Helper()
-	b, err := LoadBundle(filepath.Join(testenv.RepoRoot(), BundleDir))
+	b, err := LoadBundle(filepath.Join(testkit.RepoRoot(), BundleDir))
 	if err != nil {
 		t.Fatalf("loading bundle/: %v", err)
 	}
-	df, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), BundleDockerfile))
+	df, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), BundleDockerfile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func loadBundle(t *testing.T) (*Bundle, []byte) {
 // was not run: bundle/, bundle.Dockerfile and the chart's generated files
 // must be exactly what the generator writes now.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	diffs, err := generate(t).Diff(testenv.RepoRoot())
+	diffs, err := generate(t).Diff(testkit.RepoRoot())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 // default, OperatorHub and good-practice validators, and Coxswain's policy)
 // on the checked-in bundle: no errors, no warnings.
 func TestBundleValidatesClean(t *testing.T) {
-	f, err := ValidateBundleDir(filepath.Join(testenv.RepoRoot(), BundleDir))
+	f, err := ValidateBundleDir(filepath.Join(testkit.RepoRoot(), BundleDir))
 	if err != nil {
 		t.Fatal(err)
 	}

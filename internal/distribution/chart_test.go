@@ -25,10 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-func chartDir() string { return filepath.Join(testenv.RepoRoot(), ChartDir) }
+func chartDir() string { return filepath.Join(testkit.RepoRoot(), ChartDir) }
 
 func renderChart(t *testing.T, values map[string]any) *RenderedChart {
 	t.Helper()

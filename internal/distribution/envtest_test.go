@@ -20,7 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,84 +32,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // One kube-apiserver for the package, started by the first test that needs
 // it. It has the Gateway API CRDs and OLM's ClusterServiceVersion CRD, but
 // none of Coxswain's: the install paths under test bring those.
-var (
-	apiOnce   sync.Once
-	apiEnv    *envtest.Environment
-	apiClient client.Client
-	apiErr    error
-)
+var api = testkit.Envtest{Scheme: envtestScheme(), Adjust: withoutCoxswainCRDs}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if apiEnv != nil {
-		if err := apiEnv.Stop(); err != nil && code == 0 {
-			code = 1
-		}
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
+
+// withoutCoxswainCRDs leaves the Gateway API CRDs and adds OLM's
+// ClusterServiceVersion.
+func withoutCoxswainCRDs(env *envtest.Environment) error {
+	gwapi, err := testkit.GatewayAPICRDDir()
+	if err != nil {
+		return err
 	}
-	os.Exit(code)
+	env.CRDDirectoryPaths = []string{gwapi}
+	env.CRDs = []*apiextensionsv1.CustomResourceDefinition{olmcrds.ClusterServiceVersion()}
+	return nil
 }
 
-func apiserver(t *testing.T) client.Client {
-	t.Helper()
-	apiOnce.Do(func() {
-		env, err := testenv.Environment()
-		if err != nil {
-			apiErr = err
-			return
-		}
-		gwapi, err := testenv.GatewayAPICRDDir()
-		if err != nil {
-			apiErr = err
-			return
-		}
-		env.CRDDirectoryPaths = []string{gwapi}
-		env.CRDs = []*apiextensionsv1.CustomResourceDefinition{olmcrds.ClusterServiceVersion()}
-		cfg, err := env.Start()
-		if err != nil {
-			apiErr = err
-			return
-		}
-		apiEnv = env
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			apiErr = err
-			return
-		}
-		if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-			apiErr = err
-			return
-		}
-		apiClient, apiErr = client.New(cfg, client.Options{Scheme: scheme})
-	})
-	if apiErr != nil {
-		t.Fatalf("envtest: %v", apiErr)
-	}
-	return apiClient
+// envtestScheme knows the built-in kinds and CRDs.
+func envtestScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	return scheme
 }
 
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured, opts ...client.ApplyOption) error {
-	obj = obj.DeepCopy()
-	obj.SetResourceVersion("")
-	obj.SetManagedFields(nil)
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		append([]client.ApplyOption{client.FieldOwner("distribution-test"), client.ForceOwnership}, opts...)...)
 }
 
 func ensureNamespace(ctx context.Context, t *testing.T, c client.Client, name string) {
@@ -162,7 +123,7 @@ func can(ctx context.Context, t *testing.T, c client.Client, ns, sa string, attr
 // manifests, then every alm-example. Every object must be accepted, and the
 // resulting RBAC must let the controller work and the proxy do nothing.
 func TestOLMInstallsTheBundle(t *testing.T) {
-	c := apiserver(t)
+	c := api.Client(t)
 	ctx := testContext(t)
 	const ns = "coxswain-olm"
 	ensureNamespace(ctx, t, c, ns)
@@ -173,7 +134,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 		t.Fatal(err)
 	}
 	csv.SetNamespace(ns)
-	if err := apply(ctx, c, csv); err != nil {
+	if err := testkit.ServerSideApply(ctx, c, csv); err != nil {
 		t.Fatalf("the ClusterServiceVersion is refused by OLM's CRD schema: %v", err)
 	}
 	// The schema does bite: an owned CRD without its kind is refused.
@@ -182,7 +143,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	delete(owned[0].(map[string]any), "kind")
 	_ = unstructured.SetNestedSlice(broken.Object, owned, "spec", "customresourcedefinitions", "owned")
 	broken.SetName("coxswain.v0.0.1-broken")
-	if err := apply(ctx, c, broken, client.DryRunAll); err == nil {
+	if err := testkit.ServerSideApply(ctx, c, broken, client.DryRunAll); err == nil {
 		t.Error("OLM's CSV schema accepted an owned CRD without a kind")
 	}
 
@@ -192,7 +153,7 @@ func TestOLMInstallsTheBundle(t *testing.T) {
 	}
 	crds := FilterKind(objs, "CustomResourceDefinition")
 	for _, o := range objs {
-		if err := apply(ctx, c, o); err != nil {
+		if err := testkit.ServerSideApply(ctx, c, o); err != nil {
 			t.Errorf("%s refused: %v", KeyOf(o), err)
 		}
 	}
@@ -247,7 +208,7 @@ func applyALMExamples(ctx context.Context, t *testing.T, c client.Client, b *Bun
 		if mapping.Scope.Name() == "namespace" {
 			ex.SetNamespace(ns)
 		}
-		if err := apply(ctx, c, ex); err != nil {
+		if err := testkit.ServerSideApply(ctx, c, ex); err != nil {
 			t.Errorf("alm-example %s refused: %v", KeyOf(ex), err)
 		}
 	}
@@ -257,7 +218,7 @@ func applyALMExamples(ctx context.Context, t *testing.T, c client.Client, b *Bun
 // run): CRDs first, then every template, with default and non-default
 // values and namespaces.
 func TestHelmChartInstalls(t *testing.T) {
-	c := apiserver(t)
+	c := api.Client(t)
 	ctx := testContext(t)
 	for _, tc := range []struct {
 		ns     string
@@ -280,7 +241,7 @@ func TestHelmChartInstalls(t *testing.T) {
 				t.Fatalf("the chart rendered %d CRDs and %d objects", len(r.CRDs), len(r.Objects))
 			}
 			for _, o := range append(append([]*unstructured.Unstructured{}, r.CRDs...), r.Objects...) {
-				if err := apply(ctx, c, o, client.DryRunAll); err != nil {
+				if err := testkit.ServerSideApply(ctx, c, o, client.DryRunAll); err != nil {
 					t.Errorf("%s refused: %v", KeyOf(o), err)
 				}
 			}
@@ -291,19 +252,19 @@ func TestHelmChartInstalls(t *testing.T) {
 // TestInstallManifestApplies server-side-applies dist/install.yaml (dry
 // run) after creating its Namespace.
 func TestInstallManifestApplies(t *testing.T) {
-	c := apiserver(t)
+	c := api.Client(t)
 	ctx := testContext(t)
 	name, objs := installManifest(t)
 	if len(objs) == 0 {
 		t.Fatalf("%s is empty", name)
 	}
 	for _, o := range FilterKind(objs, "Namespace") {
-		if err := apply(ctx, c, o); err != nil {
+		if err := testkit.ServerSideApply(ctx, c, o); err != nil {
 			t.Fatalf("%s: %s refused: %v", name, KeyOf(o), err)
 		}
 	}
 	for _, o := range objs {
-		if err := apply(ctx, c, o, client.DryRunAll); err != nil {
+		if err := testkit.ServerSideApply(ctx, c, o, client.DryRunAll); err != nil {
 			t.Errorf("%s: %s refused: %v", name, KeyOf(o), err)
 		}
 	}

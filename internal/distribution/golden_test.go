@@ -18,16 +18,14 @@ package distribution
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current output")
+	"github.com/coxswain-go/coxswain/internal/testkit"
+)
 
 // TestGolden runs BuildBundle and ChartFiles (pure functions) on each
 // testdata/*.in.yaml and compares every generated file, concatenated, with
@@ -85,20 +83,7 @@ func TestGolden(t *testing.T) {
 				got.WriteString("### excluded: " + k.String() + "\n")
 			}
 
-			out := in[:len(in)-len(".in.yaml")] + ".out.yaml"
-			if *update {
-				if err := os.WriteFile(out, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Fatalf("%s differs from the generated output (run with -update and review the diff):\n%s", out, got.String())
-			}
+			testkit.Golden(t, in[:len(in)-len(".in.yaml")]+".out.yaml", got.Bytes())
 		})
 	}
 }

@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // normalize strips what legitimately differs between install paths: the
@@ -108,7 +108,7 @@ func TestChartRendersWhatConfigInstalls(t *testing.T) {
 // it, else the same `kustomize build config/default` it would write.
 func installManifest(t *testing.T) (string, []*unstructured.Unstructured) {
 	t.Helper()
-	path := filepath.Join(testenv.RepoRoot(), "dist", "install.yaml")
+	path := filepath.Join(testkit.RepoRoot(), "dist", "install.yaml")
 	if _, err := os.Stat(path); err == nil {
 		objs, err := DecodeFile(path)
 		if err != nil {

@@ -24,7 +24,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The proxies the controller provisions run the image named by the
@@ -66,7 +66,7 @@ func kustomizeWithImage(t *testing.T, img string) []*unstructured.Unstructured {
 	t.Helper()
 	bin := kustomizeBin(t)
 	root := t.TempDir()
-	if err := os.CopyFS(filepath.Join(root, "config"), os.DirFS(filepath.Join(testenv.RepoRoot(), "config"))); err != nil {
+	if err := os.CopyFS(filepath.Join(root, "config"), os.DirFS(filepath.Join(testkit.RepoRoot(), "config"))); err != nil {
 		t.Fatal(err)
 	}
 	edit := exec.Command(bin, "edit", "set", "image", "controller="+img)

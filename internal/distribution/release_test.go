@@ -25,7 +25,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // helmBin is $HELM (the Makefile exports it), else bin/helm; the test
@@ -34,7 +34,7 @@ func helmBin(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("HELM")
 	if bin == "" {
-		bin = filepath.Join(testenv.RepoRoot(), "bin", "helm")
+		bin = filepath.Join(testkit.RepoRoot(), "bin", "helm")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("the helm CLI is not at %s: run `make helm` (make test does): %v", bin, err)
@@ -46,7 +46,7 @@ func helmBin(t *testing.T) string {
 // minor), so the test keeps passing as releases are recorded.
 func nextVersion(t *testing.T) (version string, previous Release) {
 	t.Helper()
-	rs, err := ReadReleases(testenv.RepoRoot())
+	rs, err := ReadReleases(testkit.RepoRoot())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRelease(t *testing.T) {
 	const repo = "registry.example.com/team/coxswain"
 	image := repo + ":v" + version
 	out := t.TempDir()
-	a, err := BuildRelease(ReleaseOptions{Root: testenv.RepoRoot(), OutDir: out, Version: version, ImageRepo: repo,
+	a, err := BuildRelease(ReleaseOptions{Root: testkit.RepoRoot(), OutDir: out, Version: version, ImageRepo: repo,
 		Commit: "abc1234", Kustomize: kustomizeBin(t), Helm: helm, Go: goBin})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestRelease(t *testing.T) {
 
 	t.Run("checked-in files untouched", func(t *testing.T) {
 		// The release renders from copies: config/manager keeps its image.
-		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "manager", "kustomization.yaml"))
+		data, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "config", "manager", "kustomization.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestRelease(t *testing.T) {
 func TestReleaseRefusesAnOldVersion(t *testing.T) {
 	_, previous := nextVersion(t)
 	out := t.TempDir()
-	_, err := BuildRelease(ReleaseOptions{Root: testenv.RepoRoot(), OutDir: out, Version: previous.Version.String(),
+	_, err := BuildRelease(ReleaseOptions{Root: testkit.RepoRoot(), OutDir: out, Version: previous.Version.String(),
 		Kustomize: "/nonexistent/kustomize", Helm: "/nonexistent/helm", Go: "/nonexistent/go"})
 	if err == nil || !strings.Contains(err.Error(), "not newer than the last release") {
 		t.Fatalf("releasing %s again = %v, want a not-newer error", previous.Tag(), err)

@@ -23,7 +23,7 @@ import (
 	"github.com/blang/semver/v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const (
@@ -72,7 +72,7 @@ func TestParseReleasesRejectsBadRecords(t *testing.T) {
 // TestReleaseRecord: the checked-in record parses, and its first release
 // is the v0.1.0 tag.
 func TestReleaseRecord(t *testing.T) {
-	rs, err := ReadReleases(testenv.RepoRoot())
+	rs, err := ReadReleases(testkit.RepoRoot())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,64 +34,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const waitFor = 20 * time.Second
 
-var (
-	td      = spiffeid.RequireTrustDomainFromString("cluster.local")
-	envOnce sync.Once
-	env     *envtest.Environment
-	envErr  error
-	k8s     client.Client
-)
+var td = spiffeid.RequireTrustDomainFromString("cluster.local")
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		_ = env.Stop()
-	}
-	os.Exit(code)
-}
+// The envtest apiserver starts once, on the first test that needs it.
+var api testkit.Envtest
 
-func apiserver(t *testing.T) {
-	t.Helper()
-	envOnce.Do(func() {
-		env, envErr = testenv.Environment()
-		if envErr != nil {
-			return
-		}
-		cfg, err := env.Start()
-		if err != nil {
-			envErr, env = err, nil
-			return
-		}
-		k8s, envErr = client.New(cfg, client.Options{})
-	})
-	if envErr != nil {
-		t.Fatalf("envtest: %v", envErr)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
 
 func ensureNamespace(t *testing.T, ns string) {
 	t.Helper()
-	_ = k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	_ = api.Client(t).Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
 
 func newCA(t *testing.T) (*identity.CA, []byte, []byte) {
@@ -108,7 +68,7 @@ func newCA(t *testing.T) (*identity.CA, []byte, []byte) {
 }
 
 func TestCASecretFirstWriterWins(t *testing.T) {
-	apiserver(t)
+	k8s := api.Client(t)
 	ns := "ca-auto"
 	ensureNamespace(t, ns)
 	const replicas = 3
@@ -140,7 +100,7 @@ func TestCASecretFirstWriterWins(t *testing.T) {
 }
 
 func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
-	apiserver(t)
+	k8s := api.Client(t)
 	ns := "ca-external"
 	ensureNamespace(t, ns)
 	ca := identity.NewCA(td)
@@ -166,7 +126,7 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 	if err := k8s.Create(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the external CA to load", ca.Ready)
+	testkit.EventuallyWithin(t, waitFor, "the external CA to load", ca.Ready)
 	gen := ca.Generation()
 	root1 := ca.Bundle().X509Authorities()[0]
 
@@ -176,12 +136,12 @@ func TestExternalCAAbsentThenHotReloaded(t *testing.T) {
 	if err := k8s.Update(ctx, sec); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the rotated CA to load", func() bool { return ca.Generation() > gen })
+	testkit.EventuallyWithin(t, waitFor, "the rotated CA to load", func() bool { return ca.Generation() > gen })
 	roots := ca.Bundle().X509Authorities()
 	if len(roots) != 2 || !roots[1].Equal(root1) {
 		t.Fatalf("after rotation the bundle must hold the new and the old root, got %d roots", len(roots))
 	}
-	eventually(t, "the trust ConfigMap to carry both roots", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the trust ConfigMap to carry both roots", func() bool {
 		cm := &corev1.ConfigMap{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, cm); err != nil {
 			return false

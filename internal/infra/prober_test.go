@@ -45,42 +45,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+// The package's envtest control plane, started before the tests: the
+// prober reads and writes Projects through it.
 var (
+	api    testkit.Envtest
 	cfg    *rest.Config
 	k8s    client.Client
 	scheme = runtime.NewScheme()
 )
 
 func TestMain(m *testing.M) {
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	env, err := testenv.Environment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		_ = env.Stop()
-		panic(err)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
+	os.Exit(api.RunStarted(m, func(c *rest.Config) (err error) {
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		cfg = c
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}))
 }
 
 const shard = "0b6f5c2a-8e4d-4f1a-b3c9-7d2e1a6f4b58"
@@ -299,11 +287,11 @@ func TestProberBoundsConcurrency(t *testing.T) {
 // cannot change spec or delete.
 func TestProberIdentityRBAC(t *testing.T) {
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := testenv.DecodeObjects(raw)
+	objs, err := testkit.DecodeObjects(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,16 +320,12 @@ func TestProberIdentityRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if err = uc.List(ctx, &infrav1alpha1.ProjectList{}); err == nil || time.Now().After(deadline) {
-			break
+	testkit.EventuallyExplained(t, 10*time.Second, func() string {
+		if err := uc.List(ctx, &infrav1alpha1.ProjectList{}); err != nil {
+			return "status identity cannot list: " + err.Error()
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("status identity cannot list: %v", err)
-	}
+		return ""
+	})
 
 	srv, _ := readyzServer(t)
 	p := newProject(t, srv.Listener.Addr().String())

@@ -42,7 +42,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // startRouting runs the routing pipeline in its own manager (no manager
@@ -99,15 +99,15 @@ func createNamespace(name string) {
 // applySamplesInto server-side applies config/samples, moving namespaced
 // objects into ns (cluster-scoped ones are applied as they are).
 func applySamplesInto(ns string) {
-	rendered, err := testenv.Kustomize("config/samples")
+	rendered, err := testkit.Kustomize("config/samples")
 	Expect(err).NotTo(HaveOccurred())
-	objs, err := testenv.DecodeObjects(rendered)
+	objs, err := testkit.DecodeObjects(rendered)
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range objs {
 		if o.GetNamespace() != "" {
 			o.SetNamespace(ns)
 		}
-		Expect(testenv.ServerSideApply(ctx, k8sClient, o)).To(Succeed(), "applying %s %s", o.GetKind(), o.GetName())
+		Expect(testkit.ServerSideApply(ctx, k8sClient, o)).To(Succeed(), "applying %s %s", o.GetKind(), o.GetName())
 	}
 }
 

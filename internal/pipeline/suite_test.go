@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The pipeline runs against a real kube-apiserver (envtest): its specs
@@ -37,7 +37,7 @@ import (
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
-	suite     *testenv.Suite
+	api       testkit.Envtest
 	cfg       *rest.Config
 	scheme    *runtime.Scheme
 	k8sClient client.Client
@@ -54,14 +54,15 @@ var _ = BeforeSuite(func() {
 
 	scheme = controller.NewScheme()
 	var err error
-	suite, err = testenv.StartSuite(scheme)
+	cfg, err = api.Start()
 	Expect(err).NotTo(HaveOccurred())
-	cfg, k8sClient = suite.Config, suite.Client
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	Expect(suite.Stop()).To(Succeed())
+	Expect(api.Stop()).To(Succeed())
 })

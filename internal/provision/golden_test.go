@@ -18,7 +18,6 @@ package provision
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,9 +29,8 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current renderers")
 
 const (
 	testInstallNS   = "coxswain-system"
@@ -157,20 +155,7 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(got, again) {
 				t.Fatalf("rendering is not deterministic")
 			}
-			outPath := filepath.Join("testdata", name+".out.yaml")
-			if *update {
-				if err := os.WriteFile(outPath, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(outPath)
-			if err != nil {
-				t.Fatalf("read %s (run with -update to create it): %v", outPath, err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the rendered output (run with -update to accept):\n--- got\n%s", outPath, got)
-			}
+			testkit.Golden(t, filepath.Join("testdata", name+".out.yaml"), got)
 		})
 	}
 }

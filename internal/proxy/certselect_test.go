@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // TestTLSSNICertificatesSharingAHostname: an HTTPS listener with several
@@ -33,7 +34,7 @@ import (
 func TestTLSSNICertificatesSharingAHostname(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	first, second := testCert(t, "a.example.com"), testCert(t, "b.example.com")
 	w1, w2 := testCert(t, "x.wild.example"), testCert(t, "y.wild.example")
 	sni := []snapshot.SNICertificate{

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func dur(d time.Duration) snapshot.Duration { return snapshot.Duration(d) }
@@ -48,8 +49,8 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	dead := freePort(t)
-	port := freePort(t)
+	dead := testkit.FreePortInt32(t)
+	port := testkit.FreePortInt32(t)
 	p := newTestPlane(t)
 	s := &snapshot.Snapshot{
 		Scope: snapshot.SharedPool(),
@@ -220,7 +221,7 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 		if r := do(t, c, req); r.code != 200 || r.echo.Backend != "a" {
 			t.Fatalf("mirrored request = %d %+v", r.code, r.echo)
 		}
-		eventually(t, "the mirror to receive the request", func() bool {
+		testkit.EventuallyWithin(t, waitFor, "the mirror to receive the request", func() bool {
 			e, ok := mirror.last()
 			return ok && e.Path == "/mirrored/x" && e.BodyLen == int64(len("mirror me")) && e.Host == "app.example.com"
 		})
@@ -354,7 +355,7 @@ func TestReadinessAndRejectedSnapshots(t *testing.T) {
 	if ready.Reason() == "" {
 		t.Fatal("ready before any snapshot")
 	}
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	good := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}}
 	if err := dp.Apply(good); err != nil {
@@ -379,7 +380,7 @@ func TestReadinessAndRejectedSnapshots(t *testing.T) {
 		want string
 	}{
 		{"bad certificate", &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{{Name: "ns/c", CertPEM: "nope", KeyPEM: "nope"}},
-			Listeners: []snapshot.Listener{{Name: "tls", Port: freePort(t), Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: "ns/c"}}}}}}, "certificate"},
+			Listeners: []snapshot.Listener{{Name: "tls", Port: testkit.FreePortInt32(t), Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: "ns/c"}}}}}}, "certificate"},
 		{"invalid reference", &snapshot.Snapshot{Scope: snapshot.SharedPool(),
 			Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/missing:80")}}})}}, "unknown endpoint set"},
 		{"port in use", &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{httpListener(port), httpListener(busyPort)}}, "bind"},
@@ -406,7 +407,7 @@ func TestReadinessAndRejectedSnapshots(t *testing.T) {
 func TestListenersBindAndUnbind(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	p := newTestPlane(t)
-	p1, p2, p3 := freePort(t), freePort(t), freePort(t)
+	p1, p2, p3 := testkit.FreePortInt32(t), testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	var changes [][]int32
 	p.OnBoundPortsChange(func(ports []int32) { changes = append(changes, ports) })
 	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}}
@@ -442,7 +443,7 @@ func TestListenersBindAndUnbind(t *testing.T) {
 	if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/", p3)); r.code != 200 {
 		t.Errorf("new listener = %d", r.code)
 	}
-	eventually(t, "the removed listener to refuse connections", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the removed listener to refuse connections", func() bool {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p2), time.Second)
 		if err == nil {
 			_ = conn.Close()
@@ -475,7 +476,7 @@ func TestShutdownDrains(t *testing.T) {
 		_, _ = io.WriteString(w, "finished")
 	})
 	dp := NewDataPlane(Options{BindHost: "127.0.0.1"})
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	if err := dp.Apply(&snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/s:80", slow)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/s:80")}}})}}); err != nil {
 		t.Fatal(err)
@@ -525,7 +526,7 @@ func TestWebSocket(t *testing.T) {
 		}
 	})
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{{Name: "ns/ws:80", AppProtocol: snapshot.AppProtocolWS, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: ws.port}}}},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "ws", Backends: to("ns/ws:80")}}})}})
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
@@ -581,7 +582,7 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 		}
 	}()
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
 		EndpointSets: []snapshot.EndpointSet{{Name: "ns/flaky:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}},
 		Listeners:    []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/flaky:80")}}})}})
@@ -620,7 +621,7 @@ func TestFastPathAndHandoff(t *testing.T) {
 		w.Header().Set("X-Checksum", "abc")
 	})
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a), epSet("ns/chunky:80", chunky)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
 			{ID: "chunky", Match: prefix("/chunky"), Backends: to("ns/chunky:80")},
@@ -714,7 +715,7 @@ func TestLeastRequest(t *testing.T) {
 	}
 	a, b := mkBackend("a"), mkBackend("b")
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	set := epSet("ns/lr:80", a, b)
 	set.LoadBalancer = snapshot.LeastRequest
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // rawConn is an HTTP/1.1 client connection that never retries: what it
@@ -100,7 +101,7 @@ func TestTerminationDrain(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	port, healthPort := freePort(t), freePort(t)
+	port, healthPort := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
 	snap := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", backend)},
@@ -122,7 +123,7 @@ func TestTerminationDrain(t *testing.T) {
 	defer cancel()
 	runDone := make(chan error, 1)
 	go func() { runDone <- Run(ctx, cfg, readiness) }()
-	eventually(t, "the proxy to turn ready", func() bool { return readiness.Reason() == "" })
+	testkit.EventuallyWithin(t, waitFor, "the proxy to turn ready", func() bool { return readiness.Reason() == "" })
 
 	// Keep-alive connections on both HTTP/1.1 paths and on HTTP/2.
 	fast, slowPath := dialRaw(t, addr), dialRaw(t, addr)
@@ -166,7 +167,7 @@ func TestTerminationDrain(t *testing.T) {
 
 	cancel() // SIGTERM
 	drainStart := time.Now()
-	eventually(t, "/readyz to answer 503", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "/readyz to answer 503", func() bool {
 		resp, err := http.Get(health)
 		if err != nil {
 			return false
@@ -211,18 +212,14 @@ func TestTerminationDrain(t *testing.T) {
 	}
 
 	// After the window the listener closes while the slow request runs.
-	deadline := time.Now().Add(window + 5*time.Second)
-	for {
+	testkit.EventuallyWithin(t, window+5*time.Second, "the listener to stop accepting after the drain window", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the listener still accepts long after the drain window")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 	if closedAfter := time.Since(drainStart); closedAfter < window {
 		t.Errorf("the listener closed %s after SIGTERM, before the %s drain window ended", closedAfter, window)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The edge's time bounds: one header budget per request, a body read
@@ -49,7 +50,7 @@ func newEdgePlane(t *testing.T, opts Options) (*testPlane, int32) {
 		defer cancel()
 		_ = dp.Shutdown(ctx)
 	})
-	return &testPlane{DataPlane: dp, reg: reg}, freePort(t)
+	return &testPlane{DataPlane: dp, reg: reg}, testkit.FreePortInt32(t)
 }
 
 func dialPlane(t *testing.T, port int32) net.Conn {
@@ -203,7 +204,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		c := dialPlane(t, port)
 		_, _ = io.WriteString(c, req)
 		// The request must have reached the backend before the client leaves.
-		eventually(t, "the request to reach the backend", func() bool { return slow.hits.Load() > 0 })
+		testkit.EventuallyWithin(t, waitFor, "the request to reach the backend", func() bool { return slow.hits.Load() > 0 })
 		slow.hits.Store(0)
 		_ = c.Close()
 		want := strings.SplitN(req, " ", 3)[0] + " " + strings.SplitN(req, " ", 3)[1]

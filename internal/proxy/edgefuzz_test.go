@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // countingServer is net/http's server on loopback counting the requests
@@ -111,7 +112,7 @@ func FuzzOneRequestInAtMostOneOut(f *testing.F) {
 	_, portStr, _ := net.SplitHostPort(backend.addr)
 	bport, _ := strconv.Atoi(portStr)
 	p := newTestPlane(f)
-	port := freePort(f)
+	port := testkit.FreePortInt32(f)
 	p.mustApply(f, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
 		EndpointSets: []snapshot.EndpointSet{{Name: "ns/b:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(bport)}}}},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{

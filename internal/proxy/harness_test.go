@@ -17,7 +17,6 @@ limitations under the License.
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -32,47 +31,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int32 {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return int32(ln.Addr().(*net.TCPAddr).Port)
-}
-
-// syncBuffer is a goroutine-safe access log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// waitFor bounds every wait of these tests.
+const waitFor = 5 * time.Second
 
 type testPlane struct {
 	*DataPlane
 	reg *prometheus.Registry
-	log *syncBuffer
+	log *testkit.SyncBuffer
 }
 
 func newTestPlane(t testing.TB) *testPlane {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	dp := NewDataPlane(Options{BindHost: "127.0.0.1", AccessLog: buf, Registry: reg, DrainTimeout: 2 * time.Second})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -223,16 +197,4 @@ func fetch(t testing.TB, c *http.Client, rawURL string, hdr ...string) result {
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	return do(t, c, req)
-}
-
-// eventually polls cond every 10ms for at most 5s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for i := 0; i < 500; i++ {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

@@ -32,13 +32,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // newPlaneWith is newTestPlane with options adjusted by set.
 func newPlaneWith(t testing.TB, set func(*Options)) *testPlane {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	buf := &syncBuffer{}
+	buf := &testkit.SyncBuffer{}
 	opts := Options{BindHost: "127.0.0.1", AccessLog: buf, Registry: reg, DrainTimeout: 2 * time.Second}
 	set(&opts)
 	dp := NewDataPlane(opts)
@@ -156,7 +157,7 @@ func TestResponseHeadCap(t *testing.T) {
 	t.Run("the configured cap decides", func(t *testing.T) {
 		const limit = 64 << 10
 		p := newPlaneWith(t, func(o *Options) { o.MaxResponseHeaderBytes = limit })
-		port := freePort(t)
+		port := testkit.FreePortInt32(t)
 		under := rawUpstream(t, bigHead(limit-8<<10, false))
 		over := rawUpstream(t, bigHead(limit+8<<10, false))
 		c := client()
@@ -176,7 +177,7 @@ func TestResponseHeadCap(t *testing.T) {
 	for _, oneLine := range []bool{true, false} {
 		t.Run(fmt.Sprintf("40 MB head, one line %v", oneLine), func(t *testing.T) {
 			p := newTestPlane(t)
-			port := freePort(t)
+			port := testkit.FreePortInt32(t)
 			p.mustApply(t, headCapSnapshot(port, rawUpstream(t, bigHead(40<<20, oneLine))))
 			c := client()
 			url := fmt.Sprintf("http://127.0.0.1:%d/", port)

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // listenerSwitchRig serves one backend on listeners whose protocols a
@@ -111,7 +112,7 @@ func (r *listenerSwitchRig) serves(port int32, isTLS bool, when string) {
 // switch alone works, in both directions.
 func TestProtocolSwitchBindsFirst(t *testing.T) {
 	r := newListenerSwitchRig(t, func(*Options) {})
-	a := freePort(t)
+	a := testkit.FreePortInt32(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func TestProtocolSwitchRestoresOnFailure(t *testing.T) {
 			return net.Listen(network, address)
 		}
 	})
-	a, c := freePort(t), freePort(t)
+	a, c := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	if c < a {
 		a, c = c, a // ports switch in order: a first, then c fails
 	}

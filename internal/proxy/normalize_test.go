@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // normalizeCase is one line of testdata/normalize-targets.yaml: a request
@@ -94,7 +95,7 @@ func TestPathNormalizationGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareGolden(t, "testdata/normalize-targets.golden.yaml", got)
+	testkit.Golden(t, "testdata/normalize-targets.golden.yaml", got)
 	for _, res := range results {
 		up, _, _ := strings.Cut(res.Upstream, "?")
 		if dec, err := url.PathUnescape(up); err == nil && res.Route == "rest" && (dec == "/admin" || strings.HasPrefix(dec, "/admin/")) {
@@ -104,23 +105,6 @@ func TestPathNormalizationGolden(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
-
-func compareGolden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s changed:\n--- want\n%s\n--- got\n%s", file, want, got)
-	}
-}
 
 // referenceNormalize is the normal form by other means: path.Clean (which
 // merges slashes and resolves dot segments lexically, as backends do)

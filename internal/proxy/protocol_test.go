@@ -42,6 +42,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func certSerial(t testing.TB, c snapshot.Certificate) string {
@@ -72,7 +73,7 @@ func tlsSnapshot(port int32, set snapshot.EndpointSet, certs []snapshot.Certific
 func TestTLSSNIRotationAndALPN(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	exact, wild, def := testCert(t, "a.example.com"), testCert(t, "*.wild.example.com"), testCert(t, "default.example")
 	sni := func(e snapshot.Certificate) []snapshot.SNICertificate {
 		return []snapshot.SNICertificate{{Hostname: "a.example.com", Certificate: e.Name}, {Hostname: "*.wild.example.com", Certificate: wild.Name}, {Certificate: def.Name}}
@@ -148,7 +149,7 @@ func TestH2CBothSides(t *testing.T) {
 	up2 := startBackend(t, "h2c", true, nil)
 	up1 := startBackend(t, "h1", false, nil)
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
 		EndpointSets: []snapshot.EndpointSet{{Name: "ns/h1:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up1.port}}},
 			{Name: "ns/h2c:80", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up2.port}}}},
@@ -197,7 +198,7 @@ func TestGRPCThroughProxy(t *testing.T) {
 	upPort := int32(ln.Addr().(*net.TCPAddr).Port)
 
 	p := newTestPlane(t)
-	plain, secure := freePort(t), freePort(t)
+	plain, secure := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	cert := testCert(t, "grpc.example.com")
 	set := snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upPort}}}
 	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "grpcroute/ns/health:0", Backends: to(set.Name)}}}
@@ -275,7 +276,7 @@ func TestLargeBodiesStreamWithBoundedMemory(t *testing.T) {
 		_, _ = io.CopyN(w, zeroReader{}, size)
 	})
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/bulk:80", up)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "bulk", Backends: to("ns/bulk:80")}}})}})
 
@@ -339,7 +340,7 @@ func TestSwapUnderLoad(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	mk := func(i int) *snapshot.Snapshot {
 		set := epSet("ns/app:80", a)
 		if i%2 == 1 {
@@ -391,7 +392,7 @@ func TestSwapUnderLoad(t *testing.T) {
 			}
 		}(w)
 	}
-	eventually(t, "the first requests", func() bool { return ok.Load() > 10 })
+	testkit.EventuallyWithin(t, waitFor, "the first requests", func() bool { return ok.Load() > 10 })
 	for i := 1; i <= 1000; i++ {
 		p.mustApply(t, mk(i))
 		if i%10 == 0 {
@@ -399,7 +400,7 @@ func TestSwapUnderLoad(t *testing.T) {
 		}
 	}
 	before := ok.Load()
-	eventually(t, "requests after the last swap", func() bool { return ok.Load() > before+10 })
+	testkit.EventuallyWithin(t, waitFor, "requests after the last swap", func() bool { return ok.Load() > before+10 })
 	close(stop)
 	wg.Wait()
 	t.Logf("%d requests during 1000 swaps, %d failed", ok.Load(), failed.Load())
@@ -429,7 +430,7 @@ func TestStreamingResponsesAreNotBuffered(t *testing.T) {
 		}
 	})
 	p := newTestPlane(t)
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/sse:80", up)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "sse", Backends: to("ns/sse:80")}}})}})
 	var h2c http.Protocols
@@ -473,7 +474,7 @@ func TestGRPCWithoutRouteIsUnimplemented(t *testing.T) {
 	t.Cleanup(gs.Stop)
 	set := snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
 	p := newTestPlane(t)
-	plain := freePort(t)
+	plain := testkit.FreePortInt32(t)
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},
 		Listeners: []snapshot.Listener{httpListener(plain, snapshot.VirtualHost{Hostname: "grpc.example.com", Routes: []snapshot.Route{{ID: "g", Backends: to(set.Name)}}})}}
 	snapshot.Normalize(s)

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // openFDs counts this process's open file descriptors.
@@ -43,14 +44,12 @@ func openFDs(t testing.TB) int {
 // waitFDs waits up to 5s for the open descriptors to fall to at most want.
 func waitFDs(t testing.TB, what string, want int) {
 	t.Helper()
-	got := 0
-	for i := 0; i < 100; i++ {
-		if got = openFDs(t); got <= want {
-			return
+	testkit.EventuallyExplained(t, waitFor, func() string {
+		if got := openFDs(t); got > want {
+			return fmt.Sprintf("%s: %d open file descriptors, want at most %d", what, got, want)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %d open file descriptors after 5s, want at most %d", what, got, want)
+		return ""
+	})
 }
 
 // poolTraffic opens n upstream connections in each of the lean client's
@@ -119,7 +118,7 @@ func TestIdleUpstreamConnsReleased(t *testing.T) {
 			}
 			a, b := startBackend(t, "a", false, hold), startBackend(t, "b", false, hold)
 			p := newPlaneWith(t, func(o *Options) { o.UpstreamIdleTimeout, o.reapInterval = tc.idle, tc.reap })
-			port := freePort(t)
+			port := testkit.FreePortInt32(t)
 			mk := func(sets ...snapshot.EndpointSet) *snapshot.Snapshot {
 				s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: sets,
 					Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/app:80")}}})}}
@@ -187,7 +186,7 @@ func TestLeanClientReap(t *testing.T) {
 	if _, err := upstreamSide2.Write([]byte("HTTP/1.1 408 Request Timeout\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the upstream's close and bytes to arrive", func() bool { return peerClosed(hungUp.nc) && peerClosed(chatty.nc) })
+	testkit.EventuallyWithin(t, waitFor, "the upstream's close and bytes to arrive", func() bool { return peerClosed(hungUp.nc) && peerClosed(chatty.nc) })
 	if peerClosed(healthy.nc) || peerClosed(expired.nc) {
 		t.Fatal("an open, quiet connection probes as closed")
 	}

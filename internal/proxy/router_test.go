@@ -17,7 +17,6 @@ limitations under the License.
 package proxy
 
 import (
-	"flag"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,9 +28,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current behaviour")
 
 // routingCase is the input of a routing golden file: a snapshot and the
 // requests to route through it.
@@ -134,20 +132,7 @@ func TestRoutingGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := strings.TrimSuffix(in, ".in.yaml") + ".out.yaml"
-			if *update {
-				if err := os.WriteFile(out, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if string(want) != string(got) {
-				t.Errorf("routing of %s changed:\n--- want\n%s\n--- got\n%s", in, want, got)
-			}
+			testkit.Golden(t, strings.TrimSuffix(in, ".in.yaml")+".out.yaml", got)
 		})
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func writeSnapshot(t *testing.T, path string, s *snapshot.Snapshot) {
@@ -58,9 +59,9 @@ func directSnapshot(port int32, body string) *snapshot.Snapshot {
 func TestRunServesSnapshotFileAndReloads(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "snapshot.json")
-	port := freePort(t)
+	port := testkit.FreePortInt32(t)
 	writeSnapshot(t, file, directSnapshot(port, "first"))
-	health, metrics := freePort(t), freePort(t)
+	health, metrics := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	cfg := Config{
 		Mode:                 ModeShared,
 		HealthAddr:           fmt.Sprintf("127.0.0.1:%d", health),
@@ -88,8 +89,8 @@ func TestRunServesSnapshotFileAndReloads(t *testing.T) {
 			return resp.StatusCode == 200 && strings.TrimSpace(string(b[:n])) == want
 		}
 	}
-	eventually(t, "the first snapshot", bodyIs("first"))
-	eventually(t, "readiness", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the first snapshot", bodyIs("first"))
+	testkit.EventuallyWithin(t, waitFor, "readiness", func() bool {
 		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
 		if err != nil {
 			return false
@@ -98,7 +99,7 @@ func TestRunServesSnapshotFileAndReloads(t *testing.T) {
 		return resp.StatusCode == 200
 	})
 	writeSnapshot(t, file, directSnapshot(port, "second"))
-	eventually(t, "the reloaded snapshot", bodyIs("second"))
+	testkit.EventuallyWithin(t, waitFor, "the reloaded snapshot", bodyIs("second"))
 	if err := os.WriteFile(file, []byte("scope: {kind: Nope}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestRunServesSnapshotFileAndReloads(t *testing.T) {
 		t.Fatal("an invalid file replaced the last good snapshot")
 	}
 	writeSnapshot(t, file, directSnapshot(port, "third"))
-	eventually(t, "recovery after the invalid file", bodyIs("third"))
+	testkit.EventuallyWithin(t, waitFor, "recovery after the invalid file", bodyIs("third"))
 	m := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics))
 	for _, want := range []string{"coxswain_proxy_requests_total", `coxswain_proxy_snapshot_applies_total{result="success"} 3`, "coxswain_proxy_snapshot_info"} {
 		if !strings.Contains(m.body, want) {

@@ -16,6 +16,8 @@ limitations under the License.
 
 // Package testkit is what Coxswain's tests share: golden files compared or
 // rewritten with one -update flag and one diff format, polling until a
-// condition holds, one lazily started envtest control plane per test
-// binary, and loopback helpers. It is imported by tests only.
+// condition holds, envtest control planes (one lazily started per test
+// binary, or one of a test's own) and what they need from the checkout
+// (control-plane binaries, CRDs, rendered manifests, server-side apply),
+// and loopback helpers. It is imported by tests only.
 package testkit

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,12 +51,13 @@ func Golden(t testing.TB, path string, got []byte) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if string(want) != string(got) {
-		t.Errorf("%s differs from the output (run with -update to accept it):\n%s", path, Diff(string(want), string(got)))
+		t.Errorf("%s (want) differs from the output (got); run with -update to accept it:\n%s", path, Diff(string(want), string(got)))
 	}
 }
 
-// Diff is a short line diff of want and got: the first differing line
-// with a few lines of context on each side, and the line counts.
+// Diff is a short line diff of want (a golden file, a first run) and got:
+// the first differing line with a few lines of context on each side, and
+// the line counts.
 func Diff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
 	first := 0
@@ -65,7 +67,7 @@ func Diff(want, got string) string {
 	const context = 3
 	from := max(first-context, 0)
 	var b strings.Builder
-	b.WriteString("--- golden\n+++ output\n")
+	b.WriteString("--- want\n+++ got\n")
 	for i := from; i < first; i++ {
 		b.WriteString("  " + w[i] + "\n")
 	}
@@ -75,17 +77,6 @@ func Diff(want, got string) string {
 	for i := first; i < min(first+2*context, len(g)); i++ {
 		b.WriteString("+ " + g[i] + "\n")
 	}
-	b.WriteString("(golden " + itoa(len(w)) + " lines, output " + itoa(len(g)) + " lines; first difference at line " + itoa(first+1) + ")")
+	b.WriteString("(want " + strconv.Itoa(len(w)) + " lines, got " + strconv.Itoa(len(g)) + " lines; first difference at line " + strconv.Itoa(first+1) + ")")
 	return b.String()
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var d []byte
-	for ; n > 0; n /= 10 {
-		d = append([]byte{byte('0' + n%10)}, d...)
-	}
-	return string(d)
 }

@@ -19,6 +19,7 @@ package testkit
 import (
 	"bytes"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -34,10 +35,17 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// FreePortInt32 is FreePort as the int32 that snapshot and Gateway API
+// ports are.
+func FreePortInt32(t testing.TB) int32 {
+	t.Helper()
+	return int32(FreePort(t)) //nolint:gosec // G115: a TCP port is at most 65535
+}
+
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	return net.JoinHostPort("127.0.0.1", itoa(FreePort(t)))
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (a process's

@@ -21,6 +21,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // shuffled returns a copy of res with every top-level slice, and the
@@ -55,7 +57,7 @@ func TestDeterminism(t *testing.T) {
 		for seed := uint64(1); seed <= 5; seed++ {
 			got := encodeResult(t, Translate(shuffled(res, seed)))
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s: seed %d: shuffled input changed the result:\n%s", in, seed, lineDiff(string(want), string(got)))
+				t.Fatalf("%s: seed %d: shuffled input changed the result:\n%s", in, seed, testkit.Diff(string(want), string(got)))
 			}
 		}
 	}
@@ -68,7 +70,7 @@ func TestDeterminismGenerated(t *testing.T) {
 	want := encodeResult(t, Translate(res))
 	for seed := uint64(1); seed <= 3; seed++ {
 		if got := encodeResult(t, Translate(shuffled(res, seed))); !bytes.Equal(got, want) {
-			t.Fatalf("seed %d: shuffled input changed the result:\n%s", seed, lineDiff(string(want), string(got)))
+			t.Fatalf("seed %d: shuffled input changed the result:\n%s", seed, testkit.Diff(string(want), string(got)))
 		}
 	}
 }

@@ -17,20 +17,15 @@ limitations under the License.
 package translator
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml from the current translator")
 
 func encodeResult(t testing.TB, r *Result) []byte {
 	t.Helper()
@@ -63,44 +58,7 @@ func TestGolden(t *testing.T) {
 					t.Errorf("snapshot %s is invalid: %v", s.Scope, err)
 				}
 			}
-			got := encodeResult(t, r)
-			out := filepath.Join("testdata", name+".out.yaml")
-			if *update {
-				if err := os.WriteFile(out, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("result differs from %s (run `go test ./internal/translator -update` and review the diff):\n%s", out, lineDiff(string(want), string(got)))
-			}
+			testkit.Golden(t, filepath.Join("testdata", name+".out.yaml"), encodeResult(t, r))
 		})
 	}
-}
-
-// lineDiff shows the first differing lines, enough to find the change.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, c string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			c = g[i]
-		}
-		if a != c {
-			b.WriteString("line " + strconv.Itoa(i+1) + ":\n- " + a + "\n+ " + c + "\n")
-			if shown++; shown >= 10 {
-				break
-			}
-		}
-	}
-	return b.String()
 }

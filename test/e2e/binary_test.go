@@ -21,7 +21,6 @@ limitations under the License.
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +31,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // buildBinary compiles cmd/coxswain into a temporary directory.
@@ -52,51 +50,23 @@ func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "coxswain")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/coxswain")
-	cmd.Dir = testenv.RepoRoot()
+	cmd.Dir = testkit.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
-}
-
-// syncBuffer collects a process's output for failure reports.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is a started coxswain binary.
 type process struct {
 	cmd    *exec.Cmd
-	output *syncBuffer
+	output *testkit.SyncBuffer
 	done   chan error
 }
 
 func start(t testing.TB, bin string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), output: &syncBuffer{}, done: make(chan error, 1)}
+	p := &process{cmd: exec.Command(bin, args...), output: &testkit.SyncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
@@ -128,36 +98,15 @@ func (p *process) stop(t testing.TB) {
 	}
 }
 
-// eventually polls f every 200ms until it returns "" or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, f func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		msg := f()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // startEnvtest starts a kube-apiserver and etcd for the test and writes a
 // kubeconfig for an admin user, as a binary under test would get.
 func startEnvtest(t testing.TB) (*rest.Config, string) {
 	t.Helper()
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
+	// A control plane of the test's own: the controller binary under test
+	// takes the leader Lease and creates the CA Secret.
+	api := testkit.StartEnvtest(t)
+	cfg := api.Config(t)
+	user, err := api.Environment().ControlPlane.AddUser(envtest.User{Name: "coxswain-e2e", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,12 +161,12 @@ func TestBinary(t *testing.T) {
 	})
 
 	t.Run("shared proxy serves health and metrics and is not ready without a snapshot", func(t *testing.T) {
-		health, metrics := freeAddr(t), freeAddr(t)
+		health, metrics := testkit.FreeAddr(t), testkit.FreeAddr(t)
 		// The snapshot file does not exist yet: the proxy waits for it.
 		snap := filepath.Join(t.TempDir(), "snapshot.yaml")
 		p := start(t, bin, nil, "serve", "proxy", "--shared", "--health-probe-bind-address", health, "--metrics-bind-address", metrics,
 			"--snapshot-file", snap, "--shutdown-drain-window", "3s")
-		eventually(t, 20*time.Second, func() string {
+		testkit.EventuallyExplained(t, 20*time.Second, func() string {
 			if code, _, err := httpGet("http://" + health + "/healthz"); err != nil || code != http.StatusOK {
 				return "healthz not 200"
 			}
@@ -231,7 +180,7 @@ func TestBinary(t *testing.T) {
 		}
 
 		// Once the file appears the proxy applies it, turns ready and serves.
-		traffic := freeAddr(t)
+		traffic := testkit.FreeAddr(t)
 		_, port, _ := net.SplitHostPort(traffic)
 		doc := "scope: {kind: SharedPool}\nlisteners:\n- name: test\n  port: " + port + "\n  protocol: HTTP\n" +
 			"  virtualHosts:\n  - hostname: \"*\"\n    routes:\n    - id: hello\n      match: {}\n" +
@@ -239,7 +188,7 @@ func TestBinary(t *testing.T) {
 		if err := os.WriteFile(snap, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, func() string {
+		testkit.EventuallyExplained(t, 20*time.Second, func() string {
 			if code, body, _ := httpGet("http://" + health + "/readyz"); code != http.StatusOK {
 				return "readyz " + body
 			}
@@ -255,7 +204,7 @@ func TestBinary(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 2*time.Second, func() string {
+		testkit.EventuallyExplained(t, 2*time.Second, func() string {
 			if code, body, _ := httpGet("http://" + health + "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
 				return fmt.Sprintf("/readyz after SIGTERM = %d %q, want 503 shutting down", code, body)
 			}
@@ -291,14 +240,14 @@ func TestBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		health, metrics := freeAddr(t), freeAddr(t)
+		health, metrics := testkit.FreeAddr(t), testkit.FreeAddr(t)
 		p := start(t, bin, []string{"POD_NAMESPACE=coxswain-system", "KUBECONFIG="},
 			"serve", "controller", "--kubeconfig", kubeconfigPath,
 			"--health-probe-bind-address", health, "--metrics-bind-address", metrics,
-			"--discovery-bind-address", freeAddr(t), "--discovery-bootstrap-bind-address", freeAddr(t),
+			"--discovery-bind-address", testkit.FreeAddr(t), "--discovery-bootstrap-bind-address", testkit.FreeAddr(t),
 			"--manage-shared-pool=false")
 
-		eventually(t, 60*time.Second, func() string {
+		testkit.EventuallyExplained(t, 60*time.Second, func() string {
 			if code, _, err := httpGet("http://" + health + "/readyz"); err != nil || code != http.StatusOK {
 				return "readyz not 200"
 			}
@@ -306,7 +255,7 @@ func TestBinary(t *testing.T) {
 		})
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: "coxswain-system", Name: "coxswain-leader-lock"}
-		eventually(t, 60*time.Second, func() string {
+		testkit.EventuallyExplained(t, 60*time.Second, func() string {
 			if err := c.Get(ctx, key, lease); err != nil {
 				return "lease: " + err.Error()
 			}
@@ -315,7 +264,7 @@ func TestBinary(t *testing.T) {
 			}
 			return ""
 		})
-		eventually(t, 30*time.Second, func() string {
+		testkit.EventuallyExplained(t, 30*time.Second, func() string {
 			_, body, err := httpGet("http://" + metrics + "/metrics")
 			if err != nil {
 				return err.Error()

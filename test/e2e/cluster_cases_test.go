@@ -46,6 +46,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // testWeightedBackends: an HTTPRoute splits 80/20 between two echo-basic
@@ -72,7 +73,7 @@ spec:
 
 	// Propagation: wait until both backends have answered at least once.
 	seen := map[string]bool{}
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		r, err := lcGet(hc, url, "weighted.example.com")
 		if err != nil {
 			return err.Error()
@@ -124,7 +125,7 @@ spec:
         backend: {service: {name: green, port: {number: 80}}}
 `)
 	var vip string
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		if vip = e.c.LoadBalancerIP(installNS, "coxswain-shared-proxy"); vip == "" {
 			return "Service coxswain-system/coxswain-shared-proxy has no load-balancer VIP yet"
 		}
@@ -137,7 +138,7 @@ spec:
 		t.Fatalf("Ingress answered by pod %q, not a green pod", r.Pod)
 	}
 	// The Ingress publishes the address it is served at.
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		ing := &networkingv1.Ingress{}
 		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: e2eNS, Name: "shop"}, ing); err != nil {
 			return err.Error()
@@ -289,7 +290,7 @@ spec:
 `)
 	deploy := names.DedicatedName("edge", "e2e-dedicated")
 	// The Deployment exists, its pod cannot run, and the Gateway waits.
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		pods := &corev1.PodList{}
 		if err := e.cl.List(e.ctx, pods, client.InNamespace(e2eNS), client.MatchingLabels{names.LabelGatewayName: "edge"}); err != nil {
 			return err.Error()
@@ -352,7 +353,7 @@ spec:
 	if running == 0 {
 		t.Fatalf("Gateway edge Programmed but no pod of %s runs a coxswain process (%d pods)", deploy, len(pods.Items))
 	}
-	eventually(t, time.Minute, func() string { return e.deploymentReady(e2eNS, deploy, 1) })
+	testkit.EventuallyExplained(t, time.Minute, func() string { return e.deploymentReady(e2eNS, deploy, 1) })
 	hc := &http.Client{Timeout: 5 * time.Second}
 	r := waitServes(t, hc, gatewayURL(gw, "http", 8080)+"/", "edge.example.com", "blue", time.Minute)
 	t.Logf("dedicated Gateway edge at %s served by %s", gw.Status.Addresses[0].Value, r.Pod)
@@ -407,7 +408,7 @@ spec:
   rules:
   - backendRefs: [{name: green, port: 80}]
 `)
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		gw, err := e.gateway(e2eNS, "late")
 		if err != nil {
 			return err.Error()
@@ -456,7 +457,7 @@ func testControllerKilled(t *testing.T, e *lcEnv) {
 	// The leader: the Lease holder labels its own pod.
 	var leader corev1.Pod
 	var holder string
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		pods := &corev1.PodList{}
 		if err := e.cl.List(e.ctx, pods, client.InNamespace(installNS), client.MatchingLabels{
 			"app.kubernetes.io/component": "controller", names.LeaderLabel: "true"}); err != nil {
@@ -474,7 +475,7 @@ func testControllerKilled(t *testing.T, e *lcEnv) {
 	})
 	gw := e.waitProgrammed(t, e2eNS, "web", time.Minute)
 	url := gatewayURL(gw, "http", 80) + "/"
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		if _, err := lcGet(&http.Client{Timeout: 5 * time.Second}, url, "weighted.example.com"); err != nil {
 			return err.Error()
 		}

@@ -41,7 +41,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 )
 
@@ -107,7 +107,7 @@ func lcBinaries(t *testing.T) (echo, coxswain string) {
 	if echo == "" {
 		echo = filepath.Join(dir, "echo-basic")
 		cmd := exec.Command("go", "build", "-o", echo, "sigs.k8s.io/gateway-api/conformance/echo-basic")
-		cmd.Dir = filepath.Join(testenv.RepoRoot(), "test", "localcluster", "echobasic")
+		cmd.Dir = filepath.Join(testkit.RepoRoot(), "test", "localcluster", "echobasic")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building echo-basic: %v\n%s", err, out)
@@ -127,7 +127,7 @@ func gatewayAPICRDs(t *testing.T) string {
 		return d
 	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api")
-	cmd.Dir = testenv.RepoRoot()
+	cmd.Dir = testkit.RepoRoot()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list sigs.k8s.io/gateway-api: %v", err)
@@ -188,7 +188,7 @@ func TestLocalCluster(t *testing.T) {
 	e := &lcEnv{c: c, cl: cl, ctx: ctx}
 	// Installed as `make deploy IMG=installedImage` would: the proxies
 	// must follow (ProxyImageIsTheInstalledImage).
-	if err := c.InstallBaseWithImage(ctx, crds, testenv.RepoRoot(), installedImage); err != nil {
+	if err := c.InstallBaseWithImage(ctx, crds, testkit.RepoRoot(), installedImage); err != nil {
 		t.Fatal(err)
 	}
 	e.apply(t, `
@@ -277,7 +277,7 @@ func (e *lcEnv) gateway(ns, name string) (*gwv1.Gateway, error) {
 func (e *lcEnv) waitProgrammed(t testing.TB, ns, name string, timeout time.Duration) *gwv1.Gateway {
 	t.Helper()
 	var gw *gwv1.Gateway
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		g, err := e.gateway(ns, name)
 		if err != nil {
 			return err.Error()
@@ -299,7 +299,7 @@ func (e *lcEnv) waitProgrammed(t testing.TB, ns, name string, timeout time.Durat
 // Accepted=True for its current generation.
 func (e *lcEnv) waitRouteAccepted(t testing.TB, ns, name string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		r := &gwv1.HTTPRoute{}
 		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: ns, Name: name}, r); err != nil {
 			return err.Error()
@@ -371,7 +371,7 @@ func (e *lcEnv) podNames(t testing.TB, app string) map[string]bool {
 func waitServes(t testing.TB, hc *http.Client, url, host, service string, timeout time.Duration) echoReply {
 	t.Helper()
 	var got echoReply
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		r, err := lcGet(hc, url, host)
 		if err != nil {
 			return err.Error()

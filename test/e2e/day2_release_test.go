@@ -24,7 +24,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // buildRelease checks out release version (a git worktree of its commit)
@@ -32,7 +32,7 @@ import (
 // binary; both go when the test ends.
 func buildRelease(t *testing.T, version string) (repo, binary string) {
 	t.Helper()
-	root := testenv.RepoRoot()
+	root := testkit.RepoRoot()
 	commit := releaseCommit(t, root, version)
 	repo = filepath.Join(t.TempDir(), "coxswain-"+version)
 	if out, err := git(root, "worktree", "add", "--detach", repo, commit); err != nil {
@@ -54,7 +54,7 @@ func buildRelease(t *testing.T, version string) (repo, binary string) {
 func releaseCommit(t *testing.T, root, version string) string {
 	t.Helper()
 	path := filepath.Join(root, "hack", "release", "releases.txt")
-	f, err := os.Open(path) //nolint:gosec // G304: a file of this repository
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The samples (config/samples) live in namespace default: Gateway web
@@ -134,7 +135,7 @@ func (e *day2Env) waitServing(t *testing.T) (webAddr, edgeAddr string) {
 	waitServes(t, hc, gatewayURL(web, "http", 80)+"/api/x", webHost, "api", time.Minute)
 	waitServes(t, hc, gatewayURL(edge, "http", 80)+"/", edgeHost, "api", 2*time.Minute)
 	var shop string
-	eventually(t, 2*time.Minute, func() string {
+	testkit.EventuallyExplained(t, 2*time.Minute, func() string {
 		ing := &networkingv1.Ingress{}
 		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: samplesNS, Name: "shop"}, ing); err != nil {
 			return err.Error()
@@ -155,7 +156,7 @@ func (e *day2Env) waitServing(t *testing.T) (webAddr, edgeAddr string) {
 func (e *day2Env) waitRolledTo(t *testing.T, image string, timeout time.Duration) {
 	t.Helper()
 	dedicated := names.DedicatedName(edgeDeploy, edgeClass)
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		for _, d := range []struct{ ns, name string }{
 			{installNS, names.ControllerDeploymentName}, {installNS, names.SharedPoolName}, {samplesNS, dedicated},
 		} {
@@ -287,7 +288,7 @@ func (e *day2Env) coxswainUninstall(t *testing.T) {
 func (e *day2Env) assertClean(t *testing.T, crdsKept bool) {
 	t.Helper()
 	managed := client.MatchingLabels{names.LabelManagedBy: names.ValueManagedBy}
-	eventually(t, 3*time.Minute, func() string {
+	testkit.EventuallyExplained(t, 3*time.Minute, func() string {
 		for _, l := range []client.ObjectList{&appsv1.DeploymentList{}, &autoscalingv2.HorizontalPodAutoscalerList{},
 			&corev1.ServiceList{}, &corev1.ServiceAccountList{}, &corev1.ConfigMapList{}} {
 			if err := e.cl.List(e.ctx, l, managed); err != nil {
@@ -388,7 +389,7 @@ spec:
   - backendRefs: [{name: frontend, port: 80}]
 `))
 	gw := e.waitProgrammed(t, samplesNS, "skew", 3*time.Minute)
-	eventually(t, 2*time.Minute, func() string {
+	testkit.EventuallyExplained(t, 2*time.Minute, func() string {
 		return e.imageOfPods(samplesNS, client.MatchingLabels{names.LabelGatewayName: "skew"}, image)
 	})
 	waitServes(t, &http.Client{Timeout: 5 * time.Second}, gatewayURL(gw, "http", 80)+"/", "skew.example.com", "frontend", time.Minute)

@@ -29,7 +29,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/coxswain-go/coxswain/internal/controller"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 )
 
@@ -109,7 +109,7 @@ func TestDay2(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &day2Env{lcEnv: &lcEnv{c: c, cl: cl, ctx: ctx}, crds: crds, oldRepo: oldRepo,
-		headRepo: testenv.RepoRoot(), helm: helm, coxswain: coxswain}
+		headRepo: testkit.RepoRoot(), helm: helm, coxswain: coxswain}
 	e.kubectl(t, "apply", "--server-side", "-f", crds)
 	e.applyBackends(t)
 
@@ -136,7 +136,7 @@ func helmBinary(t *testing.T) string {
 	if h := os.Getenv("HELM"); h != "" {
 		return h
 	}
-	h := filepath.Join(testenv.RepoRoot(), "bin", "helm")
+	h := filepath.Join(testkit.RepoRoot(), "bin", "helm")
 	if _, err := os.Stat(h); err != nil {
 		t.Fatalf("no helm CLI: set $HELM or run `make helm` (builds helm.sh/helm/v3 into bin/): %v", err)
 	}

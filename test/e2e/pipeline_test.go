@@ -37,6 +37,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/controller"
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // pipeline is the controller binary and a shared proxy binary running
@@ -112,10 +113,10 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedPoolName}}))
 
-	streamAddr, bootAddr := freeAddr(t), freeAddr(t)
+	streamAddr, bootAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
 		"serve", "controller", "--kubeconfig", kubeconfigPath,
-		"--health-probe-bind-address", freeAddr(t), "--metrics-bind-address", freeAddr(t),
+		"--health-probe-bind-address", testkit.FreeAddr(t), "--metrics-bind-address", testkit.FreeAddr(t),
 		"--discovery-bind-address", streamAddr, "--discovery-bootstrap-bind-address", bootAddr,
 		"--manage-shared-pool=false")
 
@@ -138,7 +139,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	tokenPath := filepath.Join(dir, "token")
 	must(os.WriteFile(tokenPath, []byte(tok.Status.Token), 0o600))
 	bundlePath := filepath.Join(dir, "ca.crt")
-	eventually(t, 60*time.Second, func() string {
+	testkit.EventuallyExplained(t, 60*time.Second, func() string {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, cm); err != nil {
 			return "trust ConfigMap: " + err.Error()
@@ -155,14 +156,14 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 		}
 	}
 
-	proxyHealth := freeAddr(t)
+	proxyHealth := testkit.FreeAddr(t)
 	start(t, bin, []string{"POD_NAME=shared-proxy-0"},
 		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1", "--access-log=false",
-		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", freeAddr(t),
+		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", testkit.FreeAddr(t),
 		"--discovery-endpoint", "https://"+streamAddr, "--discovery-bootstrap-endpoint", "https://"+bootAddr,
 		"--discovery-token-path", tokenPath, "--discovery-trust-bundle", bundlePath,
 		"--discovery-controller-namespace", ns)
-	eventually(t, 60*time.Second, func() string {
+	testkit.EventuallyExplained(t, 60*time.Second, func() string {
 		if code, body, err := httpGet("http://" + proxyHealth + "/readyz"); err != nil || code != http.StatusOK {
 			return "proxy not ready: " + body
 		}
@@ -170,7 +171,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	})
 	// The shared pool serves the Gateway on its internal port, read back
 	// from the Gateway's VIP Service.
-	eventually(t, 30*time.Second, func() string {
+	testkit.EventuallyExplained(t, 30*time.Second, func() string {
 		list := &corev1.ServiceList{}
 		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{names.LabelComponent: names.ComponentSharedVIP}); err != nil {
 			return err.Error()
@@ -195,7 +196,7 @@ func TestPipeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Before any proxy connects the Gateway is accepted but Pending.
-		eventually(t, 60*time.Second, func() string {
+		testkit.EventuallyExplained(t, 60*time.Second, func() string {
 			pc := p.gatewayProgrammed()
 			if pc == nil || pc.Status != metav1.ConditionFalse || pc.Reason != string(gwv1.GatewayReasonPending) {
 				return "Programmed is not False/Pending yet"
@@ -203,13 +204,13 @@ func TestPipeline(t *testing.T) {
 			return ""
 		})
 	})
-	eventually(t, 60*time.Second, func() string {
+	testkit.EventuallyExplained(t, 60*time.Second, func() string {
 		if pc := p.gatewayProgrammed(); pc == nil || pc.Status != metav1.ConditionTrue {
 			return "Gateway not Programmed after the proxy bound and acked"
 		}
 		return ""
 	})
-	eventually(t, 30*time.Second, func() string {
+	testkit.EventuallyExplained(t, 30*time.Second, func() string {
 		code, loc, err := p.get("www.example.com", "/path")
 		if err != nil {
 			return err.Error()

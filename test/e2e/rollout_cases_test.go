@@ -30,6 +30,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The hitless rollout cases: a bounded load of 8 keep-alive connections runs
@@ -63,7 +64,7 @@ func (e *lcEnv) proxyPods(t testing.TB, ns string, selector map[string]string) m
 // whole termination (preStop sleep, drain, exit).
 func (e *lcEnv) waitPodsGone(t testing.TB, ns string, selector map[string]string, pods map[types.UID]string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		var left []string
 		for uid, name := range e.proxyPods(t, ns, selector) {
 			if _, ok := pods[uid]; ok {
@@ -132,7 +133,7 @@ spec:
 // replaces both of its pods, one by one, under load.
 func testHitlessSharedRollout(t *testing.T, e *lcEnv) {
 	addr := e.hitlessRoute(t)
-	eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
+	testkit.EventuallyExplained(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
 	old := e.proxyPods(t, installNS, provision.SharedPoolSelector())
 	underLoad(t, addr, "hitless.example.com", func() {
 		e.kubectl(t, "rollout", "restart", "-n", installNS, "deployment/"+names.SharedPoolName)
@@ -148,7 +149,7 @@ func testHitlessDedicatedRollout(t *testing.T, e *lcEnv) {
 	deploy := names.DedicatedName("edge", "e2e-dedicated")
 	selector := map[string]string{names.LabelGatewayName: "edge"}
 	gw := e.waitProgrammed(t, e2eNS, "edge", time.Minute)
-	eventually(t, time.Minute, func() string { return e.deploymentReady(e2eNS, deploy, 1) })
+	testkit.EventuallyExplained(t, time.Minute, func() string { return e.deploymentReady(e2eNS, deploy, 1) })
 	waitServes(t, &http.Client{Timeout: 5 * time.Second}, gatewayURL(gw, "http", 8080)+"/", "edge.example.com", "blue", time.Minute)
 	old := e.proxyPods(t, e2eNS, selector)
 	underLoad(t, net.JoinHostPort(gw.Status.Addresses[0].Value, "8080"), "edge.example.com", func() {
@@ -163,13 +164,13 @@ func testHitlessDedicatedRollout(t *testing.T, e *lcEnv) {
 // (the controller also re-applies its replica count on its next sync).
 func testHitlessSharedScaleDown(t *testing.T, e *lcEnv) {
 	addr := e.hitlessRoute(t)
-	eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
+	testkit.EventuallyExplained(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
 	before := e.proxyPods(t, installNS, provision.SharedPoolSelector())
 	underLoad(t, addr, "hitless.example.com", func() {
 		e.kubectl(t, "scale", "-n", installNS, "deployment/"+names.SharedPoolName, "--replicas=1")
 		// One of the two pods is deleted and drains.
 		var removed map[types.UID]string
-		eventually(t, time.Minute, func() string {
+		testkit.EventuallyExplained(t, time.Minute, func() string {
 			pods := &corev1.PodList{}
 			if err := e.cl.List(e.ctx, pods, client.InNamespace(installNS), client.MatchingLabels(provision.SharedPoolSelector())); err != nil {
 				return err.Error()
@@ -184,6 +185,6 @@ func testHitlessSharedScaleDown(t *testing.T, e *lcEnv) {
 		})
 		e.waitPodsGone(t, installNS, provision.SharedPoolSelector(), removed, 2*time.Minute)
 		e.kubectl(t, "scale", "-n", installNS, "deployment/"+names.SharedPoolName, "--replicas=2")
-		eventually(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
+		testkit.EventuallyExplained(t, 2*time.Minute, func() string { return e.deploymentReady(installNS, names.SharedPoolName, 2) })
 	})
 }

@@ -22,7 +22,6 @@ package edge
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,13 +36,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // proxyProcess is a running `coxswain serve proxy --snapshot-file`.
 type proxyProcess struct {
 	addr string // the HTTP listener, 127.0.0.1:port
-	out  *lockedBuffer
+	out  *testkit.SyncBuffer
 }
 
 var (
@@ -68,7 +67,7 @@ func coxswainBinary(t testing.TB) string {
 		}
 		binPath = filepath.Join(dir, "coxswain")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/coxswain")
-		cmd.Dir = testenv.RepoRoot()
+		cmd.Dir = testkit.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
@@ -79,39 +78,12 @@ func coxswainBinary(t testing.TB) string {
 	return binPath
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startProxy runs the binary with snapshot (a YAML template whose
 // {{PORT}} and {{BACKEND}} are filled in) and extra flags, and waits until
 // it is ready.
 func startProxy(t *testing.T, snapshot, backendAddr string, flags ...string) *proxyProcess {
 	t.Helper()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	host, bport, err := net.SplitHostPort(backendAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -122,13 +94,13 @@ func startProxy(t *testing.T, snapshot, backendAddr string, flags ...string) *pr
 	if err := os.WriteFile(file, []byte(snap), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	health := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	args := append([]string{"serve", "proxy", "--shared", "--snapshot-file", file, "--bind-host", "127.0.0.1",
-		"--health-probe-bind-address", health, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--health-probe-bind-address", health, "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
 		"--access-log=false"}, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, coxswainBinary(t), args...)
-	out := &lockedBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -143,13 +115,12 @@ func startProxy(t *testing.T, snapshot, backendAddr string, flags ...string) *pr
 			t.Logf("proxy output:\n%s", out.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.EventuallyExplained(t, 30*time.Second, func() string {
 		resp, err := http.Get("http://" + health + "/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return ""
 			}
 		}
 		select {
@@ -157,11 +128,8 @@ func startProxy(t *testing.T, snapshot, backendAddr string, flags ...string) *pr
 			t.Fatalf("proxy exited:\n%s", out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy not ready after 30s:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return "proxy not ready:\n" + out.String()
+	})
 	return &proxyProcess{addr: fmt.Sprintf("127.0.0.1:%d", port), out: out}
 }
 

@@ -40,7 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const (
@@ -59,7 +59,7 @@ func echoBasic(t *testing.T) string {
 	}
 	bin := filepath.Join(t.TempDir(), "echo-basic")
 	cmd := exec.Command("go", "build", "-o", bin, "sigs.k8s.io/gateway-api/conformance/echo-basic")
-	cmd.Dir = filepath.Join(testenv.RepoRoot(), "test", "localcluster", "echobasic")
+	cmd.Dir = filepath.Join(testkit.RepoRoot(), "test", "localcluster", "echobasic")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building echo-basic: %v\n%s", err, out)
 	}
@@ -92,24 +92,6 @@ func selfSigned(t *testing.T, name string) (certPEM, keyPEM []byte, cert *x509.C
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), cert
-}
-
-// poll runs cond every 200ms until it returns true or timeout passes.
-func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s (last: %s)", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func echoDeployment() (*appsv1.Deployment, *corev1.Service) {

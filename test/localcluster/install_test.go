@@ -24,7 +24,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func TestSplitImage(t *testing.T) {
@@ -46,7 +46,7 @@ func TestSplitImage(t *testing.T) {
 // `kustomize edit set image controller=...` would, and the checkout is left
 // alone.
 func TestConfigWithImage(t *testing.T) {
-	repo := testenv.RepoRoot()
+	repo := testkit.RepoRoot()
 	before, err := os.ReadFile(filepath.Join(repo, "config", "manager", "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 	"github.com/coxswain-go/coxswain/test/localcluster/kubelet"
 	"github.com/coxswain-go/coxswain/test/localcluster/network"
@@ -61,7 +61,7 @@ func TestLocalCluster(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
 	}
-	assets, err := testenv.AssetsDir()
+	assets, err := testkit.AssetsDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func (lc *clusterTest) createEcho() {
 // HTTP and TLS from the host, and the one process its sandbox runs.
 func (lc *clusterTest) checkEchoPods() {
 	t, ctx, cs := lc.t, lc.ctx, lc.cs
-	poll(t, "EndpointSlice with 2 ready endpoints", 60*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 60*time.Second, "EndpointSlice with 2 ready endpoints", func() (bool, string) {
 		slices, err := cs.DiscoveryV1().EndpointSlices(testNS).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=echo"})
 		if err != nil {
 			return false, err.Error()
@@ -296,7 +296,7 @@ func (lc *clusterTest) checkEndpointPod(e discoveryv1.Endpoint) (corev1.Pod, net
 func (lc *clusterTest) checkPodLogs() {
 	t, ctx, cs := lc.t, lc.ctx, lc.cs
 	logName := lc.endpoints[0].TargetRef.Name
-	poll(t, "pod logs through the apiserver", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "pod logs through the apiserver", func() (bool, string) {
 		b, err := cs.CoreV1().Pods(testNS).GetLogs(logName, &corev1.PodLogOptions{
 			Container: "echo", SinceTime: &metav1.Time{Time: lc.depStart.Add(-time.Second)},
 		}).DoRaw(ctx)
@@ -318,7 +318,7 @@ func (lc *clusterTest) checkRestart() {
 	if err := syscall.Kill(lc.podPIDs[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "crashed container restarted and Ready", 30*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 30*time.Second, "crashed container restarted and Ready", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(testNS).Get(ctx, lc.byName[lc.endpoints[0].TargetRef.Name].Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -349,7 +349,7 @@ func (lc *clusterTest) checkUnsupportedImage() {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "unmapped image fails the pod", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "unmapped image fails the pod", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(testNS).Get(ctx, "nginx", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -367,14 +367,14 @@ func (lc *clusterTest) checkDeploymentDeleted() {
 	if err := cs.AppsV1().Deployments(testNS).Delete(ctx, "echo", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "echo pods deleted", 60*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 60*time.Second, "echo pods deleted", func() (bool, string) {
 		pods, err := cs.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: "app=echo"})
 		if err != nil {
 			return false, err.Error()
 		}
 		return len(pods.Items) == 0, fmt.Sprintf("%d pods left", len(pods.Items))
 	})
-	poll(t, "echo sandboxes gone", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "echo sandboxes gone", func() (bool, string) {
 		sbs := lc.c.Sandboxes()
 		for _, uid := range lc.podUIDs {
 			if _, ok := sbs[uid]; ok {

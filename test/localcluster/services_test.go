@@ -27,6 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // echoClusterIP is the echo Service's ClusterIP.
@@ -50,7 +52,7 @@ func (lc *clusterTest) checkServiceNames() {
 		"echo":                           clusterIP,
 		"kubernetes.default.svc":         "10.96.0.1",
 	} {
-		poll(lc.t, "resolving "+name+" in a pod", 10*time.Second, func() (bool, string) {
+		testkit.EventuallyState(lc.t, 10*time.Second, "resolving "+name+" in a pod", func() (bool, string) {
 			out, err := exec.Command("ip", "netns", "exec", lc.netnsNames[1], "getent", "hosts", name).Output()
 			if err != nil {
 				return false, err.Error()
@@ -70,7 +72,7 @@ func (lc *clusterTest) checkServiceProxy() {
 	clusterIP := lc.echoClusterIP()
 	seen := map[string]bool{}
 	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	poll(t, "both pods answer through the ClusterIP", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "both pods answer through the ClusterIP", func() (bool, string) {
 		reply, err := getEcho(fresh, "http://"+net.JoinHostPort(clusterIP, "8080")+"/")
 		if err != nil {
 			return false, err.Error()
@@ -93,7 +95,7 @@ func (lc *clusterTest) checkServiceProxy() {
 		t.Fatal(err)
 	}
 	var vip string
-	poll(t, "LoadBalancer Service gets a VIP", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "LoadBalancer Service gets a VIP", func() (bool, string) {
 		got, err := cs.CoreV1().Services(testNS).Get(ctx, "echo-lb", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -107,7 +109,7 @@ func (lc *clusterTest) checkServiceProxy() {
 	if ip := net.ParseIP(vip); ip == nil || !podNet.Contains(ip) || ip.String() == lc.c.NodeIP || lc.c.LoadBalancerIP(testNS, "echo-lb") != vip {
 		t.Fatalf("VIP %s: want an address of the bridge's network other than the node's", vip)
 	}
-	poll(t, "the VIP serves", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "the VIP serves", func() (bool, string) {
 		reply, err := getEcho(fresh, "http://"+vip+"/lb")
 		if err != nil {
 			return false, err.Error()

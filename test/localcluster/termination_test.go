@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 	"github.com/coxswain-go/coxswain/test/localcluster/process"
 )
@@ -82,7 +83,7 @@ func testGracefulTermination(ctx context.Context, t *testing.T, cs kubernetes.In
 		_ = cs.CoreV1().Pods(testNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
 			metav1.ListOptions{LabelSelector: "app=term"})
 	}()
-	poll(t, "2 ready endpoints of term", 60*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 60*time.Second, "2 ready endpoints of term", func() (bool, string) {
 		eps, err := termEndpoints(ctx, cs)
 		if err != nil {
 			return false, err.Error()
@@ -113,13 +114,13 @@ func testGracefulTermination(ctx context.Context, t *testing.T, cs kubernetes.In
 	}
 	checkTerminating(ctx, t, cs, pod.Name, pids[0], addr, kept, deleted)
 
-	poll(t, "the pod's process ends after SIGTERM", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "the pod's process ends after SIGTERM", func() (bool, string) {
 		return !process.Alive(pids[0]), "still running"
 	})
 	if ended := time.Since(deleted); ended < termPreStop {
 		t.Errorf("the process ended %s after the deletion, before its %s preStop sleep was over", ended, termPreStop)
 	}
-	poll(t, "the pod object is gone", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "the pod object is gone", func() (bool, string) {
 		_, err := cs.CoreV1().Pods(testNS).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -183,7 +184,7 @@ func termEndpoints(ctx context.Context, cs kubernetes.Interface) (map[string]dis
 func openKeepAlive(t *testing.T, addr string) (*keepAlive, echoReply) {
 	var kept *keepAlive
 	var victim echoReply
-	poll(t, "a keep-alive connection through the ClusterIP", 20*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 20*time.Second, "a keep-alive connection through the ClusterIP", func() (bool, string) {
 		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
 			return false, err.Error()
@@ -203,7 +204,7 @@ func openKeepAlive(t *testing.T, addr string) (*keepAlive, echoReply) {
 // (pid) runs, new connections to addr avoid it, and the connection kept
 // open to it is still served.
 func checkTerminating(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, pid int, addr string, kept *keepAlive, deleted time.Time) {
-	poll(t, "the deleted pod's endpoint turns not ready and terminating", 3*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 3*time.Second, "the deleted pod's endpoint turns not ready and terminating", func() (bool, string) {
 		eps, err := termEndpoints(ctx, cs)
 		if err != nil {
 			return false, err.Error()
@@ -215,7 +216,7 @@ func checkTerminating(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		t.Fatalf("pod %s's process ended %s after the deletion, inside its %s preStop sleep", name, time.Since(deleted), termPreStop)
 	}
 	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	poll(t, "new connections avoid the terminating pod", 2*time.Second, func() (bool, string) {
+	testkit.EventuallyState(t, 2*time.Second, "new connections avoid the terminating pod", func() (bool, string) {
 		for i := 0; i < 6; i++ {
 			r, err := getEcho(fresh, "http://"+addr+"/new")
 			if err != nil {

@@ -27,7 +27,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,12 +45,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/discovery"
@@ -59,7 +56,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/identity"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 const (
@@ -67,50 +64,17 @@ const (
 	waitFor   = 20 * time.Second
 )
 
-var (
-	td        = spiffeid.RequireTrustDomainFromString(discovery.DefaultTrustDomain)
-	envOnce   sync.Once
-	env       *envtest.Environment
-	envErr    error
-	k8s       client.Client
-	clientset *kubernetes.Clientset
-)
+var td = spiffeid.RequireTrustDomainFromString(discovery.DefaultTrustDomain)
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		_ = env.Stop()
-	}
-	os.Exit(code)
-}
+// The envtest apiserver (real TokenRequest, TokenReview and Events) starts
+// once, on the first test that needs it.
+var api testkit.Envtest
 
-// apiserver starts the envtest apiserver (real TokenRequest, TokenReview
-// and Events) on the first test that needs it.
-func apiserver(t *testing.T) {
-	t.Helper()
-	envOnce.Do(func() {
-		env, envErr = testenv.Environment()
-		if envErr != nil {
-			return
-		}
-		cfg, err := env.Start()
-		if err != nil {
-			envErr, env = err, nil
-			return
-		}
-		if k8s, envErr = client.New(cfg, client.Options{}); envErr != nil {
-			return
-		}
-		clientset, envErr = kubernetes.NewForConfig(cfg)
-	})
-	if envErr != nil {
-		t.Fatalf("envtest: %v", envErr)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
 
 func ensureNamespace(t *testing.T, ns string) {
 	t.Helper()
-	_ = k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	_ = api.Client(t).Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
 
 // token creates ns/sa (if absent) and returns a real token for it with the
@@ -119,25 +83,14 @@ func token(t *testing.T, ns, sa, audience string) string {
 	t.Helper()
 	ctx := context.Background()
 	ensureNamespace(t, ns)
-	_ = k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
-	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	_ = api.Client(t).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
+	tr, err := api.Clientset(t).CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("TokenRequest: %v", err)
 	}
 	return tr.Status.Token
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // newCA is a discovery CA with a freshly generated authority.
@@ -172,7 +125,7 @@ func startBootstrap(t *testing.T) *bootstrapFixture {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: api.Clientset(t).EventsV1()})
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +134,7 @@ func startBootstrap(t *testing.T) *bootstrapFixture {
 	b, err := bootstrap.NewServer(bootstrap.Options{
 		CA:       ca,
 		SVID:     serving,
-		Reviewer: &identity.TokenReviewer{Client: k8s, Audience: names.TokenAudience},
+		Reviewer: &identity.TokenReviewer{Client: api.Client(t), Audience: names.TokenAudience},
 		Authorizer: &discovery.Authorizer{
 			SharedPool: discovery.ServiceAccounts(installNS + "/" + names.SharedProxyServiceAccount),
 			GatewayServiceAccount: func(ns, name string) (string, bool) {
@@ -251,7 +204,7 @@ func request(tok, csrPEM string, scope snapshot.Scope) *discoveryv1.BootstrapReq
 }
 
 func TestBootstrapIssuesExactlyTheServiceAccountSVID(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	f := startBootstrap(t)
 	csrPEM, key := csr(t)
 	tok := token(t, installNS, names.SharedProxyServiceAccount, names.TokenAudience)
@@ -293,7 +246,7 @@ func TestBootstrapIssuesExactlyTheServiceAccountSVID(t *testing.T) {
 }
 
 func TestBootstrapRefusals(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	f := startBootstrap(t)
 	csrPEM, _ := csr(t)
 	cases := []struct {
@@ -327,11 +280,11 @@ func TestBootstrapRefusals(t *testing.T) {
 			want[c.reason]++
 		}
 	}
-	eventually(t, "BootstrapRejected Events", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "BootstrapRejected Events", func() bool {
 		got := map[string]int{}
 		for _, ns := range []string{installNS, "apps"} {
 			list := &eventsv1.EventList{}
-			if err := k8s.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			if err := api.Client(t).List(context.Background(), list, client.InNamespace(ns)); err != nil {
 				return false
 			}
 			for _, e := range list.Items {
@@ -354,7 +307,7 @@ func TestBootstrapRefusals(t *testing.T) {
 }
 
 func TestBootstrapRefusesPlaintext(t *testing.T) {
-	apiserver(t)
+	api.Config(t)
 	f := startBootstrap(t)
 	cc, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -19,7 +19,6 @@ package controlplane_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,20 +44,14 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-const ns = "coxswain-system"
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
+const (
+	ns = "coxswain-system"
+	// waitFor bounds every wait in these tests.
+	waitFor = 30 * time.Second
+)
 
 // recorder is a minimal data plane: it validates and records snapshots and
 // reports every listener port as bound.
@@ -112,17 +105,6 @@ func (r *recorder) count() int {
 	return len(r.applied)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestControllerAndProxyWiring runs the controller side as `serve
 // controller` would (a manager with AddToManager) and a proxy client that
 // has only a token, the trust ConfigMap's bundle and the endpoints.
@@ -140,9 +122,9 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	if err := srv.Publish([]*snapshot.Snapshot{s}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the proxy to apply the snapshot", func() bool { return dp.count() == 1 })
-	eventually(t, "ready", func() bool { return readiness.Reason() == "" })
-	eventually(t, "Programmed", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the proxy to apply the snapshot", func() bool { return dp.count() == 1 })
+	testkit.EventuallyWithin(t, waitFor, "ready", func() bool { return readiness.Reason() == "" })
+	testkit.EventuallyWithin(t, waitFor, "Programmed", func() bool {
 		st := srv.GatewayState("apps", "gw", 1)
 		n, ok := st.Proxies, st.Programmed()
 		return n == 1 && ok
@@ -157,7 +139,7 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	if err := srv.Publish([]*snapshot.Snapshot{&s2}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the refusal of generation 2", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the refusal of generation 2", func() bool {
 		st := srv.GatewayState("apps", "gw", 2)
 		return len(st.Rejections) == 1 && st.Rejections[0].NodeID == "shared-proxy-0" &&
 			strings.Contains(st.Rejections[0].Detail, "bind: address already in use") && st.Ready == 0 && st.Proxies == 1
@@ -178,7 +160,7 @@ type controlPlane struct {
 	ctx                  context.Context
 	cancel               context.CancelFunc
 	c                    client.Client
-	cs                   *kubernetes.Clientset
+	cs                   kubernetes.Interface
 	srv                  *discovery.Server
 	streamAddr, bootAddr string
 }
@@ -187,22 +169,11 @@ type controlPlane struct {
 // them.
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	cp := &controlPlane{}
-	if cp.c, err = client.New(cfg, client.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if cp.cs, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
+	// A control plane of its own: the manager owns the CA Secret and the
+	// trust ConfigMap, which the test asserts it creates.
+	api := testkit.StartEnvtest(t)
+	cfg := api.Config(t)
+	cp := &controlPlane{c: api.Client(t), cs: api.Clientset(t)}
 	cp.ctx, cp.cancel = context.WithCancel(context.Background())
 	t.Cleanup(cp.cancel)
 	if err := cp.c.Create(cp.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -225,7 +196,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 	var f controlplane.Flags
 	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
 	f.AddFlags(fs)
-	cp.streamAddr, cp.bootAddr = freeAddr(t), freeAddr(t)
+	cp.streamAddr, cp.bootAddr = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	if err := fs.Parse([]string{"--discovery-bind-address=" + cp.streamAddr, "--discovery-bootstrap-bind-address=" + cp.bootAddr}); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +252,7 @@ func (cp *controlPlane) startProxy(t *testing.T) (*recorder, *proxy.Readiness) {
 func (cp *controlPlane) proxyMounts(t *testing.T) (tokenPath, bundlePath string) {
 	t.Helper()
 	trust := &corev1.ConfigMap{}
-	eventually(t, "the trust ConfigMap", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "the trust ConfigMap", func() bool {
 		return cp.c.Get(cp.ctx, client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, trust) == nil
 	})
 	tr, err := cp.cs.CoreV1().ServiceAccounts(ns).CreateToken(cp.ctx, names.SharedProxyServiceAccount, &authenticationv1.TokenRequest{

@@ -18,6 +18,7 @@ package leaderlabel_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -28,23 +29,15 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/discovery/leaderlabel"
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+var api testkit.Envtest
+
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }
+
 func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
-	env, err := testenv.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := api.Client(t)
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "coxswain-system"}}); err != nil {
 		t.Fatal(err)
@@ -75,13 +68,7 @@ func TestLabelsWhileLeadingAndRemovesAfter(t *testing.T) {
 	runCtx, lose := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- l.Start(runCtx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for labels()[names.LeaderLabel] != "true" {
-		if time.Now().After(deadline) {
-			t.Fatal("the leader label was never set")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.EventuallyWithin(t, 20*time.Second, "the leader label to be set", func() bool { return labels()[names.LeaderLabel] == "true" })
 	if labels()["app"] != "coxswain" {
 		t.Fatal("other labels must be kept")
 	}

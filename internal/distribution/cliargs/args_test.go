@@ -27,7 +27,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/cmd"
 	"github.com/coxswain-go/coxswain/internal/distribution"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // parse resolves args against the real command tree and parses the flags,
@@ -75,7 +75,7 @@ func TestParseRejectsUnknownFlags(t *testing.T) {
 // TestChartArgsParse renders the chart with default and non-default values
 // and parses the controller's arguments with the coxswain command line.
 func TestChartArgsParse(t *testing.T) {
-	dir := filepath.Join(testenv.RepoRoot(), distribution.ChartDir)
+	dir := filepath.Join(testkit.RepoRoot(), distribution.ChartDir)
 	for _, values := range []map[string]any{
 		nil,
 		{"leaderElection": map[string]any{"enabled": false}, "metrics": map[string]any{"enabled": false}, "logLevel": "debug"},
@@ -95,7 +95,7 @@ func TestChartArgsParse(t *testing.T) {
 
 // TestBundleArgsParse does the same for the checked-in OLM bundle.
 func TestBundleArgsParse(t *testing.T) {
-	b, err := distribution.LoadBundle(filepath.Join(testenv.RepoRoot(), distribution.BundleDir))
+	b, err := distribution.LoadBundle(filepath.Join(testkit.RepoRoot(), distribution.BundleDir))
 	if err != nil {
 		t.Fatal(err)
 	}

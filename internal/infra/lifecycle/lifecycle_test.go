@@ -24,7 +24,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,52 +44,42 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+// The package's envtest control plane, started before the tests with the
+// shipped Project roles installed.
 var (
+	api       testkit.Envtest
 	admin     client.Client
 	lifecycle client.Client // impersonates the lifecycle identity
 )
 
 func TestMain(m *testing.M) {
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = infrav1alpha1.AddToScheme(scheme)
-	env, err := testenv.Environment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	code := func() int {
+	os.Exit(api.RunStarted(m, func(cfg *rest.Config) (err error) {
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
 		if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
-		if err := bindLifecycle(cfg, scheme); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	_ = env.Stop()
-	os.Exit(code)
+		return bindLifecycle(cfg, scheme)
+	}))
 }
 
 // bindLifecycle installs the shipped Project roles and binds the lifecycle
 // one to a test user; the tool runs as that user.
 func bindLifecycle(cfg *rest.Config, scheme *runtime.Scheme) error {
 	ctx := context.Background()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
+	raw, err := os.ReadFile(filepath.Join(testkit.RepoRoot(), "config", "rbac", "infra_project_roles.yaml"))
 	if err != nil {
 		return err
 	}
-	objs, err := testenv.DecodeObjects(raw)
+	objs, err := testkit.DecodeObjects(raw)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 var updateSample = flag.Bool("update-sample", false,
@@ -54,7 +54,7 @@ const (
 )
 
 func samplePaths() (project, keys string) {
-	root := testenv.RepoRoot()
+	root := testkit.RepoRoot()
 	return filepath.Join(root, "config", "samples", "infra_v1alpha1_project.yaml"),
 		filepath.Join(root, "config", "samples", "keys", "infra-trust-keys.yaml")
 }

@@ -26,6 +26,7 @@ import (
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // brokenCA passes the CRD's "starts with a PEM header" rule but holds no
@@ -51,7 +52,7 @@ func TestInvalidAgentCARefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			start(t, c)
-			waitFor(t, "first list", c.Ready)
+			testkit.EventuallyWithin(t, waitFor, "first list", c.Ready)
 			metric := c.cfg.Metrics.TrustRefused.WithLabelValues("invalid_agent_ca")
 
 			bad := project(shard, "bad.svc:443")

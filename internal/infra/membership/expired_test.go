@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // tooOldResourceVersion is older than anything the apiserver's watch cache
@@ -187,7 +188,7 @@ func TestExpiredResourceVersionRelists(t *testing.T) {
 	}
 	// The watch is established once it delivers.
 	setReady(t, a.Name, metav1.ConditionTrue)
-	waitFor(t, "watch delivers", func() bool { m, _ := c.Get(a.Name); return m.Ready == metav1.ConditionTrue })
+	testkit.EventuallyWithin(t, waitFor, "watch delivers", func() bool { m, _ := c.Get(a.Name); return m.Ready == metav1.ConditionTrue })
 	watchErrors := value(c.cfg.Metrics.WatchErrors)
 	bPresent.start(t)
 
@@ -246,7 +247,7 @@ func startExpiring(t *testing.T, shard string, exp *expirer, onEvent func(Event)
 		t.Fatal(err)
 	}
 	start(t, c)
-	waitFor(t, "first list", c.Ready)
+	testkit.EventuallyWithin(t, waitFor, "first list", c.Ready)
 	return c
 }
 

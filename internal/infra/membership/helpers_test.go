@@ -24,7 +24,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	encpem "encoding/pem"
-	"fmt"
 	"math/big"
 	"net/http"
 	"os"
@@ -48,36 +47,31 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+// The package's envtest control plane, started before the tests: every
+// membership test watches Projects through it.
 var (
+	api testkit.Envtest
 	cfg *rest.Config
 	k8s client.Client
 )
 
 func TestMain(m *testing.M) {
-	scheme := runtime.NewScheme()
-	if err := infrav1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	env, err := testenv.Environment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if cfg, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		_ = env.Stop()
-		panic(err)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(api.RunStarted(m, func(c *rest.Config) (err error) {
+		scheme := runtime.NewScheme()
+		if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		cfg = c
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}))
 }
+
+// waitFor bounds every wait in these tests.
+const waitFor = 15 * time.Second
 
 var (
 	signer = trusttest.Signer("cosmos-test", "membership")
@@ -202,17 +196,6 @@ func start(t *testing.T, c *Client) {
 			t.Error("membership client did not stop within 10s")
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // value reads a counter or gauge.

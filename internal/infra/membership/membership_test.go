@@ -31,6 +31,7 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // TestEvents walks Projects through every kind of change on one client. It
@@ -46,7 +47,7 @@ func TestEvents(t *testing.T) {
 		t.Fatal("ready before the first list")
 	}
 	start(t, c)
-	waitFor(t, "first list", c.Ready)
+	testkit.EventuallyWithin(t, waitFor, "first list", c.Ready)
 
 	a := create(t, project(shard, "a.svc:443"), t0)
 	rec.expect(t, Added, a.Name)
@@ -150,7 +151,7 @@ func TestEvents(t *testing.T) {
 		}
 		t.Logf("admission refused the mismatched project: %v", err)
 	} else {
-		waitFor(t, "shard mismatch counted", func() bool {
+		testkit.EventuallyWithin(t, waitFor, "shard mismatch counted", func() bool {
 			return value(c.cfg.Metrics.Ignored.WithLabelValues("shard_mismatch")) > ignoredBefore
 		})
 		if _, ok := c.Get(w.Name); ok {
@@ -222,7 +223,7 @@ func TestSeed(t *testing.T) {
 	}
 	start(t, c)
 	rec.expect(t, Removed, gone.Name)
-	waitFor(t, "ready", c.Ready)
+	testkit.EventuallyWithin(t, waitFor, "ready", c.Ready)
 	if ms := c.Members(); len(ms) != 1 || ms[0].Name != live.Name {
 		t.Fatalf("after first list %+v", ms)
 	}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // TestNoRollbackAfterRecreate: the newest accepted signedAt outlives the
@@ -40,7 +41,7 @@ func TestNoRollbackAfterRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
-	waitFor(t, "first list", c.Ready)
+	testkit.EventuallyWithin(t, waitFor, "first list", c.Ready)
 
 	t1, t2 := t0.Add(time.Hour), t0.Add(2*time.Hour)
 	p := project(shard, "p.svc:443")

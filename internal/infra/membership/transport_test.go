@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // breaker is a transport that a test can break: requests fail and open
@@ -115,13 +116,13 @@ func TestTransportFailureKeepsMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, c)
-	waitFor(t, "failed lists", func() bool { return value(c.cfg.Metrics.ListErrors) >= 2 })
+	testkit.EventuallyWithin(t, waitFor, "failed lists", func() bool { return value(c.cfg.Metrics.ListErrors) >= 2 })
 	if c.Ready() || c.ReadyzCheck(nil) == nil || len(c.Members()) != 0 {
 		t.Fatal("ready or populated before any list succeeded")
 	}
 
 	brk.set(false)
-	waitFor(t, "first list", c.Ready)
+	testkit.EventuallyWithin(t, waitFor, "first list", c.Ready)
 	got := map[string]bool{}
 	for i := 0; i < 2; i++ {
 		ev := rec.next(t)
@@ -135,7 +136,7 @@ func TestTransportFailureKeepsMembership(t *testing.T) {
 	}
 	// Make sure the watch is established before cutting it.
 	setReady(t, a.Name, metav1.ConditionTrue)
-	waitFor(t, "watch delivers", func() bool { m, _ := c.Get(a.Name); return m.Ready == metav1.ConditionTrue })
+	testkit.EventuallyWithin(t, waitFor, "watch delivers", func() bool { m, _ := c.Get(a.Name); return m.Ready == metav1.ConditionTrue })
 
 	listErrs := value(c.cfg.Metrics.ListErrors)
 	brk.set(true)
@@ -144,7 +145,7 @@ func TestTransportFailureKeepsMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := create(t, project(shard, "c.svc:443"), t0)
-	waitFor(t, "relists failing", func() bool { return value(c.cfg.Metrics.ListErrors) >= listErrs+3 })
+	testkit.EventuallyWithin(t, waitFor, "relists failing", func() bool { return value(c.cfg.Metrics.ListErrors) >= listErrs+3 })
 	if m := c.Members(); len(m) != 2 || m[0].Name == cc.Name || m[1].Name == cc.Name {
 		t.Fatalf("membership changed during the outage: %+v", m)
 	}

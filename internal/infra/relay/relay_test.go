@@ -50,34 +50,31 @@ import (
 	"github.com/coxswain-go/coxswain/internal/infra/membership"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
+// The package's envtest control plane, started before the tests: every
+// relay test serves Projects read through it.
 var (
+	api testkit.Envtest
 	cfg *rest.Config
 	k8s client.Client
 )
 
 func TestMain(m *testing.M) {
-	scheme := runtime.NewScheme()
-	_ = infrav1alpha1.AddToScheme(scheme)
-	env, err := testenv.Environment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if cfg, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		_ = env.Stop()
-		panic(err)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(api.RunStarted(m, func(c *rest.Config) (err error) {
+		scheme := runtime.NewScheme()
+		if err := infrav1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		cfg = c
+		k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+		return err
+	}))
 }
+
+// waitFor bounds every wait in these tests.
+const waitFor = 15 * time.Second
 
 var signer = trusttest.Signer("cosmos-test", "relay")
 
@@ -199,17 +196,6 @@ func call(addr string, roots *x509.CertPool, agent tls.Certificate) (AgentIdenti
 	return id, err
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func accepted(addr string, roots *x509.CertPool, agent tls.Certificate, project string) bool {
 	id, err := call(addr, roots, agent)
 	return err == nil && id.Project == project
@@ -273,8 +259,8 @@ func TestRelay(t *testing.T) {
 	snapPath := filepath.Join(t.TempDir(), "relay-snapshot.json")
 	cert, roots := serverCert(t)
 	r := startRelay(t, shard, cfg, snapPath, cert)
-	waitFor(t, "first list", r.relay.Membership.Ready)
-	waitFor(t, "snapshot with both projects", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "first list", r.relay.Membership.Ready)
+	testkit.EventuallyWithin(t, waitFor, "snapshot with both projects", func() bool {
 		s, ok, err := LoadSnapshot(snapPath)
 		return err == nil && ok && len(s.Projects) == 2
 	})
@@ -321,11 +307,11 @@ func TestRelay(t *testing.T) {
 	}
 	a2 := get(t, a.Name)
 	nextAgent := agentCert(t, tl, a2, true, a.Name)
-	waitFor(t, "next CA accepted", func() bool { return accepted(r.addr, roots, nextAgent, a.Name) })
+	testkit.EventuallyWithin(t, waitFor, "next CA accepted", func() bool { return accepted(r.addr, roots, nextAgent, a.Name) })
 	if !accepted(r.addr, roots, agentA, a.Name) {
 		t.Fatal("current CA refused during rotation")
 	}
-	waitFor(t, "snapshot with the next CA", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "snapshot with the next CA", func() bool {
 		s, _, _ := LoadSnapshot(snapPath)
 		for _, p := range s.Projects {
 			if p.Name == a.Name {
@@ -340,7 +326,7 @@ func TestRelay(t *testing.T) {
 	if _, err := tl.RotateCAFinish(ctx, a.Name, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "old CA refused", func() bool { return !accepted(r.addr, roots, agentA, a.Name) })
+	testkit.EventuallyWithin(t, waitFor, "old CA refused", func() bool { return !accepted(r.addr, roots, agentA, a.Name) })
 	if !accepted(r.addr, roots, nextAgent, a.Name) {
 		t.Fatal("promoted CA refused")
 	}
@@ -363,14 +349,14 @@ func TestRelay(t *testing.T) {
 	if _, err := tl.Teardown(ctx, a.Name, shard); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "removed project refused", func() bool { return !accepted(r.addr, roots, nextAgent, a.Name) })
+	testkit.EventuallyWithin(t, waitFor, "removed project refused", func() bool { return !accepted(r.addr, roots, nextAgent, a.Name) })
 	if !accepted(r.addr, roots, agentB, b.Name) {
 		t.Fatal("forged CA change replaced B's accepted CA")
 	}
 	if m, _ := r.relay.Membership.Get(b.Name); m.Certificates != b.Spec.AgentCA.Certificates {
 		t.Fatal("forged CA in membership")
 	}
-	waitFor(t, "snapshot without A", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "snapshot without A", func() bool {
 		s, _, _ := LoadSnapshot(snapPath)
 		return len(s.Projects) == 1 && s.Projects[0].Name == b.Name
 	})

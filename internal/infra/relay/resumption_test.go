@@ -38,6 +38,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/coxswain-go/coxswain/internal/infra/lifecycle"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // logLines is a logger that keeps its lines (and passes them to t.Log).
@@ -130,7 +131,7 @@ func TestResumedSessionIsVerified(t *testing.T) {
 	tl := tool(t)
 	cert, roots := serverCert(t)
 	r := startRelay(t, shard, cfg, filepath.Join(t.TempDir(), "relay-snapshot.json"), cert)
-	waitFor(t, "first list", r.relay.Membership.Ready)
+	testkit.EventuallyWithin(t, waitFor, "first list", r.relay.Membership.Ready)
 
 	versions := map[string]uint16{"TLS1.2": tls.VersionTLS12, "TLS1.3": tls.VersionTLS13}
 	for vname, version := range versions {
@@ -140,7 +141,7 @@ func TestResumedSessionIsVerified(t *testing.T) {
 				if _, err := tl.Setup(ctx, in); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, "project in membership", func() bool { _, ok := r.relay.Membership.Get(in.Name); return ok })
+				testkit.EventuallyWithin(t, waitFor, "project in membership", func() bool { _, ok := r.relay.Membership.Get(in.Name); return ok })
 				return in.Name
 			}
 			// establish connects twice: a full handshake, then a resumed
@@ -177,7 +178,7 @@ func TestResumedSessionIsVerified(t *testing.T) {
 			if _, err := tl.Teardown(ctx, gone, shard); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "project removed", func() bool { _, ok := r.relay.Membership.Get(gone); return !ok })
+			testkit.EventuallyWithin(t, waitFor, "project removed", func() bool { _, ok := r.relay.Membership.Get(gone); return !ok })
 			refusedOnResumption(agent, "torn-down project")
 
 			// The agent's CA is dropped by rotate-ca finish.
@@ -191,7 +192,7 @@ func TestResumedSessionIsVerified(t *testing.T) {
 				t.Fatal(err)
 			}
 			final := get(t, rotated)
-			waitFor(t, "old CA dropped", func() bool {
+			testkit.EventuallyWithin(t, waitFor, "old CA dropped", func() bool {
 				m, _ := r.relay.Membership.Get(rotated)
 				return m.Certificates == final.Spec.AgentCA.Certificates
 			})
@@ -214,7 +215,7 @@ func TestKeptAliveConnectionIsVerified(t *testing.T) {
 	}
 	cert, roots := serverCert(t)
 	r := startRelay(t, shard, cfg, filepath.Join(t.TempDir(), "relay-snapshot.json"), cert)
-	waitFor(t, "project in membership", func() bool { _, ok := r.relay.Membership.Get(in.Name); return ok })
+	testkit.EventuallyWithin(t, waitFor, "project in membership", func() bool { _, ok := r.relay.Membership.Get(in.Name); return ok })
 
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
 		Certificates: []tls.Certificate{agentCert(t, tl, get(t, in.Name), false, in.Name)}}}
@@ -240,7 +241,7 @@ func TestKeptAliveConnectionIsVerified(t *testing.T) {
 	if _, err := tl.Teardown(ctx, in.Name, shard); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "project removed", func() bool { _, ok := r.relay.Membership.Get(in.Name); return !ok })
+	testkit.EventuallyWithin(t, waitFor, "project removed", func() bool { _, ok := r.relay.Membership.Get(in.Name); return !ok })
 	code, reused := request()
 	if !reused {
 		t.Fatal("the second request did not reuse the kept-alive connection")

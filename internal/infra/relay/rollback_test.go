@@ -33,6 +33,7 @@ import (
 
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/lifecycle"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func counter(c prometheus.Counter) float64 {
@@ -76,11 +77,11 @@ func TestNoRollbackAcrossRestart(t *testing.T) {
 	snapPath := filepath.Join(t.TempDir(), "relay-snapshot.json")
 	cert, roots := serverCert(t)
 	r := startRelay(t, shard, cfg, snapPath, cert)
-	waitFor(t, "project in membership", func() bool { _, ok := r.relay.Membership.Get(name); return ok })
+	testkit.EventuallyWithin(t, waitFor, "project in membership", func() bool { _, ok := r.relay.Membership.Get(name); return ok })
 	if _, err := tl.Teardown(ctx, name, shard); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "removal in the snapshot file", func() bool {
+	testkit.EventuallyWithin(t, waitFor, "removal in the snapshot file", func() bool {
 		s, _, _ := LoadSnapshot(snapPath)
 		return len(s.Projects) == 0 && len(s.RemovedProjects) == 1 && s.RemovedProjects[0].Name == name &&
 			s.RemovedProjects[0].SignedAt.Equal(accepted)
@@ -88,13 +89,13 @@ func TestNoRollbackAcrossRestart(t *testing.T) {
 	r.stop()
 
 	r2 := startRelay(t, shard, cfg, snapPath, cert)
-	waitFor(t, "first list", r2.relay.Membership.Ready)
+	testkit.EventuallyWithin(t, waitFor, "first list", r2.relay.Membership.Ready)
 	if err := k8s.Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), old) })
 	stale := r2.metrics.TrustRefused.WithLabelValues("stale")
-	waitFor(t, "stale refusal counted", func() bool { return counter(stale) == 1 })
+	testkit.EventuallyWithin(t, waitFor, "stale refusal counted", func() bool { return counter(stale) == 1 })
 	if r2.log.count("refusing a change of signed project fields", name, `"reason"="stale"`) != 1 {
 		t.Fatal("the refusal was not logged")
 	}

@@ -24,7 +24,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,13 +36,12 @@ import (
 	infrav1alpha1 "github.com/coxswain-go/coxswain/api/infra/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/infra/trust"
 	"github.com/coxswain-go/coxswain/internal/infra/trust/trusttest"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 type infraSig = infrav1alpha1.TrustSignature
 
 func asSig(v any) *infraSig { return v.(*infraSig) }
-
-var update = flag.Bool("update", false, "rewrite testdata/*.out.yaml")
 
 type goldenIn struct {
 	KeyID    string       `json:"keyID"`
@@ -94,18 +92,7 @@ func TestCanonicalGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *update {
-				if err := os.WriteFile(outPath, gotYAML, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(outPath)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(want, gotYAML) {
-				t.Fatalf("golden mismatch for %s:\nwant %s\ngot  %s", in, want, gotYAML)
-			}
+			testkit.Golden(t, outPath, gotYAML)
 			if err := trusttest.KeySet(s).Verify(g.Fields, sig); err != nil {
 				t.Fatalf("golden signature does not verify: %v", err)
 			}

@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -40,51 +41,34 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
 // The suite's envtest control plane: a real kube-apiserver with the
-// Gateway API CRDs, shared by every test (each uses its own namespace).
+// Gateway API CRDs, started before the tests and shared by every test (each
+// uses its own namespace).
 var (
+	api     testkit.Envtest
 	kube    client.Client
 	clients *kubernetes.Clientset
 	scheme  = runtime.NewScheme()
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	env, err := testenv.Environment()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := gwv1.Install(scheme); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if clients, err = kubernetes.NewForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(api.RunStarted(m, func(cfg *rest.Config) (err error) {
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := gwv1.Install(scheme); err != nil {
+			return err
+		}
+		if kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			return err
+		}
+		clients, err = kubernetes.NewForConfig(cfg)
+		return err
+	}))
 }
 
 // scriptedDataPlane answers the writer with whatever the test set for a
@@ -358,31 +342,29 @@ func TestSnapshotRejectedBreaksLatchAndRaisesOneEvent(t *testing.T) {
 // the apiserver (the broadcaster sends asynchronously).
 func (f *fixture) waitForEvent(reason string) corev1.Event {
 	f.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var found []corev1.Event
+	testkit.EventuallyExplained(f.t, 30*time.Second, func() string {
 		list := &corev1.EventList{}
 		if err := kube.List(f.ctx, list, client.InNamespace(f.key.Namespace)); err != nil {
 			f.t.Fatal(err)
 		}
-		var found []corev1.Event
+		found = nil
 		for _, e := range list.Items {
 			if e.Reason == reason && e.InvolvedObject.Name == f.key.Name {
 				found = append(found, e)
 			}
 		}
-		if len(found) > 0 {
-			if len(found) > 1 || found[0].Count > 1 {
-				var msgs []string
-				for _, e := range found {
-					msgs = append(msgs, fmt.Sprintf("%dx %s", e.Count, e.Message))
-				}
-				f.t.Fatalf("expected one %s Event, got %s", reason, strings.Join(msgs, "; "))
-			}
-			return found[0]
+		if len(found) == 0 {
+			return fmt.Sprintf("no %s Event on Gateway %s", reason, f.key)
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("no %s Event on Gateway %s", reason, f.key)
+		return ""
+	})
+	if len(found) > 1 || found[0].Count > 1 {
+		var msgs []string
+		for _, e := range found {
+			msgs = append(msgs, fmt.Sprintf("%dx %s", e.Count, e.Message))
 		}
-		time.Sleep(100 * time.Millisecond)
+		f.t.Fatalf("expected one %s Event, got %s", reason, strings.Join(msgs, "; "))
 	}
+	return found[0]
 }

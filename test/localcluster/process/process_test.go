@@ -27,6 +27,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 func TestTimestampWriter(t *testing.T) {
@@ -84,14 +86,10 @@ func TestStartStop(t *testing.T) {
 
 func waitForLog(t *testing.T, path, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never logged %q", path, want)
+	testkit.EventuallyWithin(t, 5*time.Second, fmt.Sprintf("%s to log %q", path, want), func() bool {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), want)
+	})
 }
 
 // TestKillRecorded: a recorded process whose start time matches is killed;

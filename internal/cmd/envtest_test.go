@@ -14,24 +14,17 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testkit
+package cmd
 
 import (
-	"strings"
+	"os"
 	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-func TestDiffNamesTheFirstDifference(t *testing.T) {
-	d := Diff("a\nb\nc\nd\n", "a\nb\nX\nd\n")
-	for _, want := range []string{"- c", "+ X", "  b", "first difference at line 3"} {
-		if !strings.Contains(d, want) {
-			t.Errorf("diff lacks %q:\n%s", want, d)
-		}
-	}
-}
+// The package's envtest control plane, started by the first test that
+// needs it (the proxy image resolution and the infra commands).
+var api testkit.Envtest
 
-func TestFreeAddrIsLoopback(t *testing.T) {
-	if a := FreeAddr(t); !strings.HasPrefix(a, "127.0.0.1:") || a == "127.0.0.1:0" {
-		t.Errorf("FreeAddr = %q", a)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(api.Run(m)) }

@@ -14,25 +14,20 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package testenv locates what the envtest-based suites need: the repository
-// root, the control-plane binaries, the Gateway API CRDs shipped in the
-// gateway-api module, and the rendered install manifests. It is imported by
-// tests only.
-package testenv
+package testkit
+
+// What an envtest control plane needs, found from the checkout: the
+// repository root, the control-plane binaries and the Gateway API CRDs of
+// the gateway-api module this repository requires.
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -73,9 +68,9 @@ func GatewayAPICRDDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
-// Environment is an envtest control plane with Coxswain's CRDs and the
+// newEnvironment is an envtest control plane with Coxswain's CRDs and the
 // Gateway API standard CRDs installed. A missing CRD path is an error.
-func Environment() (*envtest.Environment, error) {
+func newEnvironment() (*envtest.Environment, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -89,43 +84,4 @@ func Environment() (*envtest.Environment, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases"), gwapi},
 		ErrorIfCRDPathMissing: true,
 	}, nil
-}
-
-// Kustomize renders a kustomization directory (relative to the repository
-// root) with the kustomize binary in $KUSTOMIZE, else bin/kustomize.
-func Kustomize(dir string) ([]byte, error) {
-	bin := os.Getenv("KUSTOMIZE")
-	if bin == "" {
-		bin = filepath.Join(RepoRoot(), "bin", "kustomize")
-	}
-	if _, err := os.Stat(bin); err != nil { //nolint:gosec // G703: the test run's own $KUSTOMIZE; only its existence is checked
-		return nil, fmt.Errorf("kustomize not found at %s: run `make kustomize` (or `make test`): %w", bin, err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "build", filepath.Join(RepoRoot(), dir)) //nolint:gosec // G204: runs the kustomize the test run names ($KUSTOMIZE); that is the point
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w: %s", dir, err, stderr.String())
-	}
-	return out, nil
-}
-
-// DecodeObjects splits a multi-document YAML stream into objects, skipping
-// empty documents.
-func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }
