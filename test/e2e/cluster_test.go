@@ -67,10 +67,15 @@ type lcEnv struct {
 	caPool *x509.CertPool // signs the TLS Secrets cert-a and cert-b
 }
 
-// echoBackend renders an echo-basic Deployment and Service (port 80 ->
-// 3000); echo-basic answers with its pod name.
+// echoBackend renders an echo-basic Deployment and Service in e2e (port
+// 80 -> 3000); echo-basic answers with its pod name.
 func echoBackend(name string, replicas int) string {
-	return strings.NewReplacer("{{NAME}}", name, "{{NS}}", e2eNS, "{{IMAGE}}", echoImage, "{{REPLICAS}}", fmt.Sprint(replicas)).Replace(`
+	return echoBackendIn(e2eNS, name, 80, replicas)
+}
+
+// echoBackendIn is echoBackend in namespace ns, its Service on port.
+func echoBackendIn(ns, name string, port, replicas int) string {
+	return strings.NewReplacer("{{NAME}}", name, "{{NS}}", ns, "{{IMAGE}}", echoImage, "{{REPLICAS}}", fmt.Sprint(replicas), "{{PORT}}", fmt.Sprint(port)).Replace(`
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: {{NAME}}, namespace: {{NS}}, labels: {app: {{NAME}}}}
@@ -93,7 +98,7 @@ kind: Service
 metadata: {name: {{NAME}}, namespace: {{NS}}}
 spec:
   selector: {app: {{NAME}}}
-  ports: [{name: http, port: 80, targetPort: 3000}]
+  ports: [{name: http, port: {{PORT}}, targetPort: 3000}]
 ---
 `)
 }
@@ -136,56 +141,17 @@ func gatewayAPICRDs(t *testing.T) string {
 }
 
 func TestLocalCluster(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: the local-cluster e2e tests need root (network namespaces, a bridge, bind mounts); CI runs as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
-	}
+	needsLocalCluster(t)
 	began := time.Now()
 	echo, coxswain := lcBinaries(t)
 	crds := gatewayAPICRDs(t)
 	t.Logf("binaries built in %s", time.Since(began).Round(time.Millisecond))
 
-	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	// The work directory (pod files and every log) is kept when a test fails.
-	dir, err := os.MkdirTemp("", "coxswain-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockWait := 10 * time.Minute
-	if d, err := time.ParseDuration(os.Getenv("LOCALCLUSTER_LOCK_WAIT")); err == nil {
-		lockWait = d
-	}
-	t0 := time.Now()
-	c, err := localcluster.Start(ctx, localcluster.Config{
-		Dir:      dir,
-		Binaries: localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain},
-		LockWait: lockWait,
-		Logf:     t.Logf,
-	})
-	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("logs kept in %s", c.LogDir())
-		} else {
-			_ = os.RemoveAll(dir)
-		}
-	}()
-	t.Logf("local cluster started in %s (including any wait for another cluster's lock)", time.Since(t0).Round(time.Millisecond))
+	e := startLocalCluster(ctx, t, localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain})
+	c := e.c
 	started := time.Now()
-	cl, err := client.New(c.RESTConfig, client.Options{Scheme: controller.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &lcEnv{c: c, cl: cl, ctx: ctx}
 	// Installed as `make deploy IMG=installedImage` would: the proxies
 	// must follow (ProxyImageIsTheInstalledImage).
 	if err := c.InstallBaseWithImage(ctx, crds, testkit.RepoRoot(), installedImage); err != nil {
@@ -257,6 +223,56 @@ spec:
 		t.Logf("%s took %s", st.name, time.Since(t0).Round(time.Millisecond))
 	}
 	t.Logf("whole run %s (from cluster start %s)", time.Since(began).Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
+}
+
+// needsLocalCluster skips the test unless this machine can run the local
+// cluster.
+func needsLocalCluster(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: the local-cluster e2e tests need root (network namespaces, a bridge, bind mounts); CI runs as root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
+	}
+}
+
+// startLocalCluster starts a local cluster that runs bins and stops it
+// when the test ends; its work directory (pod files and every log) is kept
+// when the test failed. It waits up to $LOCALCLUSTER_LOCK_WAIT (10m) for
+// another cluster on this machine to finish.
+func startLocalCluster(ctx context.Context, t *testing.T, bins localcluster.Binaries) *lcEnv {
+	t.Helper()
+	ctrllog.SetLogger(logr.Discard())
+	dir, err := os.MkdirTemp("", "coxswain-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockWait := 10 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("LOCALCLUSTER_LOCK_WAIT")); err == nil {
+		lockWait = d
+	}
+	t0 := time.Now()
+	c, err := localcluster.Start(ctx, localcluster.Config{Dir: dir, Binaries: bins, LockWait: lockWait, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("starting the local cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the local cluster: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("logs kept in %s", c.LogDir())
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	t.Logf("local cluster started in %s (including any wait for another cluster's lock)", time.Since(t0).Round(time.Millisecond))
+	cl, err := client.New(c.RESTConfig, client.Options{Scheme: controller.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lcEnv{c: c, cl: cl, ctx: ctx}
 }
 
 // apply server-side applies a YAML stream.

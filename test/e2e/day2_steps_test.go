@@ -64,36 +64,7 @@ const (
 // route to (as `make dev` does).
 func (e *day2Env) applyBackends(t *testing.T) {
 	t.Helper()
-	var b strings.Builder
-	for _, s := range []struct{ name, port string }{{"api", "8080"}, {"frontend", "80"}, {"shop", "80"}} {
-		b.WriteString(strings.NewReplacer("{{NAME}}", s.name, "{{PORT}}", s.port, "{{IMAGE}}", echoImage).Replace(`
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{NAME}}, namespace: default, labels: {app: {{NAME}}}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{NAME}}}}
-  template:
-    metadata: {labels: {app: {{NAME}}}}
-    spec:
-      containers:
-      - name: echo
-        image: {{IMAGE}}
-        env:
-        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
-        - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-        - {name: SERVICE_NAME, value: {{NAME}}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: {{NAME}}, namespace: default}
-spec:
-  selector: {app: {{NAME}}}
-  ports: [{name: http, port: {{PORT}}, targetPort: 3000}]
----
-`))
-	}
-	e.apply(t, b.String())
+	e.apply(t, echoBackendIn(samplesNS, "api", 8080, 1)+echoBackendIn(samplesNS, "frontend", 80, 1)+echoBackendIn(samplesNS, "shop", 80, 1))
 }
 
 // applySamples applies repo's config/samples and routes edge.example.com

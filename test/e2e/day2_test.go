@@ -19,16 +19,10 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/coxswain-go/coxswain/internal/controller"
 	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 )
@@ -60,12 +54,7 @@ type day2Env struct {
 }
 
 func TestDay2(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: the local-cluster e2e tests need root (network namespaces, a bridge, bind mounts); CI runs as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
-	}
+	needsLocalCluster(t)
 	began := time.Now()
 	helm := helmBinary(t)
 	echo, coxswain := lcBinaries(t)
@@ -73,43 +62,11 @@ func TestDay2(t *testing.T) {
 	crds := gatewayAPICRDs(t)
 	t.Logf("this tree, %s and helm ready in %s", previousRelease, time.Since(began).Round(time.Millisecond))
 
-	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "coxswain-day2-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockWait := 10 * time.Minute
-	if d, err := time.ParseDuration(os.Getenv("LOCALCLUSTER_LOCK_WAIT")); err == nil {
-		lockWait = d
-	}
-	c, err := localcluster.Start(ctx, localcluster.Config{
-		Dir: dir,
-		Binaries: localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain,
-			CoxswainTags: map[string]string{previousRelease: oldBinary}},
-		LockWait: lockWait,
-		Logf:     t.Logf,
-	})
-	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("logs kept in %s", c.LogDir())
-		} else {
-			_ = os.RemoveAll(dir)
-		}
-	}()
-	cl, err := client.New(c.RESTConfig, client.Options{Scheme: controller.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &day2Env{lcEnv: &lcEnv{c: c, cl: cl, ctx: ctx}, crds: crds, oldRepo: oldRepo,
-		headRepo: testkit.RepoRoot(), helm: helm, coxswain: coxswain}
+	e := &day2Env{lcEnv: startLocalCluster(ctx, t, localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain,
+		CoxswainTags: map[string]string{previousRelease: oldBinary}}),
+		crds: crds, oldRepo: oldRepo, headRepo: testkit.RepoRoot(), helm: helm, coxswain: coxswain}
 	e.kubectl(t, "apply", "--server-side", "-f", crds)
 	e.applyBackends(t)
 
