@@ -1,0 +1,185 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
+)
+
+// testInstallAndUninstall installs the tree under test from its bundle,
+// runs config/samples with traffic through the shared and the dedicated
+// Gateway, and uninstalls.
+func (o *olmEnv) testInstallAndUninstall(t *testing.T, b *olmBundle, repo string) {
+	csv := b.csvAs(t, currentVersion, currentImage, "")
+	t0 := time.Now()
+	o.installOperator(t, b, csv, repo)
+	o.checkOLMOwnsController(t, csv.Name)
+	installed := time.Since(t0)
+	o.installSamples(t, repo)
+	t.Logf("install time: CSV %s Succeeded and the controller ready in %s; every sample Gateway Programmed after %s",
+		csv.Name, installed.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	o.checkSampleTraffic(t)
+	t1 := time.Now()
+	o.removeSamples(t, repo)
+	o.uninstallOperator(t, b, csv.Name, repo)
+	t.Logf("uninstall (samples, CSV, OperatorGroup, bundle manifests, namespace) took %s", time.Since(t1).Round(time.Millisecond))
+}
+
+// testUpgradeByReplaces installs the v0.1.0 release from its own bundle,
+// starts a bounded load through the shared Gateway web and the dedicated
+// Gateway edge, then upgrades by creating the tree under test's CSV
+// (coxswain.v0.2.0, replaces coxswain.v0.1.0) and waits until OLM has
+// moved the controller, and the controller every proxy, to the new image.
+// No request may fail.
+func (o *olmEnv) testUpgradeByReplaces(t *testing.T, old *olmBundle, oldRepo string, current *olmBundle) {
+	oldCSV := old.csv.DeepCopy()
+	oldImage := controllerImage(oldCSV)
+	t0 := time.Now()
+	o.installOperator(t, old, oldCSV, oldRepo)
+	o.checkOLMOwnsController(t, oldCSV.Name)
+	o.installSamples(t, oldRepo)
+	t.Logf("release %s (image %s) installed, samples Programmed, in %s", oldCSV.Name, oldImage, time.Since(t0).Round(time.Millisecond))
+	web, edge := o.checkSampleTraffic(t)
+	o.waitRolledTo(t, installNS, names.SharedPoolName, oldImage, 2*time.Minute)
+
+	loads := map[string]*loadRun{
+		"shared Gateway web":     startLoad(hitlessLoad(gatewayAddr(web), "www.example.com")),
+		"dedicated Gateway edge": startLoad(hitlessLoad(gatewayAddr(edge), "edge.example.com")),
+	}
+	defer func() {
+		for _, l := range loads {
+			l.finish()
+		}
+	}()
+	time.Sleep(time.Second)
+	for what, l := range loads {
+		if l.sent.Load() == 0 || l.failed.Load() != 0 {
+			r := l.finish()
+			t.Fatalf("the load through %s is not served before the upgrade: %s; first failures: %v", what, r, r.Failures)
+		}
+	}
+
+	newCSV := current.csvAs(t, currentVersion, currentImage, oldCSV.Name)
+	t1 := time.Now()
+	o.applyBundleManifests(t, current, installNS)
+	o.createCSV(t, newCSV)
+	o.waitCSVSucceeded(t, newCSV.Name, 4*time.Minute)
+	eventually(t, 2*time.Minute, func() string { return o.csvGone(oldCSV.Name) })
+	dedicated := names.DedicatedName(edge.Name, string(edge.Spec.GatewayClassName))
+	for _, d := range []struct{ ns, name string }{
+		{installNS, names.ControllerDeploymentName},
+		{installNS, names.SharedPoolName},
+		{samplesNS, dedicated},
+	} {
+		o.waitRolledTo(t, d.ns, d.name, currentImage, 4*time.Minute)
+	}
+	upgraded := time.Since(t1)
+	time.Sleep(time.Second)
+	for what, l := range loads {
+		r := l.finish()
+		t.Logf("load through %s across the upgrade: %s", what, r)
+		if r.Failed != 0 {
+			t.Errorf("%d of %d requests through %s failed; first failures:\n%s", r.Failed, r.Sent, what, strings.Join(r.Failures, "\n"))
+		}
+	}
+	t.Logf("upgrade time: CSV %s created to the controller, the shared pool and %s all on %s in %s",
+		newCSV.Name, dedicated, currentImage, upgraded.Round(time.Millisecond))
+	o.checkOLMOwnsController(t, newCSV.Name)
+	for _, gw := range []*gwv1.Gateway{web, edge} {
+		o.waitProgrammed(t, gw.Namespace, gw.Name, time.Minute)
+	}
+	o.checkSampleTraffic(t)
+	o.removeSamples(t, oldRepo)
+	o.uninstallOperator(t, current, newCSV.Name, oldRepo)
+}
+
+// gatewayAddr is status.addresses[0]:80.
+func gatewayAddr(gw *gwv1.Gateway) string {
+	return net.JoinHostPort(gw.Status.Addresses[0].Value, "80")
+}
+
+// csvGone reports "" once no CSV named name is left in any namespace (OLM
+// deletes a replaced CSV and its copies).
+func (o *olmEnv) csvGone(name string) string {
+	csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
+	if err := o.cl.List(o.ctx, csvs); err != nil {
+		return err.Error()
+	}
+	var left []string
+	for _, c := range csvs.Items {
+		if c.Name == name {
+			left = append(left, fmt.Sprintf("%s/%s (phase %s)", c.Namespace, c.Name, c.Status.Phase))
+		}
+	}
+	if len(left) > 0 {
+		return "replaced CSV still there: " + strings.Join(left, ", ")
+	}
+	return ""
+}
+
+// waitRolledTo waits until the Deployment's template runs image, its
+// rollout is complete, and every pod it selects runs image (the old ones
+// have terminated).
+func (o *olmEnv) waitRolledTo(t *testing.T, ns, name, image string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() string { return o.rolledTo(ns, name, image) })
+}
+
+func (o *olmEnv) rolledTo(ns, name, image string) string {
+	d := &appsv1.Deployment{}
+	if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("Deployment %s/%s not found", ns, name)
+		}
+		return err.Error()
+	}
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
+		return fmt.Sprintf("Deployment %s/%s runs %q, want %q", ns, name, got, image)
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.ReadyReplicas != want || s.Replicas != want {
+		return fmt.Sprintf("Deployment %s/%s rolling out: %d replicas, %d updated, %d ready, want %d", ns, name, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, want)
+	}
+	pods := &corev1.PodList{}
+	if err := o.cl.List(o.ctx, pods, client.InNamespace(ns), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+		return err.Error()
+	}
+	for _, p := range pods.Items {
+		if got := p.Spec.Containers[0].Image; got != image {
+			return fmt.Sprintf("pod %s/%s still runs %q", ns, p.Name, got)
+		}
+	}
+	return ""
+}
