@@ -65,6 +65,10 @@ func (o *olmEnv) testUpgradeByReplaces(t *testing.T, old *olmBundle, oldRepo str
 	t0 := time.Now()
 	o.installOperator(t, old, oldCSV, oldRepo)
 	o.checkOLMOwnsController(t, oldCSV.Name)
+	storedOld := &operatorsv1alpha1.ClusterServiceVersion{}
+	if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: installNS, Name: oldCSV.Name}, storedOld); err != nil {
+		t.Fatal(err)
+	}
 	o.installSamples(t, oldRepo)
 	t.Logf("release %s (image %s) installed, samples Programmed, in %s", oldCSV.Name, oldImage, time.Since(t0).Round(time.Millisecond))
 	web, edge := o.checkSampleTraffic(t)
@@ -92,7 +96,18 @@ func (o *olmEnv) testUpgradeByReplaces(t *testing.T, old *olmBundle, oldRepo str
 	o.applyBundleManifests(t, current, installNS)
 	o.createCSV(t, newCSV)
 	o.waitCSVSucceeded(t, newCSV.Name, 4*time.Minute)
-	eventually(t, 2*time.Minute, func() string { return o.csvGone(oldCSV.Name) })
+	eventually(t, 2*time.Minute, func() string {
+		var left []string
+		for _, l := range o.leftOf(t, storedOld) {
+			if !strings.HasPrefix(l, "Deployment ") && !strings.HasPrefix(l, "Pod ") { // now the new CSV's
+				left = append(left, l)
+			}
+		}
+		if len(left) > 0 {
+			return "the replaced CSV " + oldCSV.Name + " or its RBAC is still there: " + strings.Join(left, ", ")
+		}
+		return ""
+	})
 	dedicated := names.DedicatedName(edge.Name, string(edge.Spec.GatewayClassName))
 	for _, d := range []struct{ ns, name string }{
 		{installNS, names.ControllerDeploymentName},
@@ -124,25 +139,6 @@ func (o *olmEnv) testUpgradeByReplaces(t *testing.T, old *olmBundle, oldRepo str
 // gatewayAddr is status.addresses[0]:80.
 func gatewayAddr(gw *gwv1.Gateway) string {
 	return net.JoinHostPort(gw.Status.Addresses[0].Value, "80")
-}
-
-// csvGone reports "" once no CSV named name is left in any namespace (OLM
-// deletes a replaced CSV and its copies).
-func (o *olmEnv) csvGone(name string) string {
-	csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
-	if err := o.cl.List(o.ctx, csvs); err != nil {
-		return err.Error()
-	}
-	var left []string
-	for _, c := range csvs.Items {
-		if c.Name == name {
-			left = append(left, fmt.Sprintf("%s/%s (phase %s)", c.Namespace, c.Name, c.Status.Phase))
-		}
-	}
-	if len(left) > 0 {
-		return "replaced CSV still there: " + strings.Join(left, ", ")
-	}
-	return ""
 }
 
 // waitRolledTo waits until the Deployment's template runs image, its

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,21 @@ type olmTools struct {
 type olmEnv struct {
 	*lcEnv
 	tools olmTools
-	olm   *olmProcess
+}
+
+// checkOLMNeverRestarted fails the test when the OLM operator's container
+// restarted (it crashed or exited).
+func (o *olmEnv) checkOLMNeverRestarted(t *testing.T) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	o.list(t, pods, client.InNamespace(olmNamespace), client.MatchingLabels{"app": "olm-operator"})
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount != 0 {
+				t.Errorf("the OLM operator (pod %s) restarted %d times", p.Name, cs.RestartCount)
+			}
+		}
+	}
 }
 
 // installOperator installs Coxswain from bundle b with CSV csv the OLM way,
@@ -127,14 +142,10 @@ func (o *olmEnv) createCSV(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVe
 	}
 }
 
-// waitCSVSucceeded waits for the CSV's phase Succeeded, failing early when
-// the OLM operator exits.
+// waitCSVSucceeded waits for the CSV's phase Succeeded.
 func (o *olmEnv) waitCSVSucceeded(t *testing.T, name string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, func() string {
-		if err := o.olm.running(); err != nil {
-			t.Fatalf("%v (see olm.log)", err)
-		}
 		csv := &operatorsv1alpha1.ClusterServiceVersion{}
 		if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: installNS, Name: name}, csv); err != nil {
 			return err.Error()
@@ -198,35 +209,54 @@ func ownedBy(refs []metav1.OwnerReference, csv *operatorsv1alpha1.ClusterService
 // the CSV (OLM and the garbage collector remove the Deployment, the copied
 // CSVs and what the CSV owns), then the OperatorGroup, the bundle's other
 // manifests, the admission policy and the namespace. It checks that
-// nothing OLM created for the CSV is left.
+// nothing OLM created for the CSV or the OperatorGroup is left.
 func (o *olmEnv) uninstallOperator(t *testing.T, b *olmBundle, csvName, repo string) {
 	t.Helper()
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: installNS, Name: csvName}, csv); err != nil {
 		t.Fatal(err)
 	}
+	// The check below must see what it later wants gone.
+	before := strings.Join(o.leftOf(t, csv), ", ")
+	for _, kind := range []string{"Deployment", "Pod", "CSV", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} {
+		if !strings.HasPrefix(before, kind+" ") && !strings.Contains(before, ", "+kind+" ") {
+			t.Errorf("before the uninstall no %s of CSV %s is found: %s", kind, csvName, before)
+		}
+	}
 	o.kubectl(t, "delete", "csv", csvName, "-n", installNS, "--wait=true", "--timeout=2m")
-	eventually(t, 2*time.Minute, func() string { return o.leftOf(t, csv) })
+	eventually(t, 2*time.Minute, func() string {
+		if left := o.leftOf(t, csv); len(left) > 0 {
+			return fmt.Sprintf("after deleting CSV %s, still there: %s", csvName, strings.Join(left, ", "))
+		}
+		return ""
+	})
 	o.kubectl(t, "delete", "operatorgroup", operatorGroupName, "-n", installNS, "--wait=true", "--timeout=1m")
+	eventually(t, time.Minute, func() string {
+		if left := o.clusterRBACOf(t, installNS); len(left) > 0 {
+			return "after deleting the OperatorGroup, OLM's cluster-scoped RBAC for namespace " + installNS + " is still there: " + strings.Join(left, ", ")
+		}
+		return ""
+	})
 	o.deleteBundleManifests(t, b, installNS)
 	o.kubectl(t, "delete", "--ignore-not-found", "-f", policyFile(repo))
 	o.kubectl(t, "delete", "namespace", installNS, "--wait=true", "--timeout=3m")
 }
 
-// leftOf lists what is left of an installed CSV: the Deployment and its
-// pods, copied CSVs, and the RBAC created for the CSV (owned by it, or
-// labelled with it when cluster-scoped). "" when nothing is.
-func (o *olmEnv) leftOf(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) string {
+// leftOf lists what is left of an installed CSV: the controller Deployment
+// and its pods, the CSV and its copies, and the RBAC created for the CSV
+// (owned by it, or labelled with it when cluster-scoped), as "Kind
+// namespace/name".
+func (o *olmEnv) leftOf(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) []string {
 	t.Helper()
 	var left []string
 	d := &appsv1.Deployment{}
 	if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: installNS, Name: names.ControllerDeploymentName}, d); !apierrors.IsNotFound(err) {
-		left = append(left, "Deployment "+names.ControllerDeploymentName)
+		left = append(left, "Deployment "+installNS+"/"+names.ControllerDeploymentName)
 	}
 	pods := &corev1.PodList{}
 	o.list(t, pods, client.InNamespace(installNS), client.MatchingLabels{"app.kubernetes.io/component": "controller"})
 	for _, p := range pods.Items {
-		left = append(left, "Pod "+p.Name)
+		left = append(left, "Pod "+p.Namespace+"/"+p.Name)
 	}
 	csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
 	o.list(t, csvs)
@@ -235,29 +265,49 @@ func (o *olmEnv) leftOf(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersi
 			left = append(left, "CSV "+c.Namespace+"/"+c.Name)
 		}
 	}
-	owned := func(kind string, meta []metav1.ObjectMeta) {
+	for kind, meta := range o.rbacObjects(t) {
 		for _, m := range meta {
 			if ownedBy(m.OwnerReferences, csv) || m.Labels[olmOwnerLabel] == csv.Name {
 				left = append(left, kind+" "+m.Namespace+"/"+m.Name)
 			}
 		}
 	}
+	sort.Strings(left)
+	return left
+}
+
+// clusterRBACOf lists the ClusterRoles and ClusterRoleBindings OLM
+// labelled as belonging to an owner (CSV or OperatorGroup) in namespace.
+func (o *olmEnv) clusterRBACOf(t *testing.T, namespace string) []string {
+	t.Helper()
+	var left []string
+	for kind, meta := range o.rbacObjects(t) {
+		for _, m := range meta {
+			if m.Namespace == "" && m.Labels[olmOwnerNSLabel] == namespace {
+				left = append(left, fmt.Sprintf("%s %s (%s %s)", kind, m.Name, m.Labels[olmOwnerKindLabel], m.Labels[olmOwnerLabel]))
+			}
+		}
+	}
+	sort.Strings(left)
+	return left
+}
+
+// rbacObjects lists every ServiceAccount, Role, RoleBinding, ClusterRole
+// and ClusterRoleBinding, by kind.
+func (o *olmEnv) rbacObjects(t *testing.T) map[string][]metav1.ObjectMeta {
+	t.Helper()
 	sas, roles, bindings := &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}
 	croles, cbindings := &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}
-	o.list(t, sas)
-	o.list(t, roles)
-	o.list(t, bindings)
-	o.list(t, croles)
-	o.list(t, cbindings)
-	owned("ServiceAccount", metas(sas.Items, func(x corev1.ServiceAccount) metav1.ObjectMeta { return x.ObjectMeta }))
-	owned("Role", metas(roles.Items, func(x rbacv1.Role) metav1.ObjectMeta { return x.ObjectMeta }))
-	owned("RoleBinding", metas(bindings.Items, func(x rbacv1.RoleBinding) metav1.ObjectMeta { return x.ObjectMeta }))
-	owned("ClusterRole", metas(croles.Items, func(x rbacv1.ClusterRole) metav1.ObjectMeta { return x.ObjectMeta }))
-	owned("ClusterRoleBinding", metas(cbindings.Items, func(x rbacv1.ClusterRoleBinding) metav1.ObjectMeta { return x.ObjectMeta }))
-	if len(left) > 0 {
-		return fmt.Sprintf("after deleting CSV %s, still there: %s", csv.Name, strings.Join(left, ", "))
+	for _, l := range []client.ObjectList{sas, roles, bindings, croles, cbindings} {
+		o.list(t, l)
 	}
-	return ""
+	return map[string][]metav1.ObjectMeta{
+		"ServiceAccount":     metas(sas.Items, func(x corev1.ServiceAccount) metav1.ObjectMeta { return x.ObjectMeta }),
+		"Role":               metas(roles.Items, func(x rbacv1.Role) metav1.ObjectMeta { return x.ObjectMeta }),
+		"RoleBinding":        metas(bindings.Items, func(x rbacv1.RoleBinding) metav1.ObjectMeta { return x.ObjectMeta }),
+		"ClusterRole":        metas(croles.Items, func(x rbacv1.ClusterRole) metav1.ObjectMeta { return x.ObjectMeta }),
+		"ClusterRoleBinding": metas(cbindings.Items, func(x rbacv1.ClusterRoleBinding) metav1.ObjectMeta { return x.ObjectMeta }),
+	}
 }
 
 // list lists into l, failing the test on error.

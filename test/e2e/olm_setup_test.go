@@ -18,12 +18,10 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,81 +118,58 @@ func goBuild(t *testing.T, dir, out, pkg string) {
 	}
 }
 
-// olmProcess is the OLM operator running on the host.
-type olmProcess struct {
-	cmd  *exec.Cmd
-	done chan error
-}
+// olmImage is the OLM operator's image; the local kubelet runs it as the
+// olm binary (Binaries.Images["olm"]).
+const olmImage = "quay.io/operator-framework/olm:v0.38.0"
 
-// startOLM runs the OLM operator as a host process with the cluster's admin
-// kubeconfig, watching every namespace, its output in logFile. It dies
-// with the test process (Pdeathsig), so a crashed run leaves no operator
-// behind. CI is removed from its environment: with CI set OLM wraps its
-// client in a development-only check that panics on unlabeled objects.
-func startOLM(t *testing.T, binary, kubeconfig, namespace, logFile string) *olmProcess {
+// olmDeployment is the OLM operator's Deployment as OLM's chart renders it
+// without cert-manager or service-ca (deploy/chart/templates/
+// 0000_50_olm_07-olm-operator.deployment.yaml): HTTP health and metrics on
+// 8080, watching every namespace.
+const olmDeployment = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: olm-operator, namespace: {{NS}}, labels: {app: olm-operator}}
+spec:
+  strategy: {type: Recreate}
+  replicas: 1
+  selector: {matchLabels: {app: olm-operator}}
+  template:
+    metadata: {labels: {app: olm-operator}}
+    spec:
+      serviceAccountName: olm-operator-serviceaccount
+      containers:
+      - name: olm-operator
+        image: {{IMAGE}}
+        command: [/bin/olm]
+        args: [--namespace, $(OPERATOR_NAMESPACE)]
+        ports: [{containerPort: 8080, name: metrics}]
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}}
+        env:
+        - {name: OPERATOR_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: OPERATOR_NAME, value: olm-operator}
+`
+
+// olmManifests renders OLM's namespace, its ServiceAccount and RBAC and
+// the OLMConfig from the chart templates in the module (crdDir's chart),
+// and the operator Deployment.
+func olmManifests(t *testing.T, crdDir, namespace string) string {
 	t.Helper()
-	log, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary, "--namespace", namespace, "--writeStatusName", "", "--interval", "1m")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(withoutEnv(os.Environ(), "CI", "KUBECONFIG"), "KUBECONFIG="+kubeconfig)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the OLM operator: %v", err)
-	}
-	p := &olmProcess{cmd: cmd, done: make(chan error, 1)}
-	go func() {
-		p.done <- cmd.Wait()
-		_ = log.Close()
-	}()
-	return p
-}
-
-// stop sends SIGTERM and waits up to 10 s for the operator to exit, then
-// kills it.
-func (p *olmProcess) stop() error {
-	select {
-	case err := <-p.done:
-		return errors.Join(errors.New("the OLM operator had already exited"), err)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return nil
-	}
-}
-
-// running reports an error if the operator exited.
-func (p *olmProcess) running() error {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return errors.Join(errors.New("the OLM operator exited"), err)
-	default:
-		return nil
-	}
-}
-
-// withoutEnv drops the named variables from env.
-func withoutEnv(env []string, names ...string) []string {
-	out := env[:0:0]
-next:
-	for _, kv := range env {
-		for _, n := range names {
-			if strings.HasPrefix(kv, n+"=") {
-				continue next
-			}
+	templates := filepath.Join(filepath.Dir(crdDir), "templates")
+	values := strings.NewReplacer("{{ .Values.rbacApiVersion }}", "rbac.authorization.k8s.io", "{{ .Values.namespace }}", namespace)
+	out := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + namespace + "}\n---\n"
+	for _, f := range []string{"0000_50_olm_02-olm-operator.serviceaccount.yaml", "0000_50_olm_03-olmconfig.yaml"} {
+		data, err := os.ReadFile(filepath.Join(templates, f))
+		if err != nil {
+			t.Fatal(err)
 		}
-		out = append(out, kv)
+		rendered := values.Replace(string(data))
+		if strings.Contains(rendered, "{{") {
+			t.Fatalf("OLM's %s has template values the test does not render", f)
+		}
+		out += rendered + "\n---\n"
 	}
-	return out
+	return out + strings.NewReplacer("{{NS}}", namespace, "{{IMAGE}}", olmImage).Replace(olmDeployment)
 }
 
 // olmContext bounds the whole OLM test.

@@ -37,7 +37,7 @@ import (
 
 // TestOLMInstall installs Coxswain the OLM way on the local cluster: the
 // real OLM operator (cmd/olm of operator-lifecycle-manager, hack/olm) runs
-// on the host with the admin kubeconfig; Coxswain's bundle CRDs and other
+// as a pod, deployed as OLM's chart deploys it; Coxswain's bundle CRDs and other
 // manifests are applied, an AllNamespaces OperatorGroup and the CSV created,
 // and OLM creates the controller Deployment from the CSV. The catalog
 // operator does not run (its catalogs and bundle unpacking need registry
@@ -72,10 +72,13 @@ func TestOLMInstall(t *testing.T) {
 	t0 := time.Now()
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Dir: dir,
-		Binaries: localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain, CoxswainTags: map[string]string{
-			"v0.1.0":   releaseBinary, // the release the upgrade starts from
-			currentTag: coxswain,      // the tree under test, as the next version
-		}},
+		Binaries: localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain,
+			CoxswainTags: map[string]string{
+				"v0.1.0":   releaseBinary, // the release the upgrade starts from
+				currentTag: coxswain,      // the tree under test, as the next version
+			},
+			Images: map[string]string{"olm": tools.olm},
+		},
 		LockWait: lockWait,
 		Logf:     t.Logf,
 	})
@@ -87,7 +90,7 @@ func TestOLMInstall(t *testing.T) {
 			t.Errorf("stopping the local cluster: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("logs kept in %s (the OLM operator's in olm.log)", c.LogDir())
+			t.Logf("logs kept in %s (the OLM operator's under pods/%s_olm-operator-*)", c.LogDir(), olmNamespace)
 		} else {
 			_ = os.RemoveAll(dir)
 		}
@@ -107,14 +110,12 @@ func TestOLMInstall(t *testing.T) {
 	e := &lcEnv{c: c, cl: cl, ctx: ctx}
 	e.kubectl(t, "apply", "--server-side", "-f", gatewayCRDs, "-f", tools.crds)
 	e.kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-	e.apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+olmNamespace+"}\n")
-	olm := startOLM(t, tools.olm, c.Kubeconfig, olmNamespace, filepath.Join(c.LogDir(), "olm.log"))
-	defer func() {
-		if err := olm.stop(); err != nil {
-			t.Errorf("%v (see olm.log)", err)
-		}
-	}()
-	o := &olmEnv{lcEnv: e, tools: tools, olm: olm}
+	e.apply(t, olmManifests(t, tools.crds, olmNamespace))
+	if _, err := c.WaitForPodsReady(ctx, olmNamespace, "app=olm-operator", 1, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	o := &olmEnv{lcEnv: e, tools: tools}
+	defer o.checkOLMNeverRestarted(t)
 
 	current := loadBundle(t, filepath.Join(testenv.RepoRoot(), "bundle"))
 	released := loadBundle(t, filepath.Join(release, "bundle"))
