@@ -97,7 +97,7 @@ func releaseTree(t *testing.T) (dir, binary string) {
 		t.Fatalf("tar: %v", err)
 	}
 	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s: %v\n%s", releaseCommit, err, archiveErr.String())
+		t.Fatalf("git archive %s (the v0.1.0 release; a shallow clone lacks it: git fetch --unshallow): %v\n%s", releaseCommit, err, archiveErr.String())
 	}
 	if err := extract.Wait(); err != nil {
 		t.Fatalf("extracting %s: %v", releaseCommit, err)
