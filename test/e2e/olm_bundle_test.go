@@ -119,7 +119,7 @@ func controllerImage(csv *operatorsv1alpha1.ClusterServiceVersion) string {
 	return ""
 }
 
-// applyManifests applies the bundle's CRDs (waiting until they are
+// applyBundleManifests applies the bundle's CRDs (waiting until they are
 // Established) and its other manifests into ns, as the catalog operator's
 // InstallPlan would before the CSV.
 func (e *lcEnv) applyBundleManifests(t *testing.T, b *olmBundle, ns string) {

@@ -60,7 +60,7 @@ const (
 type olmTools struct {
 	olm     string // cmd/olm, the OLM operator
 	csvRBAC string // hack/olm/csvrbac
-	crds    string // OLM's CRD directory
+	chart   string // OLM's deploy/chart: crds/ and templates/
 }
 
 // olmEnv is the local cluster with OLM running.

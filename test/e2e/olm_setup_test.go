@@ -28,7 +28,8 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testenv"
 )
 
-// The OLM test's tools: the OLM operator binary and OLM's CRDs, both from
+// The OLM test's tools: the OLM operator binary and OLM's chart (CRDs and
+// the operator's RBAC), both from
 // the operator-lifecycle-manager module pinned in hack/olm (its own module:
 // OLM pins other Kubernetes versions than Coxswain), and the released
 // Coxswain the upgrade starts from.
@@ -42,10 +43,10 @@ const olmModule = "github.com/operator-framework/operator-lifecycle-manager"
 
 // olmToolsFor returns the OLM operator and csvrbac ($OLM_BIN and
 // $OLM_CSVRBAC, which make olm builds into bin/, else built here from
-// hack/olm) and OLM's CRD directory.
+// hack/olm) and OLM's chart directory.
 func olmToolsFor(t *testing.T) olmTools {
 	t.Helper()
-	tools := olmTools{olm: os.Getenv("OLM_BIN"), csvRBAC: os.Getenv("OLM_CSVRBAC"), crds: olmCRDs(t)}
+	tools := olmTools{olm: os.Getenv("OLM_BIN"), csvRBAC: os.Getenv("OLM_CSVRBAC"), chart: olmChart(t)}
 	hack := filepath.Join(testenv.RepoRoot(), "hack", "olm")
 	if tools.olm == "" {
 		tools.olm = filepath.Join(t.TempDir(), "olm")
@@ -58,20 +59,18 @@ func olmToolsFor(t *testing.T) olmTools {
 	return tools
 }
 
-// olmCRDs is $OLM_CRDS, else deploy/chart/crds of the pinned OLM module
-// (fetched through the Go module proxy like any dependency).
-func olmCRDs(t *testing.T) string {
+// olmChart is deploy/chart of the pinned OLM module (fetched through the
+// Go module proxy like any dependency): its crds/ and the templates the
+// test renders.
+func olmChart(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("OLM_CRDS"); d != "" {
-		return d
-	}
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", olmModule)
 	cmd.Dir = filepath.Join(testenv.RepoRoot(), "hack", "olm")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list %s (in hack/olm): %v", olmModule, err)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "deploy", "chart", "crds")
+	return filepath.Join(strings.TrimSpace(string(out)), "deploy", "chart")
 }
 
 // releaseTree extracts the v0.1.0 tree (git archive: no worktree is
@@ -151,11 +150,10 @@ spec:
 `
 
 // olmManifests renders OLM's namespace, its ServiceAccount and RBAC and
-// the OLMConfig from the chart templates in the module (crdDir's chart),
-// and the operator Deployment.
-func olmManifests(t *testing.T, crdDir, namespace string) string {
+// the OLMConfig from the chart's templates, and the operator Deployment.
+func olmManifests(t *testing.T, chart, namespace string) string {
 	t.Helper()
-	templates := filepath.Join(filepath.Dir(crdDir), "templates")
+	templates := filepath.Join(chart, "templates")
 	values := strings.NewReplacer("{{ .Values.rbacApiVersion }}", "rbac.authorization.k8s.io", "{{ .Values.namespace }}", namespace)
 	out := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + namespace + "}\n---\n"
 	for _, f := range []string{"0000_50_olm_02-olm-operator.serviceaccount.yaml", "0000_50_olm_03-olmconfig.yaml"} {

@@ -108,9 +108,9 @@ func TestOLMInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &lcEnv{c: c, cl: cl, ctx: ctx}
-	e.kubectl(t, "apply", "--server-side", "-f", gatewayCRDs, "-f", tools.crds)
+	e.kubectl(t, "apply", "--server-side", "-f", gatewayCRDs, "-f", filepath.Join(tools.chart, "crds"))
 	e.kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-	e.apply(t, olmManifests(t, tools.crds, olmNamespace))
+	e.apply(t, olmManifests(t, tools.chart, olmNamespace))
 	if _, err := c.WaitForPodsReady(ctx, olmNamespace, "app=olm-operator", 1, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
