@@ -135,6 +135,9 @@ func (o *olmEnv) testUpgradeByReplaces(t *testing.T, old *olmBundle, oldRepo str
 		if r.Failed != 0 {
 			t.Errorf("%d of %d requests through %s failed; first failures:\n%s", r.Failed, r.Sent, what, strings.Join(r.Failures, "\n"))
 		}
+		if r.Redials == 0 {
+			t.Errorf("no response through %s closed its connection: the load never went through a draining proxy (%s)", what, r)
+		}
 	}
 	t.Logf("upgrade time: CSV %s created to the controller, the shared pool and %s all on %s in %s",
 		newCSV.Name, dedicated, currentImage, upgraded.Round(time.Millisecond))
