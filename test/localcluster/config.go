@@ -108,6 +108,15 @@ func (c *Config) defaults() error {
 		tags[tag] = abs
 	}
 	c.Binaries.CoxswainTags = tags // a copy: the caller's map is never written
+	images := make(map[string]string, len(c.Binaries.Images))
+	for name, path := range c.Binaries.Images {
+		abs, err := executable(path)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", name, err)
+		}
+		images[name] = abs
+	}
+	c.Binaries.Images = images
 	if c.Logf == nil {
 		l := log.New(os.Stderr, "localcluster: ", log.LstdFlags)
 		c.Logf = l.Printf

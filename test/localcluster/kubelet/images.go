@@ -34,6 +34,12 @@ type Binaries struct {
 	// coxswain:<tag> runs CoxswainTags[tag]. Upgrade tests install one
 	// release's image and move to another's.
 	CoxswainTags map[string]string
+	// Images runs other programs as pods: an image whose last path
+	// element, without tag or digest, is a key runs that key's binary
+	// (for example "olm" for quay.io/operator-framework/olm:v0.38.0, the
+	// OLM operator the OLM end-to-end test runs). It is consulted after
+	// echo-basic and coxswain.
+	Images map[string]string
 }
 
 // launchKind says what runs for a container.
@@ -111,7 +117,9 @@ func (b Binaries) planLaunch(image string, command, args []string) (launchPlan, 
 		return launchPlan{kind: launchBinary, path: b.Coxswain, args: argv}, nil
 	case name == "coredns":
 		return launchPlan{kind: launchPlaceholder}, nil
+	case b.Images[name] != "":
+		return launchPlan{kind: launchBinary, path: b.Images[name], args: argv}, nil
 	default:
-		return launchPlan{}, fmt.Errorf("image %q has no local binary: the local kubelet runs only echo-basic, coxswain and coredns images", image)
+		return launchPlan{}, fmt.Errorf("image %q has no local binary: the local kubelet runs only echo-basic, coxswain and coredns images and those Binaries.Images names", image)
 	}
 }

@@ -68,6 +68,14 @@ func TestPlanLaunch(t *testing.T) {
 			t.Errorf("%s: runs %q (%v), want %q", image, got.path, err, want)
 		}
 	}
+	extra := Binaries{Images: map[string]string{"olm": "/bin/olm"}}
+	got, err := extra.planLaunch("quay.io/operator-framework/olm:v0.38.0", []string{"/bin/olm"}, []string{"--namespace", "olm"})
+	if err != nil || got.path != "/bin/olm" || !reflect.DeepEqual(got.args, []string{"--namespace", "olm"}) {
+		t.Errorf("olm image: %+v (%v), want /bin/olm --namespace olm", got, err)
+	}
+	if _, err := extra.planLaunch("quay.io/operator-framework/catalog:v0.38.0", nil, nil); err == nil {
+		t.Errorf("an image Images does not name ran")
+	}
 	if _, err := (Binaries{}).planLaunch("coxswain:dev", nil, nil); err == nil || !strings.Contains(err.Error(), "LOCALCLUSTER_COXSWAIN") {
 		t.Errorf("unconfigured coxswain binary: %v", err)
 	}
