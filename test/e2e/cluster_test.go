@@ -35,6 +35,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -241,7 +242,7 @@ func needsLocalCluster(t *testing.T) {
 // when the test ends; its work directory (pod files and every log) is kept
 // when the test failed. It waits up to $LOCALCLUSTER_LOCK_WAIT (10m) for
 // another cluster on this machine to finish.
-func startLocalCluster(ctx context.Context, t *testing.T, bins localcluster.Binaries) *lcEnv {
+func startLocalCluster(ctx context.Context, t *testing.T, bins localcluster.Binaries, addToScheme ...func(*runtime.Scheme) error) *lcEnv {
 	t.Helper()
 	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "coxswain-e2e-")
@@ -268,7 +269,13 @@ func startLocalCluster(ctx context.Context, t *testing.T, bins localcluster.Bina
 		}
 	})
 	t.Logf("local cluster started in %s (including any wait for another cluster's lock)", time.Since(t0).Round(time.Millisecond))
-	cl, err := client.New(c.RESTConfig, client.Options{Scheme: controller.NewScheme()})
+	scheme := controller.NewScheme()
+	for _, add := range addToScheme {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := client.New(c.RESTConfig, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,19 +33,19 @@ func testKustomizePath(t *testing.T, e *day2Env) {
 	if err := e.c.InstallBaseWithImage(e.ctx, e.crds, e.oldRepo, oldImage); err != nil {
 		t.Fatal(err)
 	}
-	e.applySamples(t, e.oldRepo)
-	webAddr, edgeAddr := e.waitServing(t)
-	e.waitRolledTo(t, oldImage, 3*time.Minute)
+	e.installSamples(t, e.oldRepo)
+	web, edge := e.checkSampleTraffic(t)
+	e.waitAllRolledTo(t, oldImage, 3*time.Minute)
 	t.Logf("day2: kustomize install of %s serving in %s", previousRelease, time.Since(t0).Round(time.Millisecond))
 
-	e.duringLoad(t, "kustomize upgrade "+previousRelease+" -> this tree", webAddr, edgeAddr, func() {
+	e.duringLoad(t, "kustomize upgrade "+previousRelease+" -> this tree", web, edge, func() {
 		if err := e.c.InstallBaseWithImage(e.ctx, e.crds, e.headRepo, newImage); err != nil {
 			t.Fatal(err)
 		}
-		e.waitRolledTo(t, newImage, 5*time.Minute)
+		e.waitAllRolledTo(t, newImage, 5*time.Minute)
 	})
 	e.samplesStillValid(t, e.oldRepo)
-	e.waitServing(t)
+	e.checkSampleTraffic(t)
 
 	t1 := time.Now()
 	e.kubectl(t, "delete", "-k", filepath.Join(e.headRepo, "config", "default"), "--ignore-not-found", "--wait", "--timeout=3m")
@@ -63,8 +63,8 @@ func testInstallYAMLPath(t *testing.T, e *day2Env) {
 	install := filepath.Join(e.headRepo, "dist", "install.yaml")
 	e.kubectl(t, "apply", "--server-side", "-f", install)
 	e.kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-	e.applySamples(t, e.headRepo)
-	e.waitServing(t)
+	e.installSamples(t, e.headRepo)
+	e.checkSampleTraffic(t)
 	t.Logf("day2: dist/install.yaml install serving in %s", time.Since(t0).Round(time.Millisecond))
 
 	e.kubectl(t, "delete", "-f", install, "--ignore-not-found", "--wait", "--timeout=3m")
@@ -83,28 +83,28 @@ func testHelmPath(t *testing.T, e *day2Env) {
 	e.helmCmd(t, "install", helmRelease, filepath.Join(e.oldRepo, "charts", "coxswain"),
 		"--namespace", installNS, "--create-namespace", "--wait", "--timeout", "5m",
 		"--set", "image.repository="+imageRepo(oldImage), "--set", "image.tag="+previousRelease)
-	e.applySamples(t, e.oldRepo)
-	webAddr, edgeAddr := e.waitServing(t)
-	e.waitRolledTo(t, oldImage, 3*time.Minute)
+	e.installSamples(t, e.oldRepo)
+	web, edge := e.checkSampleTraffic(t)
+	e.waitAllRolledTo(t, oldImage, 3*time.Minute)
 	t.Logf("day2: helm install of %s serving in %s", previousRelease, time.Since(t0).Round(time.Millisecond))
 
-	e.duringLoad(t, "helm upgrade "+previousRelease+" -> this tree", webAddr, edgeAddr, func() {
+	e.duringLoad(t, "helm upgrade "+previousRelease+" -> this tree", web, edge, func() {
 		e.kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(e.headRepo, "charts", "coxswain", "crds"))
 		e.helmCmd(t, "upgrade", helmRelease, filepath.Join(e.headRepo, "charts", "coxswain"),
 			"--namespace", installNS, "--wait", "--timeout", "5m",
 			"--set", "image.repository="+imageRepo(newImage), "--set", "image.tag="+imageTag(newImage))
-		e.waitRolledTo(t, newImage, 5*time.Minute)
+		e.waitAllRolledTo(t, newImage, 5*time.Minute)
 	})
 	e.samplesStillValid(t, e.oldRepo)
 	// Version skew, upgrade order: a proxy of the previous release against
 	// this tree's controller.
 	e.skewedProxy(t, oldImage)
 
-	e.duringLoad(t, "helm rollback to "+previousRelease, webAddr, edgeAddr, func() {
+	e.duringLoad(t, "helm rollback to "+previousRelease, web, edge, func() {
 		e.helmCmd(t, "rollback", helmRelease, "1", "--namespace", installNS, "--wait", "--timeout", "5m")
-		e.waitRolledTo(t, oldImage, 5*time.Minute)
+		e.waitAllRolledTo(t, oldImage, 5*time.Minute)
 	})
-	e.waitServing(t)
+	e.checkSampleTraffic(t)
 	// And during a rollback: this tree's proxy against the previous
 	// release's controller.
 	e.skewedProxy(t, newImage)

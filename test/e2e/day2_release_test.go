@@ -27,24 +27,38 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-// buildRelease checks out release version (a git worktree of its commit)
-// and builds its coxswain binary there. It returns the worktree and the
-// binary; both go when the test ends.
+// buildRelease extracts release version's tree (git archive of its
+// commit: nothing is registered in the repository) and builds its coxswain
+// binary. It returns the tree (its config/, charts/ and bundle/ are what
+// that release shipped) and the binary; both go when the test ends.
 func buildRelease(t *testing.T, version string) (repo, binary string) {
 	t.Helper()
 	root := testkit.RepoRoot()
 	commit := releaseCommit(t, root, version)
 	repo = filepath.Join(t.TempDir(), "coxswain-"+version)
-	if out, err := git(root, "worktree", "add", "--detach", repo, commit); err != nil {
-		t.Fatalf("git worktree add %s %s: %v\n%s", repo, commit, err, out)
+	if err := os.MkdirAll(repo, 0o750); err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = git(root, "worktree", "remove", "--force", repo) })
-	binary = filepath.Join(repo, "bin", "coxswain")
-	cmd := exec.Command("go", "build", "-o", binary, "./cmd/coxswain")
-	cmd.Dir = repo
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s (%s): %v\n%s", version, commit, err, out)
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", commit)
+	extract := exec.Command("tar", "-x", "-C", repo)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	extract.Stdin = pipe
+	var archiveErr strings.Builder
+	archive.Stderr = &archiveErr
+	if err := extract.Start(); err != nil {
+		t.Fatalf("tar: %v", err)
+	}
+	if err := archive.Run(); err != nil {
+		t.Fatalf("git archive %s (release %s): %v\n%s", commit, version, err, archiveErr.String())
+	}
+	if err := extract.Wait(); err != nil {
+		t.Fatalf("extracting %s: %v", commit, err)
+	}
+	binary = filepath.Join(t.TempDir(), "coxswain-"+version)
+	goBuild(t, repo, binary, "./cmd/coxswain")
 	return repo, binary
 }
 

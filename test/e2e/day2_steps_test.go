@@ -18,13 +18,11 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,16 +30,13 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
-	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
@@ -50,39 +45,13 @@ import (
 // Ingress shop. The test adds the echo backends they name and a route on
 // edge.
 const (
-	samplesNS   = "default"
 	edgeDeploy  = "edge" // Gateway name; its Deployment is names.DedicatedName
 	edgeClass   = "coxswain-dedicated"
 	webHost     = "www.example.com"
 	edgeHost    = "edge.example.com"
-	shopHost    = "shop.example.com"
 	paramsCRD   = "coxswaingatewayparameters.gateway.coxswain-labs.dev"
 	helmRelease = "coxswain"
 )
-
-// applyBackends starts the echo-basic Deployments and Services the samples
-// route to (as `make dev` does).
-func (e *day2Env) applyBackends(t *testing.T) {
-	t.Helper()
-	e.apply(t, echoBackendIn(samplesNS, "api", 8080, 1)+echoBackendIn(samplesNS, "frontend", 80, 1)+echoBackendIn(samplesNS, "shop", 80, 1))
-}
-
-// applySamples applies repo's config/samples and routes edge.example.com
-// on the dedicated Gateway edge to api.
-func (e *day2Env) applySamples(t *testing.T, repo string) {
-	t.Helper()
-	e.kubectl(t, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(repo, "config", "samples"))
-	e.apply(t, `
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: edge, namespace: default}
-spec:
-  parentRefs: [{name: edge}]
-  hostnames: [edge.example.com]
-  rules:
-  - backendRefs: [{name: api, port: 8080}]
-`)
-}
 
 // deleteSamples removes the samples by kind (the CRDs of some may be gone
 // already), and waits for the dedicated Gateway's proxies to go.
@@ -94,132 +63,35 @@ func (e *day2Env) deleteSamples(t *testing.T) {
 	e.kubectl(t, "delete", "ingressclass", "coxswain", "--ignore-not-found", "--wait", "--timeout=2m")
 }
 
-// waitServing waits for both Gateways to be Programmed and checks that
-// requests through the shared Gateway, the dedicated Gateway and the
-// Ingress reach the backends the samples name.
-func (e *day2Env) waitServing(t *testing.T) (webAddr, edgeAddr string) {
+// waitAllRolledTo waits until the controller, the shared pool and the
+// dedicated Gateway's proxies run image only: every rollout is complete
+// and every old pod has drained and gone.
+func (e *day2Env) waitAllRolledTo(t *testing.T, image string, timeout time.Duration) {
 	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second}
-	web := e.waitProgrammed(t, samplesNS, "web", 3*time.Minute)
-	edge := e.waitProgrammed(t, samplesNS, "edge", 3*time.Minute)
-	waitServes(t, hc, gatewayURL(web, "http", 80)+"/", webHost, "frontend", 2*time.Minute)
-	waitServes(t, hc, gatewayURL(web, "http", 80)+"/api/x", webHost, "api", time.Minute)
-	waitServes(t, hc, gatewayURL(edge, "http", 80)+"/", edgeHost, "api", 2*time.Minute)
-	var shop string
-	testkit.EventuallyExplained(t, 2*time.Minute, func() string {
-		ing := &networkingv1.Ingress{}
-		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: samplesNS, Name: "shop"}, ing); err != nil {
-			return err.Error()
-		}
-		if len(ing.Status.LoadBalancer.Ingress) == 0 || ing.Status.LoadBalancer.Ingress[0].IP == "" {
-			return "Ingress shop has no address"
-		}
-		shop = ing.Status.LoadBalancer.Ingress[0].IP
-		return ""
-	})
-	waitServes(t, hc, "http://"+net.JoinHostPort(shop, "80")+"/", shopHost, "shop", 2*time.Minute)
-	return net.JoinHostPort(web.Status.Addresses[0].Value, "80"), net.JoinHostPort(edge.Status.Addresses[0].Value, "80")
-}
-
-// waitRolledTo waits until the controller, the shared pool and the
-// dedicated Gateway's proxies run image only: the rollout is complete and
-// every old pod has drained and gone.
-func (e *day2Env) waitRolledTo(t *testing.T, image string, timeout time.Duration) {
-	t.Helper()
-	dedicated := names.DedicatedName(edgeDeploy, edgeClass)
-	testkit.EventuallyExplained(t, timeout, func() string {
-		for _, d := range []struct{ ns, name string }{
-			{installNS, names.ControllerDeploymentName}, {installNS, names.SharedPoolName}, {samplesNS, dedicated},
-		} {
-			if msg := e.deploymentImage(d.ns, d.name, image); msg != "" {
-				return msg
-			}
-		}
-		for _, p := range []struct {
-			ns  string
-			sel client.MatchingLabels
-		}{
-			{installNS, client.MatchingLabels{names.LabelComponent: "controller"}},
-			{installNS, client.MatchingLabels(provision.SharedPoolSelector())},
-			{samplesNS, client.MatchingLabels{names.LabelGatewayName: edgeDeploy}},
-		} {
-			if msg := e.imageOfPods(p.ns, p.sel, image); msg != "" {
-				return msg
-			}
-		}
-		return ""
-	})
 	for _, d := range []struct{ ns, name string }{
-		{installNS, names.ControllerDeploymentName}, {installNS, names.SharedPoolName}, {samplesNS, dedicated},
+		{installNS, names.ControllerDeploymentName},
+		{installNS, names.SharedPoolName},
+		{samplesNS, names.DedicatedName(edgeDeploy, edgeClass)},
 	} {
-		e.kubectl(t, "rollout", "status", "-n", d.ns, "deployment/"+d.name, "--timeout=3m")
+		e.waitRolledTo(t, d.ns, d.name, image, timeout)
 	}
-}
-
-// programmedWatch polls the samples' Gateways while a disruption runs and
-// records every moment one of them was not Programmed.
-type programmedWatch struct {
-	stop   chan struct{}
-	done   chan struct{}
-	mu     sync.Mutex
-	lapses []string
-}
-
-func (e *day2Env) watchProgrammed(gateways ...string) *programmedWatch {
-	w := &programmedWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	start := time.Now()
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-tick.C:
-			}
-			for _, name := range gateways {
-				gw, err := e.gateway(samplesNS, name)
-				if err != nil {
-					continue // the apiserver is the test's, not the Gateway's, problem
-				}
-				c := meta.FindStatusCondition(gw.Status.Conditions, string(gwv1.GatewayConditionProgrammed))
-				if c == nil || c.Status != metav1.ConditionTrue {
-					w.mu.Lock()
-					if len(w.lapses) < 5 {
-						w.lapses = append(w.lapses, fmt.Sprintf("%s: Gateway %s: %+v", time.Since(start).Round(time.Millisecond), name, c))
-					}
-					w.mu.Unlock()
-				}
-			}
-		}
-	}()
-	return w
-}
-
-func (w *programmedWatch) finish() []string {
-	close(w.stop)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.lapses
 }
 
 // duringLoad runs change while bounded loads go through the shared Gateway
 // web and the dedicated Gateway edge, and asserts that no request failed
 // and no Gateway left Programmed. It logs a "day2:" line with the figures.
-func (e *day2Env) duringLoad(t *testing.T, what, webAddr, edgeAddr string, change func()) {
+func (e *day2Env) duringLoad(t *testing.T, what string, web, edge *gwv1.Gateway, change func()) {
 	t.Helper()
-	shared, dedicated := startLoad(hitlessLoad(webAddr, webHost)), startLoad(hitlessLoad(edgeAddr, edgeHost))
+	shared, dedicated := startLoad(hitlessLoad(gatewayAddr(web), webHost)), startLoad(hitlessLoad(gatewayAddr(edge), edgeHost))
 	defer shared.finish()
 	defer dedicated.finish()
-	watch := e.watchProgrammed("web", "edge")
+	watch := e.watchProgrammed(web, edge)
 	time.Sleep(time.Second)
 	t0 := time.Now()
 	change()
 	took := time.Since(t0)
 	time.Sleep(time.Second)
-	lapses := watch.finish()
+	_, lapses := watch.finish()
 	s, d := shared.finish(), dedicated.finish()
 	t.Logf("day2: %s took %s; shared Gateway: %s; dedicated Gateway: %s", what, took.Round(time.Millisecond), s, d)
 	if s.Failed != 0 || d.Failed != 0 {

@@ -68,7 +68,6 @@ func TestDay2(t *testing.T) {
 		CoxswainTags: map[string]string{previousRelease: oldBinary}}),
 		crds: crds, oldRepo: oldRepo, headRepo: testkit.RepoRoot(), helm: helm, coxswain: coxswain}
 	e.kubectl(t, "apply", "--server-side", "-f", crds)
-	e.applyBackends(t)
 
 	for _, p := range []struct {
 		name string

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The OLM install path's steps: install the operator from a bundle, check
@@ -145,7 +146,7 @@ func (o *olmEnv) createCSV(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVe
 // waitCSVSucceeded waits for the CSV's phase Succeeded.
 func (o *olmEnv) waitCSVSucceeded(t *testing.T, name string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func() string {
+	testkit.EventuallyExplained(t, timeout, func() string {
 		csv := &operatorsv1alpha1.ClusterServiceVersion{}
 		if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: installNS, Name: name}, csv); err != nil {
 			return err.Error()
@@ -183,7 +184,7 @@ func (o *olmEnv) checkOLMOwnsController(t *testing.T, csvName string) {
 	if got, want := d.Spec.Template.Spec.Containers[0].Image, controllerImage(csv); got != want {
 		t.Errorf("Deployment %s runs image %q, the CSV says %q", d.Name, got, want)
 	}
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		copied := &operatorsv1alpha1.ClusterServiceVersion{}
 		if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: "default", Name: csvName}, copied); err != nil {
 			return "no copied CSV in namespace default: " + err.Error()
@@ -224,14 +225,14 @@ func (o *olmEnv) uninstallOperator(t *testing.T, b *olmBundle, csvName, repo str
 		}
 	}
 	o.kubectl(t, "delete", "csv", csvName, "-n", installNS, "--wait=true", "--timeout=2m")
-	eventually(t, 2*time.Minute, func() string {
+	testkit.EventuallyExplained(t, 2*time.Minute, func() string {
 		if left := o.leftOf(t, csv); len(left) > 0 {
 			return fmt.Sprintf("after deleting CSV %s, still there: %s", csvName, strings.Join(left, ", "))
 		}
 		return ""
 	})
 	o.kubectl(t, "delete", "operatorgroup", operatorGroupName, "-n", installNS, "--wait=true", "--timeout=1m")
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		if left := o.clusterRBACOf(t, installNS); len(left) > 0 {
 			return "after deleting the OperatorGroup, OLM's cluster-scoped RBAC for namespace " + installNS + " is still there: " + strings.Join(left, ", ")
 		}

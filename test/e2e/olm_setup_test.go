@@ -25,19 +25,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // The OLM test's tools: the OLM operator binary and OLM's chart (CRDs and
 // the operator's RBAC), both from
 // the operator-lifecycle-manager module pinned in hack/olm (its own module:
 // OLM pins other Kubernetes versions than Coxswain), and the released
-// Coxswain the upgrade starts from.
-
-// releaseCommit is the commit tagged v0.1.0, the release the upgrade case
-// installs first. A commit rather than the tag: a clone without tags still
-// has it.
-const releaseCommit = "f85f1ac36f0309983a9064d45bc625130393b64c"
+// Coxswain the upgrade starts from (buildRelease).
 
 const olmModule = "github.com/operator-framework/operator-lifecycle-manager"
 
@@ -47,7 +42,7 @@ const olmModule = "github.com/operator-framework/operator-lifecycle-manager"
 func olmToolsFor(t *testing.T) olmTools {
 	t.Helper()
 	tools := olmTools{olm: os.Getenv("OLM_BIN"), csvRBAC: os.Getenv("OLM_CSVRBAC"), chart: olmChart(t)}
-	hack := filepath.Join(testenv.RepoRoot(), "hack", "olm")
+	hack := filepath.Join(testkit.RepoRoot(), "hack", "olm")
 	if tools.olm == "" {
 		tools.olm = filepath.Join(t.TempDir(), "olm")
 		goBuild(t, hack, tools.olm, olmModule+"/cmd/olm")
@@ -65,45 +60,12 @@ func olmToolsFor(t *testing.T) olmTools {
 func olmChart(t *testing.T) string {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", olmModule)
-	cmd.Dir = filepath.Join(testenv.RepoRoot(), "hack", "olm")
+	cmd.Dir = filepath.Join(testkit.RepoRoot(), "hack", "olm")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list %s (in hack/olm): %v", olmModule, err)
 	}
 	return filepath.Join(strings.TrimSpace(string(out)), "deploy", "chart")
-}
-
-// releaseTree extracts the v0.1.0 tree (git archive: no worktree is
-// registered in the repository) and builds its coxswain; it returns the
-// tree (its bundle/ and config/samples are what that release shipped) and
-// the binary.
-func releaseTree(t *testing.T) (dir, binary string) {
-	t.Helper()
-	dir = filepath.Join(t.TempDir(), "v0.1.0")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	archive := exec.Command("git", "-C", testenv.RepoRoot(), "archive", "--format=tar", releaseCommit)
-	extract := exec.Command("tar", "-x", "-C", dir)
-	pipe, err := archive.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	extract.Stdin = pipe
-	var archiveErr strings.Builder
-	archive.Stderr = &archiveErr
-	if err := extract.Start(); err != nil {
-		t.Fatalf("tar: %v", err)
-	}
-	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s (the v0.1.0 release; a shallow clone lacks it: git fetch --unshallow): %v\n%s", releaseCommit, err, archiveErr.String())
-	}
-	if err := extract.Wait(); err != nil {
-		t.Fatalf("extracting %s: %v", releaseCommit, err)
-	}
-	binary = filepath.Join(t.TempDir(), "coxswain-v0.1.0")
-	goBuild(t, dir, binary, "./cmd/coxswain")
-	return dir, binary
 }
 
 // goBuild builds pkg in dir into out, statically, as the Makefile does.

@@ -17,21 +17,14 @@ limitations under the License.
 package e2e
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/coxswain-go/coxswain/internal/controller"
-	"github.com/coxswain-go/coxswain/internal/testenv"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 	"github.com/coxswain-go/coxswain/test/localcluster"
 )
 
@@ -45,69 +38,24 @@ import (
 // what its InstallPlan would - the bundle's manifests, and the RBAC OLM's
 // own resolver derives from the CSV (hack/olm/csvrbac). See docs/e2e.md.
 func TestOLMInstall(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: the local-cluster e2e tests need root (network namespaces, a bridge, bind mounts); CI runs as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
-	}
+	needsLocalCluster(t)
 	began := time.Now()
 	echo, coxswain := lcBinaries(t)
 	tools := olmToolsFor(t)
-	release, releaseBinary := releaseTree(t)
+	release, releaseBinary := buildRelease(t, previousRelease)
 	gatewayCRDs := gatewayAPICRDs(t)
 	t.Logf("binaries built in %s", time.Since(began).Round(time.Millisecond))
 
-	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := olmContext()
 	defer cancel()
-	dir, err := os.MkdirTemp("", "coxswain-e2e-olm-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockWait := 10 * time.Minute
-	if d, err := time.ParseDuration(os.Getenv("LOCALCLUSTER_LOCK_WAIT")); err == nil {
-		lockWait = d
-	}
-	t0 := time.Now()
-	c, err := localcluster.Start(ctx, localcluster.Config{
-		Dir: dir,
-		Binaries: localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain,
-			CoxswainTags: map[string]string{
-				"v0.1.0":   releaseBinary, // the release the upgrade starts from
-				currentTag: coxswain,      // the tree under test, as the next version
-			},
-			Images: map[string]string{"olm": tools.olm},
+	e := startLocalCluster(ctx, t, localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain,
+		CoxswainTags: map[string]string{
+			previousRelease: releaseBinary, // the release the upgrade starts from
+			currentTag:      coxswain,      // the tree under test, as the next version
 		},
-		LockWait: lockWait,
-		Logf:     t.Logf,
-	})
-	if err != nil {
-		t.Fatalf("starting the local cluster: %v", err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("logs kept in %s (the OLM operator's under pods/%s_olm-operator-*)", c.LogDir(), olmNamespace)
-		} else {
-			_ = os.RemoveAll(dir)
-		}
-	}()
-	t.Logf("local cluster started in %s (including any wait for another cluster's lock)", time.Since(t0).Round(time.Millisecond))
-
-	scheme := controller.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl, err := client.New(c.RESTConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &lcEnv{c: c, cl: cl, ctx: ctx}
+		Images: map[string]string{"olm": tools.olm},
+	}, operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme)
+	c := e.c
 	e.kubectl(t, "apply", "--server-side", "-f", gatewayCRDs, "-f", filepath.Join(tools.chart, "crds"))
 	e.kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 	e.apply(t, olmManifests(t, tools.chart, olmNamespace))
@@ -117,10 +65,10 @@ func TestOLMInstall(t *testing.T) {
 	o := &olmEnv{lcEnv: e, tools: tools}
 	defer o.checkOLMNeverRestarted(t)
 
-	current := loadBundle(t, filepath.Join(testenv.RepoRoot(), "bundle"))
+	current := loadBundle(t, filepath.Join(testkit.RepoRoot(), "bundle"))
 	released := loadBundle(t, filepath.Join(release, "bundle"))
 	t.Run("InstallAndUninstall", func(t *testing.T) {
-		o.testInstallAndUninstall(t, current, testenv.RepoRoot())
+		o.testInstallAndUninstall(t, current, testkit.RepoRoot())
 	})
 	t.Run("UpgradeByReplaces", func(t *testing.T) {
 		o.testUpgradeByReplaces(t, released, release, current)

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // config/samples on an installed Coxswain: the backends it routes to, a
@@ -36,43 +37,11 @@ import (
 
 const samplesNS = "default" // config/samples' namespace
 
-// sampleBackend is an echo-basic Deployment and Service in the samples'
-// namespace (Service port -> 3000); echo-basic names its Service in
-// every answer.
-func sampleBackend(name string, port int) string {
-	return strings.NewReplacer("{{NAME}}", name, "{{NS}}", samplesNS, "{{IMAGE}}", echoImage, "{{PORT}}", fmt.Sprint(port)).Replace(`
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{NAME}}, namespace: {{NS}}, labels: {app: {{NAME}}}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{NAME}}}}
-  template:
-    metadata: {labels: {app: {{NAME}}}}
-    spec:
-      containers:
-      - name: echo
-        image: {{IMAGE}}
-        env:
-        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
-        - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
-        - {name: SERVICE_NAME, value: {{NAME}}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: {{NAME}}, namespace: {{NS}}}
-spec:
-  selector: {app: {{NAME}}}
-  ports: [{name: http, port: {{PORT}}, targetPort: 3000}]
----
-`)
-}
-
 // sampleExtras are the samples' backends (HTTPRoute web -> api:8080 and
 // frontend:80, Ingress shop -> shop:80) and an HTTPRoute for the samples'
 // dedicated Gateway edge, which the samples leave without routes.
 func sampleExtras() string {
-	return sampleBackend("api", 8080) + sampleBackend("frontend", 80) + sampleBackend("shop", 80) + `
+	return echoBackendIn(samplesNS, "api", 8080, 1) + echoBackendIn(samplesNS, "frontend", 80, 1) + echoBackendIn(samplesNS, "shop", 80, 1) + `
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: edge, namespace: default}
@@ -87,38 +56,40 @@ spec:
 // installSamples applies the backends, then `kubectl apply -k
 // config/samples` from repo, and waits for the backends and for every
 // Gateway to be Programmed.
-func (o *olmEnv) installSamples(t *testing.T, repo string) {
+func (e *lcEnv) installSamples(t *testing.T, repo string) {
 	t.Helper()
-	o.apply(t, sampleExtras())
-	o.kubectl(t, "apply", "--server-side", "-k", filepath.Join(repo, "config", "samples"))
+	e.apply(t, sampleExtras())
+	e.kubectl(t, "apply", "--server-side", "-k", filepath.Join(repo, "config", "samples"))
 	for _, app := range []string{"api", "frontend", "shop"} {
-		if _, err := o.c.WaitForPodsReady(o.ctx, samplesNS, "app="+app, 1, 2*time.Minute); err != nil {
+		if _, err := e.c.WaitForPodsReady(e.ctx, samplesNS, "app="+app, 1, 2*time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
 	gws := &gwv1.GatewayList{}
-	o.list(t, gws, client.InNamespace(samplesNS))
+	if err := e.cl.List(e.ctx, gws, client.InNamespace(samplesNS)); err != nil {
+		t.Fatal(err)
+	}
 	if len(gws.Items) < 2 {
 		t.Fatalf("config/samples made %d Gateways, want the shared web and the dedicated edge", len(gws.Items))
 	}
 	for _, gw := range gws.Items {
-		o.waitProgrammed(t, gw.Namespace, gw.Name, 3*time.Minute)
+		e.waitProgrammed(t, gw.Namespace, gw.Name, 3*time.Minute)
 	}
 }
 
 // checkSampleTraffic sends requests through the shared Gateway web, the
 // dedicated Gateway edge and the Ingress shop, and checks each reaches its
 // backend; it returns web and edge.
-func (o *olmEnv) checkSampleTraffic(t *testing.T) (web, edge *gwv1.Gateway) {
+func (e *lcEnv) checkSampleTraffic(t *testing.T) (web, edge *gwv1.Gateway) {
 	t.Helper()
 	hc := &http.Client{Timeout: 5 * time.Second}
-	web = o.waitProgrammed(t, samplesNS, "web", time.Minute)
-	edge = o.waitProgrammed(t, samplesNS, "edge", time.Minute)
+	web = e.waitProgrammed(t, samplesNS, "web", time.Minute)
+	edge = e.waitProgrammed(t, samplesNS, "edge", time.Minute)
 	checks := []struct{ url, host, service string }{
 		{gatewayURL(web, "http", 80) + "/", "www.example.com", "frontend"},
 		{gatewayURL(web, "http", 80) + "/api/x", "www.example.com", "api"},
 		{gatewayURL(edge, "http", 80) + "/", "edge.example.com", "shop"},
-		{"http://" + o.ingressAddress(t, "shop") + "/", "shop.example.com", "shop"},
+		{"http://" + e.ingressAddress(t, "shop") + "/", "shop.example.com", "shop"},
 	}
 	for _, ch := range checks {
 		r := waitServes(t, hc, ch.url, ch.host, ch.service, time.Minute)
@@ -131,12 +102,12 @@ func (o *olmEnv) checkSampleTraffic(t *testing.T) (web, edge *gwv1.Gateway) {
 }
 
 // ingressAddress waits for the Ingress's published address.
-func (o *olmEnv) ingressAddress(t *testing.T, name string) string {
+func (e *lcEnv) ingressAddress(t *testing.T, name string) string {
 	t.Helper()
 	var addr string
-	eventually(t, time.Minute, func() string {
+	testkit.EventuallyExplained(t, time.Minute, func() string {
 		ing := &networkingv1.Ingress{}
-		if err := o.cl.Get(o.ctx, types.NamespacedName{Namespace: samplesNS, Name: name}, ing); err != nil {
+		if err := e.cl.Get(e.ctx, types.NamespacedName{Namespace: samplesNS, Name: name}, ing); err != nil {
 			return err.Error()
 		}
 		if len(ing.Status.LoadBalancer.Ingress) == 0 || ing.Status.LoadBalancer.Ingress[0].IP == "" {
@@ -151,10 +122,10 @@ func (o *olmEnv) ingressAddress(t *testing.T, name string) string {
 // removeSamples deletes config/samples and the extras while the controller
 // still runs (it releases its Gateways' finalizers and dedicated proxies)
 // and waits until they are gone.
-func (o *olmEnv) removeSamples(t *testing.T, repo string) {
+func (e *lcEnv) removeSamples(t *testing.T, repo string) {
 	t.Helper()
-	o.kubectl(t, "delete", "--wait=true", "--timeout=2m", "-k", filepath.Join(repo, "config", "samples"))
-	if out, err := o.c.Kubectl(o.ctx, []byte(sampleExtras()), "delete", "--wait=true", "--timeout=2m", "-f", "-"); err != nil {
+	e.kubectl(t, "delete", "--wait=true", "--timeout=2m", "-k", filepath.Join(repo, "config", "samples"))
+	if out, err := e.c.Kubectl(e.ctx, []byte(sampleExtras()), "delete", "--wait=true", "--timeout=2m", "-f", "-"); err != nil {
 		t.Fatalf("deleting the samples' backends: %v\n%s", err, out)
 	}
 }
