@@ -86,8 +86,8 @@ lint: golangci-lint ## Run golangci-lint (.golangci.yml): gofmt/goimports, govet
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: manifests generate fmt vet envtest kustomize ## Regenerate, then run unit and envtest (real kube-apiserver + etcd) tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" \
+test: manifests generate fmt vet envtest kustomize ## Regenerate, then run unit, envtest (real kube-apiserver + etcd) and, as root, local-cluster tests.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" OLM_BIN="$(OLM)" OLM_CSVRBAC="$(OLM_CSVRBAC)" \
 		go test ./... -count=1 -timeout 40m $(TEST_ARGS)
 
 .PHONY: bench-propagation

@@ -18,3 +18,6 @@ olm: | $(LOCALBIN) ## Build the OLM operator (cmd/olm of operator-lifecycle-mana
 .PHONY: olm-crds
 olm-crds: ## Print the directory of OLM's CRDs (deploy/chart/crds of the pinned module).
 	@cd hack/olm && echo "$$(go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds"
+
+# The OLM e2e (TestOLMInstall) runs in `make test`: build its tools first.
+test: olm

@@ -49,7 +49,7 @@ func testKustomizePath(t *testing.T, e *day2Env) {
 
 	t1 := time.Now()
 	e.kubectl(t, "delete", "-k", filepath.Join(e.headRepo, "config", "default"), "--ignore-not-found", "--wait", "--timeout=3m")
-	e.coxswainUninstall(t)
+	e.coxswainUninstall(t, e.coxswain)
 	e.assertClean(t, false)
 	t.Logf("day2: kustomize uninstall clean in %s", time.Since(t1).Round(time.Millisecond))
 	e.deleteSamples(t)
@@ -68,7 +68,7 @@ func testInstallYAMLPath(t *testing.T, e *day2Env) {
 	t.Logf("day2: dist/install.yaml install serving in %s", time.Since(t0).Round(time.Millisecond))
 
 	e.kubectl(t, "delete", "-f", install, "--ignore-not-found", "--wait", "--timeout=3m")
-	e.coxswainUninstall(t)
+	e.coxswainUninstall(t, e.coxswain)
 	e.assertClean(t, false)
 	e.deleteSamples(t)
 }
@@ -111,7 +111,7 @@ func testHelmPath(t *testing.T, e *day2Env) {
 
 	t1 := time.Now()
 	e.helmCmd(t, "uninstall", helmRelease, "--namespace", installNS, "--wait", "--timeout", "3m")
-	e.coxswainUninstall(t)
+	e.coxswainUninstall(t, e.coxswain)
 	e.assertClean(t, true)
 	t.Logf("day2: helm uninstall clean in %s", time.Since(t1).Round(time.Millisecond))
 	e.deleteSamples(t)

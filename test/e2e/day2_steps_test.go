@@ -113,10 +113,11 @@ func (e *day2Env) samplesStillValid(t *testing.T, repo string) {
 	e.kubectl(t, "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-k", dir)
 }
 
-// coxswainUninstall runs `coxswain uninstall` as the cluster's admin.
-func (e *day2Env) coxswainUninstall(t *testing.T) {
+// coxswainUninstall runs `coxswain uninstall` (the binary) as the
+// cluster's admin.
+func (e *lcEnv) coxswainUninstall(t *testing.T, coxswain string) {
 	t.Helper()
-	cmd := exec.CommandContext(e.ctx, e.coxswain, "uninstall", "--kubeconfig", e.c.Kubeconfig, "--namespace", installNS, "--timeout", "3m")
+	cmd := exec.CommandContext(e.ctx, coxswain, "uninstall", "--kubeconfig", e.c.Kubeconfig, "--namespace", installNS, "--timeout", "3m")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("coxswain uninstall: %v\n%s", err, out)
@@ -128,7 +129,7 @@ func (e *day2Env) coxswainUninstall(t *testing.T) {
 // its managed-by label, no pod running its image, no discovery CA or
 // Lease, no namespace stuck terminating; and that its CRDs are kept or not
 // as the path's policy says.
-func (e *day2Env) assertClean(t *testing.T, crdsKept bool) {
+func (e *lcEnv) assertClean(t *testing.T, crdsKept bool) {
 	t.Helper()
 	managed := client.MatchingLabels{names.LabelManagedBy: names.ValueManagedBy}
 	testkit.EventuallyExplained(t, 3*time.Minute, func() string {

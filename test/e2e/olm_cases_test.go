@@ -44,6 +44,9 @@ func (o *olmEnv) testInstallAndUninstall(t *testing.T, b *olmBundle, repo string
 	t1 := time.Now()
 	o.removeSamples(t, repo)
 	o.uninstallOperator(t, b, csv.Name, repo)
+	// What the controller created at run time goes too; OLM keeps the CRDs.
+	o.coxswainUninstall(t, o.coxswain)
+	o.assertClean(t, true)
 	t.Logf("uninstall (samples, CSV, OperatorGroup, bundle manifests, namespace) took %s", time.Since(t1).Round(time.Millisecond))
 }
 

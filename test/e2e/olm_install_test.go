@@ -67,7 +67,8 @@ type olmTools struct {
 // olmEnv is the local cluster with OLM running.
 type olmEnv struct {
 	*lcEnv
-	tools olmTools
+	tools    olmTools
+	coxswain string // this tree's binary, for `coxswain uninstall`
 }
 
 // checkOLMNeverRestarted fails the test when the OLM operator's container

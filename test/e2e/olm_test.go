@@ -62,7 +62,7 @@ func TestOLMInstall(t *testing.T) {
 	if _, err := c.WaitForPodsReady(ctx, olmNamespace, "app=olm-operator", 1, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	o := &olmEnv{lcEnv: e, tools: tools}
+	o := &olmEnv{lcEnv: e, tools: tools, coxswain: coxswain}
 	defer o.checkOLMNeverRestarted(t)
 
 	current := loadBundle(t, filepath.Join(testkit.RepoRoot(), "bundle"))
