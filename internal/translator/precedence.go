@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
@@ -79,25 +80,15 @@ func (k *precKey) finalize() {
 
 // less orders k before o (see precKey); finalize must have run on both.
 func (k *precKey) less(o *precKey) bool {
-	if k.packed != o.packed {
-		return k.packed < o.packed
-	}
-	if k.createdNs != o.createdNs {
-		return k.createdNs < o.createdNs
-	}
-	if k.namespace != o.namespace {
-		return k.namespace < o.namespace
-	}
-	if k.name != o.name {
-		return k.name < o.name
-	}
-	if k.kind != o.kind {
-		return k.kind < o.kind
-	}
-	if k.rule != o.rule {
-		return k.rule < o.rule
-	}
-	return k.match < o.match
+	return cmp.Or(
+		cmp.Compare(k.packed, o.packed),
+		cmp.Compare(k.createdNs, o.createdNs),
+		cmp.Compare(k.namespace, o.namespace),
+		cmp.Compare(k.name, o.name),
+		cmp.Compare(k.kind, o.kind),
+		cmp.Compare(k.rule, o.rule),
+		cmp.Compare(k.match, o.match),
+	) < 0
 }
 
 // matchKey is the rank part of a precKey for one match; grpc ranks a

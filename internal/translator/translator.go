@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -177,19 +178,8 @@ func (t *translator) finish() {
 	})
 	sort.SliceStable(t.out.Events, func(i, j int) bool {
 		a, b := t.out.Events[i], t.out.Events[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		if a.Reason != b.Reason {
-			return a.Reason < b.Reason
-		}
-		return a.Message < b.Message
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Message, b.Message)) < 0
 	})
 	// Identical events (e.g. the same conflict seen twice) once.
 	ev := t.out.Events[:0]
