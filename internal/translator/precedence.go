@@ -18,6 +18,7 @@ package translator
 
 import (
 	"cmp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
