@@ -121,6 +121,7 @@ func (p *Provider) NeedLeaderElection() bool { return false }
 func watched() []client.Object {
 	return []client.Object{
 		&gwv1.GatewayClass{}, &gwv1.Gateway{}, &gwv1.HTTPRoute{}, &gwv1.GRPCRoute{},
+		&gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{},
 		&gwv1beta1.ReferenceGrant{}, &corev1.Namespace{}, &corev1.Service{},
 		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &networkingv1.Ingress{},
 		&networkingv1.IngressClass{}, &ingressv1alpha1.CoxswainIngressClassParameters{},
@@ -211,7 +212,8 @@ func (p *Provider) burst() bool {
 // never skipped: their status or unversioned spec matters.
 func statusOnly(oldObj, newObj any) bool {
 	switch newObj.(type) {
-	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *networkingv1.Ingress:
+	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute,
+		*gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute, *networkingv1.Ingress:
 	default:
 		return false
 	}
@@ -302,10 +304,19 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 	if r.HTTPRoutes, err = list(ctx, c, &gwv1.HTTPRouteList{}, func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items }); err != nil {
 		return nil, err
 	}
-	if r.GRPCRoutes, err = list(ctx, c, &gwv1.GRPCRouteList{}, func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }); err != nil {
+	if r.GRPCRoutes, err = listKind(ctx, c, r, "GRPCRoute", &gwv1.GRPCRouteList{}, func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items }); err != nil {
 		return nil, err
 	}
-	if r.ReferenceGrants, err = list(ctx, c, &gwv1beta1.ReferenceGrantList{}, func(l *gwv1beta1.ReferenceGrantList) []gwv1beta1.ReferenceGrant { return l.Items }); err != nil {
+	if r.TLSRoutes, err = listKind(ctx, c, r, "TLSRoute", &gwv1.TLSRouteList{}, func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.TCPRoutes, err = listKind(ctx, c, r, "TCPRoute", &gwv1.TCPRouteList{}, func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.UDPRoutes, err = listKind(ctx, c, r, "UDPRoute", &gwv1.UDPRouteList{}, func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.ReferenceGrants, err = listKind(ctx, c, r, "ReferenceGrant", &gwv1beta1.ReferenceGrantList{}, func(l *gwv1beta1.ReferenceGrantList) []gwv1beta1.ReferenceGrant { return l.Items }); err != nil {
 		return nil, err
 	}
 	if r.Namespaces, err = list(ctx, c, &corev1.NamespaceList{}, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }); err != nil {
@@ -347,6 +358,23 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 	return r, nil
 }
 
+// listKind lists a Gateway API kind the cluster may not serve (its CRD
+// absent, or not at the version Coxswain reads): it is then read as empty
+// and recorded in r.AbsentKinds, so the features that need it are not
+// advertised.
+func listKind[T any, L any, PL interface {
+	*L
+	client.ObjectList
+}](ctx context.Context, c client.Reader, r *translator.Resources, kind string, l PL, items func(PL) []T) ([]*T, error) {
+	if err := c.List(ctx, l); meta.IsNoMatchError(err) {
+		r.AbsentKinds = append(r.AbsentKinds, kind)
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list %T: %w", l, err)
+	}
+	return pointers(items(l)), nil
+}
+
 // list lists from the cache and returns pointers into the items.
 func list[T any, L any, PL interface {
 	*L
@@ -357,10 +385,14 @@ func list[T any, L any, PL interface {
 	} else if err != nil {
 		return nil, fmt.Errorf("list %T: %w", l, err)
 	}
-	src := items(l)
-	out := make([]*T, len(src))
-	for i := range src {
-		out[i] = &src[i]
+	return pointers(items(l)), nil
+}
+
+// pointers returns pointers into items.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	return out, nil
+	return out
 }

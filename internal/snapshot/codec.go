@@ -126,8 +126,9 @@ func Validate(s *Snapshot) error {
 		}
 		certs[c.Name] = true
 	}
-	ports := map[int32]bool{}
-	for i, l := range s.Listeners {
+	ports := map[string]bool{}
+	for i := range s.Listeners {
+		l := &s.Listeners[i]
 		where := fmt.Sprintf("listeners[%d] (%s)", i, l.Name)
 		if l.Name == "" {
 			return fmt.Errorf("listeners[%d]: name is empty", i)
@@ -138,44 +139,13 @@ func Validate(s *Snapshot) error {
 		if l.ExternalPort != 0 && !validPort(l.ExternalPort) {
 			return fmt.Errorf("%s: externalPort %d out of range", where, l.ExternalPort)
 		}
-		if ports[l.Port] {
-			return fmt.Errorf("%s: port %d is used by another listener", where, l.Port)
+		if pk := ListenerKey(l); ports[pk] {
+			return fmt.Errorf("%s: port %d is used by another %s listener", where, l.Port, transportOf(l.Protocol))
+		} else {
+			ports[pk] = true
 		}
-		ports[l.Port] = true
-		switch l.Protocol {
-		case ProtocolHTTP:
-			if l.TLS != nil {
-				return fmt.Errorf("%s: HTTP listener has tls", where)
-			}
-		case ProtocolHTTPS:
-			if l.TLS == nil || len(l.TLS.Certificates) == 0 {
-				return fmt.Errorf("%s: HTTPS listener needs at least one certificate", where)
-			}
-			for j, sc := range l.TLS.Certificates {
-				if !certs[sc.Certificate] {
-					return fmt.Errorf("%s: tls.certificates[%d] refers to unknown certificate %q", where, j, sc.Certificate)
-				}
-				if sc.Hostname != "" && !hostnameRE.MatchString(sc.Hostname) {
-					return fmt.Errorf("%s: tls.certificates[%d]: invalid hostname %q", where, j, sc.Hostname)
-				}
-			}
-		default:
-			return fmt.Errorf("%s: protocol %q is not HTTP or HTTPS", where, l.Protocol)
-		}
-		hosts := map[string]bool{}
-		for j, vh := range l.VirtualHosts {
-			if vh.Hostname != "*" && !hostnameRE.MatchString(vh.Hostname) {
-				return fmt.Errorf("%s: virtualHosts[%d]: invalid hostname %q", where, j, vh.Hostname)
-			}
-			if hosts[vh.Hostname] {
-				return fmt.Errorf("%s: virtualHosts[%d]: duplicate hostname %q", where, j, vh.Hostname)
-			}
-			hosts[vh.Hostname] = true
-			for k := range vh.Routes {
-				if err := validateRoute(&vh.Routes[k], sets); err != nil {
-					return fmt.Errorf("%s: host %q: routes[%d] (%s): %w", where, vh.Hostname, k, vh.Routes[k].ID, err)
-				}
-			}
+		if err := validateListener(l, certs, sets); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
 	for i, g := range s.Gateways {
@@ -185,6 +155,119 @@ func Validate(s *Snapshot) error {
 		for _, p := range g.Ports {
 			if !validPort(p) {
 				return fmt.Errorf("gateways[%d]: port %d out of range", i, p)
+			}
+		}
+	}
+	return nil
+}
+
+// ListenerKey identifies a listener within a snapshot: its port, with
+// "/udp" for UDP (a port has one TCP-protocol and one UDP listener at
+// most). It is also the listener's resource key suffix.
+func ListenerKey(l *Listener) string {
+	if l.Protocol == ProtocolUDP {
+		return strconv.Itoa(int(l.Port)) + "/udp"
+	}
+	return strconv.Itoa(int(l.Port))
+}
+
+func transportOf(p Protocol) string {
+	if p == ProtocolUDP {
+		return "UDP"
+	}
+	return "TCP"
+}
+
+// validateListener checks one listener's protocol-specific parts.
+func validateListener(l *Listener, certs, sets map[string]bool) error {
+	switch l.Protocol {
+	case ProtocolHTTP, ProtocolTCP, ProtocolUDP:
+		if l.TLS != nil {
+			return fmt.Errorf("%s listener has tls", l.Protocol)
+		}
+	case ProtocolHTTPS:
+		if l.TLS == nil || len(l.TLS.Certificates) == 0 {
+			return fmt.Errorf("HTTPS listener needs at least one certificate")
+		}
+	case ProtocolTLS:
+	default:
+		return fmt.Errorf("protocol %q is not HTTP, HTTPS, TLS, TCP or UDP", l.Protocol)
+	}
+	if l.TLS != nil {
+		for j, sc := range l.TLS.Certificates {
+			if !certs[sc.Certificate] {
+				return fmt.Errorf("tls.certificates[%d] refers to unknown certificate %q", j, sc.Certificate)
+			}
+			if sc.Hostname != "" && !hostnameRE.MatchString(sc.Hostname) {
+				return fmt.Errorf("tls.certificates[%d]: invalid hostname %q", j, sc.Hostname)
+			}
+		}
+	}
+	if l.UDPIdleTimeout != 0 && l.Protocol != ProtocolUDP {
+		return fmt.Errorf("udpIdleTimeout is set on a %s listener", l.Protocol)
+	}
+	if l.Protocol.Stream() {
+		if len(l.VirtualHosts) > 0 {
+			return fmt.Errorf("%s listener has virtualHosts", l.Protocol)
+		}
+		return validateStreamRoutes(l, sets)
+	}
+	if len(l.StreamRoutes) > 0 {
+		return fmt.Errorf("%s listener has streamRoutes", l.Protocol)
+	}
+	hosts := map[string]bool{}
+	for j, vh := range l.VirtualHosts {
+		if vh.Hostname != "*" && !hostnameRE.MatchString(vh.Hostname) {
+			return fmt.Errorf("virtualHosts[%d]: invalid hostname %q", j, vh.Hostname)
+		}
+		if hosts[vh.Hostname] {
+			return fmt.Errorf("virtualHosts[%d]: duplicate hostname %q", j, vh.Hostname)
+		}
+		hosts[vh.Hostname] = true
+		for k := range vh.Routes {
+			if err := validateRoute(&vh.Routes[k], sets); err != nil {
+				return fmt.Errorf("host %q: routes[%d] (%s): %w", vh.Hostname, k, vh.Routes[k].ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// validateStreamRoutes checks the routes of a TLS, TCP or UDP listener.
+func validateStreamRoutes(l *Listener, sets map[string]bool) error {
+	if l.Protocol != ProtocolTLS && len(l.StreamRoutes) > 1 {
+		return fmt.Errorf("%s listener has %d streamRoutes; at most one is allowed", l.Protocol, len(l.StreamRoutes))
+	}
+	hosts := map[string]bool{}
+	for j := range l.StreamRoutes {
+		r := &l.StreamRoutes[j]
+		where := fmt.Sprintf("streamRoutes[%d] (%s)", j, r.ID)
+		if r.ID == "" {
+			return fmt.Errorf("streamRoutes[%d]: id is empty", j)
+		}
+		if l.Protocol == ProtocolTLS {
+			if r.Hostname != "*" && !hostnameRE.MatchString(r.Hostname) {
+				return fmt.Errorf("%s: invalid hostname %q", where, r.Hostname)
+			}
+			if hosts[r.Hostname] {
+				return fmt.Errorf("%s: duplicate hostname %q", where, r.Hostname)
+			}
+			hosts[r.Hostname] = true
+			if r.Terminate && (l.TLS == nil || len(l.TLS.Certificates) == 0) {
+				return fmt.Errorf("%s: a terminating route needs the listener's tls certificates", where)
+			}
+		} else if r.Hostname != "" || r.Terminate {
+			return fmt.Errorf("%s: hostname and terminate are for TLS listeners only", where)
+		}
+		for i, b := range r.Backends {
+			if b.Weight < 0 {
+				return fmt.Errorf("%s: backends[%d]: weight %d is negative", where, i, b.Weight)
+			}
+			if b.RequestHeaders != nil || b.ResponseHeaders != nil {
+				return fmt.Errorf("%s: backends[%d]: header modifiers are not allowed on a stream route", where, i)
+			}
+			if !b.Invalid && !sets[b.EndpointSet] {
+				return fmt.Errorf("%s: backends[%d] refers to unknown endpoint set %q", where, i, b.EndpointSet)
 			}
 		}
 	}
@@ -347,7 +430,7 @@ func ValidToken(s string) bool {
 }
 
 // Resource is one independently versioned piece of a snapshot, the unit of
-// a discovery delta. Key is "listener|<port>", "endpoints|<name>",
+// a discovery delta. Key is "listener|<port>" ("listener|<port>/udp" for UDP), "endpoints|<name>",
 // "cert|<name>" or "gateway|<ns>/<name>"; Body is its canonical JSON.
 type Resource struct {
 	Key  string `json:"key"`
@@ -366,7 +449,7 @@ func Resources(s *Snapshot) ([]Resource, error) {
 		return nil
 	}
 	for i := range s.Listeners {
-		if err := add("listener|"+strconv.Itoa(int(s.Listeners[i].Port)), &s.Listeners[i]); err != nil {
+		if err := add("listener|"+ListenerKey(&s.Listeners[i]), &s.Listeners[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -439,14 +522,25 @@ func strictUnmarshal(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
+// ListenerLess is the listener order of a snapshot: by port, the UDP
+// listener of a port after its TCP-protocol one.
+func ListenerLess(a, b *Listener) bool {
+	if a.Port != b.Port {
+		return a.Port < b.Port
+	}
+	return a.Protocol != ProtocolUDP && b.Protocol == ProtocolUDP
+}
+
 // Normalize sorts the lists whose order carries no meaning (listeners by
 // port, virtual hosts by hostname, endpoint sets, certificates and gateways
 // by name, endpoints by address and port). Route order is never touched.
 func Normalize(s *Snapshot) {
-	sort.SliceStable(s.Listeners, func(i, j int) bool { return s.Listeners[i].Port < s.Listeners[j].Port })
+	sort.SliceStable(s.Listeners, func(i, j int) bool { return ListenerLess(&s.Listeners[i], &s.Listeners[j]) })
 	for i := range s.Listeners {
 		vh := s.Listeners[i].VirtualHosts
 		sort.SliceStable(vh, func(a, b int) bool { return vh[a].Hostname < vh[b].Hostname })
+		sr := s.Listeners[i].StreamRoutes
+		sort.SliceStable(sr, func(a, b int) bool { return sr[a].Hostname < sr[b].Hostname })
 	}
 	sort.SliceStable(s.EndpointSets, func(i, j int) bool { return s.EndpointSets[i].Name < s.EndpointSets[j].Name })
 	for i := range s.EndpointSets {

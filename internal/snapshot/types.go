@@ -65,7 +65,7 @@ func (s Scope) String() string {
 // Snapshot is everything one proxy needs to serve one scope.
 //
 // Ordering rules (producers must follow them; Normalize enforces the ones
-// that carry no meaning): Listeners by Port; VirtualHosts by Hostname;
+// that carry no meaning): Listeners by Port (UDP after the TCP-protocol listener of a port); VirtualHosts and StreamRoutes by Hostname;
 // Routes in match precedence order (first match wins — that order carries
 // meaning and is never re-sorted); EndpointSets, Certificates and Gateways
 // by name.
@@ -92,13 +92,31 @@ type GatewayRef struct {
 // Protocol of a listener.
 type Protocol string
 
-// The listener protocols: plain HTTP, and HTTPS terminated by the proxy.
+// The listener protocols: plain HTTP and HTTPS terminated by the proxy
+// (routed by VirtualHosts), and the stream protocols TLS, TCP and UDP
+// (routed by StreamRoutes).
 const (
 	ProtocolHTTP  Protocol = "HTTP"
 	ProtocolHTTPS Protocol = "HTTPS"
+	// ProtocolTLS routes TLS connections by the SNI of their ClientHello,
+	// without reading HTTP: a StreamRoute either passes the bytes through
+	// unopened or terminates TLS with the listener's certificate for the
+	// SNI and forwards the decrypted stream.
+	ProtocolTLS Protocol = "TLS"
+	// ProtocolTCP forwards TCP connections to the listener's one route.
+	ProtocolTCP Protocol = "TCP"
+	// ProtocolUDP forwards UDP datagrams, in sessions keyed by the client's
+	// address, to the listener's one route.
+	ProtocolUDP Protocol = "UDP"
 )
 
-// Listener is one port the proxy binds.
+// Stream reports whether p is routed by StreamRoutes (TLS, TCP, UDP).
+func (p Protocol) Stream() bool {
+	return p == ProtocolTLS || p == ProtocolTCP || p == ProtocolUDP
+}
+
+// Listener is one port the proxy binds. A port has at most one listener of
+// a TCP protocol (HTTP, HTTPS, TLS, TCP) and at most one UDP listener.
 type Listener struct {
 	// Name is a stable, human-readable key, e.g. "gateway/ns/name/80" or
 	// "ingress/80"; it labels metrics.
@@ -109,9 +127,43 @@ type Listener struct {
 	// matters for redirects. Zero means the same as Port.
 	ExternalPort int32    `json:"externalPort,omitempty"`
 	Protocol     Protocol `json:"protocol"`
-	// TLS is required for HTTPS listeners.
-	TLS          *ListenerTLS  `json:"tls,omitempty"`
+	// TLS is required for HTTPS listeners and for TLS listeners with a
+	// terminating route; it is the only certificate source of both.
+	TLS *ListenerTLS `json:"tls,omitempty"`
+	// VirtualHosts route HTTP and HTTPS listeners.
 	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+	// StreamRoutes route TLS, TCP and UDP listeners. TLS: one per SNI
+	// hostname, in any order (the proxy picks the exact hostname, else the
+	// longest wildcard suffix, else "*"; a ClientHello that matches none is
+	// refused with an unrecognized_name alert). TCP and UDP: at most one,
+	// without a hostname; without one, connections are refused and
+	// datagrams dropped.
+	StreamRoutes []StreamRoute `json:"streamRoutes,omitempty"`
+	// UDPIdleTimeout ends a UDP session after this long without a datagram
+	// either way; zero means the proxy's default (10s). UDP only.
+	UDPIdleTimeout Duration `json:"udpIdleTimeout,omitempty"`
+}
+
+// StreamRoute is where the connections (or UDP sessions) of a stream
+// listener go.
+type StreamRoute struct {
+	// ID appears in access logs and metrics, e.g.
+	// "tlsroute/<ns>/<name>:0", "tcproute/<ns>/<name>:0".
+	ID string `json:"id"`
+	// Hostname is the SNI this route serves on a TLS listener: an exact
+	// name, "*.example.com" (one or more labels in front of the suffix) or
+	// "*" (any SNI, also none). Empty for TCP and UDP.
+	Hostname string `json:"hostname,omitempty"`
+	// Terminate (TLS only) completes the TLS handshake with the listener's
+	// certificate for the SNI and forwards the plaintext; otherwise the
+	// connection's bytes, ClientHello included, go to the backend as they
+	// came (passthrough).
+	Terminate bool `json:"terminate,omitempty"`
+	// Backends are weighted, as for HTTP routes; a connection picks one by
+	// weight. An Invalid backend's share of connections is refused, as is
+	// every connection when no weight is set. Header modifiers are not
+	// allowed here.
+	Backends []Backend `json:"backends,omitempty"`
 }
 
 // ListenerTLS selects a certificate by SNI.

@@ -33,6 +33,7 @@ import (
 type setKey struct {
 	ns, name string
 	port     int32
+	udp      bool
 }
 
 type resolved struct {
@@ -40,9 +41,42 @@ type resolved struct {
 	reason, msg string
 }
 
-// resolveBackend resolves a route backendRef to an endpoint set name, or a
-// ResolvedRefs reason.
+// resolveBackend resolves an HTTPRoute or GRPCRoute backendRef to an
+// endpoint set name, or a ResolvedRefs reason.
 func (t *translator) resolveBackend(fromNS, fromKind string, ref gwv1.BackendObjectReference, grpc bool) resolved {
+	svc, sp, bad := t.servicePort(fromNS, fromKind, ref, corev1.ProtocolTCP)
+	if bad != nil {
+		return *bad
+	}
+	proto, ok := appProtocol(sp.AppProtocol, grpc)
+	if !ok {
+		return resolved{reason: string(gwv1.RouteReasonUnsupportedProtocol), msg: fmt.Sprintf("backendRef %s/%s: appProtocol %q is not supported", svc.Namespace, svc.Name, *sp.AppProtocol)}
+	}
+	return resolved{set: t.endpointSet(svc, sp, proto)}
+}
+
+// resolveStreamBackend resolves a TLSRoute, TCPRoute or UDPRoute backendRef
+// to the endpoint set of the Service port of that number and protocol (TCP,
+// or UDP for a UDPRoute). The stream carries whatever the port's
+// appProtocol names.
+func (t *translator) resolveStreamBackend(fromNS, fromKind string, ref gwv1.BackendObjectReference, proto corev1.Protocol) resolved {
+	svc, sp, bad := t.servicePort(fromNS, fromKind, ref, proto)
+	if bad != nil {
+		return *bad
+	}
+	// The set is shared with HTTP routes of the same Service port, so it
+	// carries the appProtocol they would give it; a stream ignores it.
+	ap, ok := appProtocol(sp.AppProtocol, false)
+	if !ok || proto == corev1.ProtocolUDP {
+		ap = snapshot.AppProtocolHTTP
+	}
+	return resolved{set: t.endpointSet(svc, sp, ap)}
+}
+
+// servicePort finds the Service port a backendRef names: a core Service in
+// the route's namespace or one a ReferenceGrant allows, and its port of that
+// number and protocol. It returns the ResolvedRefs problem otherwise.
+func (t *translator) servicePort(fromNS, fromKind string, ref gwv1.BackendObjectReference, proto corev1.Protocol) (*corev1.Service, *corev1.ServicePort, *resolved) {
 	g, k := "", kindService
 	if ref.Group != nil {
 		g = string(*ref.Group)
@@ -56,33 +90,33 @@ func (t *translator) resolveBackend(fromNS, fromKind string, ref gwv1.BackendObj
 	}
 	desc := func() string { return "backendRef " + ns + "/" + string(ref.Name) }
 	if g != "" || k != kindService {
-		return resolved{reason: status.ReasonInvalidKind, msg: fmt.Sprintf("%s: kind %s/%s is not supported; use a core Service", desc(), g, k)}
+		return nil, nil, &resolved{reason: status.ReasonInvalidKind, msg: fmt.Sprintf("%s: kind %s/%s is not supported; use a core Service", desc(), g, k)}
 	}
 	if ns != fromNS && !t.granted(gatewayGroup, fromKind, fromNS, "", kindService, ns, string(ref.Name)) {
-		return resolved{reason: status.ReasonRefNotPermitted, msg: desc() + ": no ReferenceGrant in namespace " + ns + " allows it"}
+		return nil, nil, &resolved{reason: status.ReasonRefNotPermitted, msg: desc() + ": no ReferenceGrant in namespace " + ns + " allows it"}
 	}
 	svc := t.ix.services[nn{Namespace: ns, Name: string(ref.Name)}]
 	if svc == nil {
-		return resolved{reason: status.ReasonBackendNotFound, msg: desc() + ": Service not found"}
+		return nil, nil, &resolved{reason: status.ReasonBackendNotFound, msg: desc() + ": Service not found"}
 	}
 	if ref.Port == nil {
-		return resolved{reason: status.ReasonBackendNotFound, msg: desc() + ": port is required"}
+		return nil, nil, &resolved{reason: status.ReasonBackendNotFound, msg: desc() + ": port is required"}
 	}
-	var sp *corev1.ServicePort
 	for i := range svc.Spec.Ports {
-		if svc.Spec.Ports[i].Port == int32(*ref.Port) {
-			sp = &svc.Spec.Ports[i]
-			break
+		sp := &svc.Spec.Ports[i]
+		p := sp.Protocol
+		if p == "" {
+			p = corev1.ProtocolTCP
+		}
+		if sp.Port == int32(*ref.Port) && p == proto {
+			return svc, sp, nil
 		}
 	}
-	if sp == nil {
-		return resolved{reason: status.ReasonBackendNotFound, msg: fmt.Sprintf("%s: Service has no port %d", desc(), *ref.Port)}
+	what := "port"
+	if proto != corev1.ProtocolTCP {
+		what = string(proto) + " port"
 	}
-	proto, ok := appProtocol(sp.AppProtocol, grpc)
-	if !ok {
-		return resolved{reason: string(gwv1.RouteReasonUnsupportedProtocol), msg: fmt.Sprintf("%s: appProtocol %q is not supported", desc(), *sp.AppProtocol)}
-	}
-	return resolved{set: t.endpointSet(svc, sp, proto)}
+	return nil, nil, &resolved{reason: status.ReasonBackendNotFound, msg: fmt.Sprintf("%s: Service has no %s %d", desc(), what, *ref.Port)}
 }
 
 func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
@@ -112,10 +146,14 @@ func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
 // served upgrades a plain set to h2c for every user (see markH2C): gRPC
 // servers speak only HTTP/2.
 func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) string {
-	sk := setKey{svc.Namespace, svc.Name, sp.Port}
+	udp := sp.Protocol == corev1.ProtocolUDP
+	sk := setKey{svc.Namespace, svc.Name, sp.Port, udp}
 	name, ok := t.setNames[sk]
 	if !ok {
 		name = svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(sp.Port))
+		if udp {
+			name += "/udp"
+		}
 		t.setNames[sk] = name
 	}
 	if _, ok := t.endpointSets[name]; ok {
@@ -140,7 +178,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 			if p.Name != nil {
 				pn = *p.Name
 			}
-			if pn == sp.Name && p.Port != nil {
+			if pn == sp.Name && p.Port != nil && sameProtocol(p.Protocol, sp.Protocol) {
 				port = *p.Port
 				break
 			}
@@ -173,6 +211,19 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	})
 	t.endpointSets[name] = es
 	return name
+}
+
+// sameProtocol compares an EndpointSlice port's protocol with a Service
+// port's, unset meaning TCP on both.
+func sameProtocol(a *corev1.Protocol, b corev1.Protocol) bool {
+	pa := corev1.ProtocolTCP
+	if a != nil && *a != "" {
+		pa = *a
+	}
+	if b == "" {
+		b = corev1.ProtocolTCP
+	}
+	return pa == b
 }
 
 // grpcOnly reports whether a Service port's appProtocol leaves the choice

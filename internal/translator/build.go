@@ -20,13 +20,16 @@ import (
 	"slices"
 	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // scopeBuilder accumulates one snapshot.
 type scopeBuilder struct {
 	scope     snapshot.Scope
-	listeners map[int32]*listenerBuilder
+	// listeners by snapshot.ListenerKey ("<port>", "<port>/udp").
+	listeners map[string]*listenerBuilder
 	sets      map[string]bool
 	certs     map[string]bool
 	gateways  []snapshot.GatewayRef
@@ -36,6 +39,24 @@ type listenerBuilder struct {
 	l      snapshot.Listener
 	vhosts map[string]*vhostBuilder
 	sni    []snapshot.SNICertificate
+	// streams are the stream routes of a TLS, TCP or UDP listener by SNI
+	// hostname ("" for TCP and UDP), each the oldest route claiming it.
+	streams map[string]*streamClaim
+}
+
+// streamClaim is the route that serves one hostname of a stream listener.
+type streamClaim struct {
+	route snapshot.StreamRoute
+	meta  *metav1.ObjectMeta
+}
+
+// claim gives hostname to route unless an older route holds it.
+func (lb *listenerBuilder) claim(host string, route snapshot.StreamRoute, meta *metav1.ObjectMeta) {
+	if c := lb.streams[host]; c != nil && olderFirst(c.meta, meta) {
+		return
+	}
+	route.Hostname = host
+	lb.streams[host] = &streamClaim{route: route, meta: meta}
 }
 
 type vhostBuilder struct {
@@ -53,17 +74,19 @@ type entry struct {
 func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 	sb := t.scopes[s]
 	if sb == nil {
-		sb = &scopeBuilder{scope: s, listeners: map[int32]*listenerBuilder{}, sets: map[string]bool{}, certs: map[string]bool{}}
+		sb = &scopeBuilder{scope: s, listeners: map[string]*listenerBuilder{}, sets: map[string]bool{}, certs: map[string]bool{}}
 		t.scopes[s] = sb
 	}
 	return sb
 }
 
 func (sb *scopeBuilder) listener(port int32, name string, proto snapshot.Protocol, external int32) *listenerBuilder {
-	lb := sb.listeners[port]
+	l := snapshot.Listener{Name: name, Port: port, ExternalPort: external, Protocol: proto}
+	k := snapshot.ListenerKey(&l)
+	lb := sb.listeners[k]
 	if lb == nil {
-		lb = &listenerBuilder{l: snapshot.Listener{Name: name, Port: port, ExternalPort: external, Protocol: proto}, vhosts: map[string]*vhostBuilder{}}
-		sb.listeners[port] = lb
+		lb = &listenerBuilder{l: l, vhosts: map[string]*vhostBuilder{}, streams: map[string]*streamClaim{}}
+		sb.listeners[k] = lb
 	}
 	return lb
 }
@@ -79,28 +102,53 @@ func (lb *listenerBuilder) vhost(host string) *vhostBuilder {
 
 // use records the endpoint sets a route refers to.
 func (sb *scopeBuilder) use(r *snapshot.Route) {
-	for _, b := range r.Backends {
-		if b.EndpointSet != "" {
-			sb.sets[b.EndpointSet] = true
-		}
-	}
+	sb.useBackends(r.Backends)
 	for _, m := range r.Mirrors {
 		sb.sets[m.EndpointSet] = true
 	}
 }
 
+func (sb *scopeBuilder) useBackends(bs []snapshot.Backend) {
+	for _, b := range bs {
+		if b.EndpointSet != "" {
+			sb.sets[b.EndpointSet] = true
+		}
+	}
+}
+
+// streamRoutes lists a stream listener's claimed routes by hostname and
+// records their endpoint sets.
+func (lb *listenerBuilder) streamRoutes(sb *scopeBuilder) []snapshot.StreamRoute {
+	hosts := make([]string, 0, len(lb.streams))
+	for h := range lb.streams {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	var out []snapshot.StreamRoute
+	for _, h := range hosts {
+		r := lb.streams[h].route
+		sb.useBackends(r.Backends)
+		out = append(out, r)
+	}
+	return out
+}
+
 func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Scope: sb.scope}
-	ports := make([]int32, 0, len(sb.listeners))
-	for p := range sb.listeners {
-		ports = append(ports, p)
+	lbs := make([]*listenerBuilder, 0, len(sb.listeners))
+	for _, lb := range sb.listeners {
+		lbs = append(lbs, lb)
 	}
-	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
-	for _, p := range ports {
-		lb := sb.listeners[p]
+	sort.Slice(lbs, func(i, j int) bool { return snapshot.ListenerLess(&lbs[i].l, &lbs[j].l) })
+	for _, lb := range lbs {
 		l := lb.l
-		if l.Protocol == snapshot.ProtocolHTTPS {
+		if l.Protocol == snapshot.ProtocolHTTPS || (l.Protocol == snapshot.ProtocolTLS && len(lb.sni) > 0) {
 			l.TLS = &snapshot.ListenerTLS{Certificates: lb.sni}
+		}
+		if l.Protocol.Stream() {
+			l.StreamRoutes = lb.streamRoutes(sb)
+			s.Listeners = append(s.Listeners, l)
+			continue
 		}
 		hosts := make([]string, 0, len(lb.vhosts))
 		for h := range lb.vhosts {

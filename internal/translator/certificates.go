@@ -33,13 +33,14 @@ type refProblem struct {
 	reason, message string
 }
 
-// listenerCerts resolves an HTTPS listener's certificateRefs into li.certs.
-// It returns nil when all are usable, else the first problem.
+// listenerCerts resolves the certificateRefs of an HTTPS listener or a
+// terminating TLS listener into li.certs. It returns nil when all are
+// usable, else the first problem.
 func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *listenerInfo) *refProblem {
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
-		return &refProblem{status.ReasonInvalidCertificateRef, "HTTPS listener needs tls.certificateRefs"}
+		return &refProblem{status.ReasonInvalidCertificateRef, string(l.Protocol) + " listener needs tls.certificateRefs"}
 	}
-	if l.TLS.Mode != nil && *l.TLS.Mode != gwv1.TLSModeTerminate {
+	if l.Protocol == gwv1.HTTPSProtocolType && l.TLS.Mode != nil && *l.TLS.Mode != gwv1.TLSModeTerminate {
 		return &refProblem{status.ReasonInvalidCertificateRef, fmt.Sprintf("tls.mode %q is not supported on HTTPS; use Terminate", *l.TLS.Mode)}
 	}
 	for _, ref := range l.TLS.CertificateRefs {

@@ -23,9 +23,10 @@ import (
 	"sigs.k8s.io/gateway-api/pkg/features"
 )
 
-// SupportedFeatures is exactly what GatewayClass status.supportedFeatures
-// advertises, sorted by name. The proxy's tests check their coverage
-// against this list.
+// SupportedFeatures is what GatewayClass status.supportedFeatures
+// advertises when every Gateway API kind is installed, sorted by name. The
+// proxy's tests check their coverage against this list; FeaturesFor
+// shrinks it to the kinds a cluster serves.
 var SupportedFeatures = sortedFeatures(
 	features.SupportGateway,
 	features.SupportHTTPRoute,
@@ -56,7 +57,43 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportHTTPRouteNamedRouteRule,
 	// CORS is in the v1.6 standard channel (features.HTTPRouteCORS.Channel).
 	features.SupportHTTPRouteCORS,
+	features.SupportTLSRoute,
+	features.SupportTLSRouteModeTerminate,
+	features.SupportTLSRouteModeMixed,
+	features.SupportTCPRoute,
+	features.SupportUDPRoute,
 )
+
+// featuresOfKind are the features that need a kind's CRD: without it
+// installed (an older Gateway API, or a channel that lacks it) the kind is
+// read as empty and its features are not advertised.
+var featuresOfKind = map[string][]features.FeatureName{
+	kindGRPCRoute:        {features.SupportGRPCRoute, features.SupportGRPCRouteNamedRouteRule},
+	kindTLSRoute:         {features.SupportTLSRoute, features.SupportTLSRouteModeTerminate, features.SupportTLSRouteModeMixed},
+	kindTCPRoute:         {features.SupportTCPRoute},
+	kindUDPRoute:         {features.SupportUDPRoute},
+	kindReferenceGrant:   {features.SupportReferenceGrant},
+	kindListenerSet:      {features.SupportListenerSet},
+	kindBackendTLSPolicy: {features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation},
+}
+
+// FeaturesFor is SupportedFeatures without the features of absent kinds
+// (Resources.AbsentKinds).
+func FeaturesFor(absent []string) []gwv1.FeatureName {
+	drop := map[gwv1.FeatureName]bool{}
+	for _, k := range absent {
+		for _, f := range featuresOfKind[k] {
+			drop[gwv1.FeatureName(f)] = true
+		}
+	}
+	out := make([]gwv1.FeatureName, 0, len(SupportedFeatures))
+	for _, f := range SupportedFeatures {
+		if !drop[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 func sortedFeatures(names ...features.FeatureName) []gwv1.FeatureName {
 	out := make([]gwv1.FeatureName, 0, len(names))
@@ -67,9 +104,10 @@ func sortedFeatures(names ...features.FeatureName) []gwv1.FeatureName {
 	return out
 }
 
-func supportedFeatureList() []gwv1.SupportedFeature {
-	out := make([]gwv1.SupportedFeature, len(SupportedFeatures))
-	for i, n := range SupportedFeatures {
+func supportedFeatureList(absent []string) []gwv1.SupportedFeature {
+	fs := FeaturesFor(absent)
+	out := make([]gwv1.SupportedFeature, len(fs))
+	for i, n := range fs {
 		out[i] = gwv1.SupportedFeature{Name: n}
 	}
 	return out

@@ -78,29 +78,50 @@ func (t *translator) buildGatewayScopes() {
 }
 
 // emitGatewayPort writes the listeners of one Gateway port into a scope and
-// reports whether the port is bound (it has a servable listener).
+// reports whether the port is bound (it has a servable listener). A port
+// may carry a TCP-protocol listener set and a UDP listener; each becomes its
+// own snapshot listener.
 func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int32, lis []*listenerInfo, bind, external int32) bool {
-	var serv []*listenerInfo
+	var tcp, udp []*listenerInfo
 	for _, li := range lis {
-		if li.servable {
-			serv = append(serv, li)
+		switch {
+		case !li.servable:
+		case li.protocol == snapshot.ProtocolUDP:
+			udp = append(udp, li)
+		default:
+			tcp = append(tcp, li)
 		}
 	}
-	if len(serv) == 0 {
-		return false
+	bound := false
+	for _, serv := range [][]*listenerInfo{tcp, udp} {
+		if len(serv) == 0 {
+			continue
+		}
+		bound = true
+		name := fmt.Sprintf("gateway/%s/%s/%d", gi.gw.Namespace, gi.gw.Name, port)
+		if serv[0].protocol == snapshot.ProtocolUDP {
+			name += "/udp"
+		}
+		lb := sb.listener(bind, name, serv[0].protocol, external)
+		if serv[0].protocol.Stream() {
+			t.emitStreamListeners(sb, lb, serv)
+		} else {
+			t.emitHTTPListeners(sb, lb, serv)
+		}
 	}
-	name := fmt.Sprintf("gateway/%s/%s/%d", gi.gw.Namespace, gi.gw.Name, port)
-	lb := sb.listener(bind, name, serv[0].protocol, external)
+	return bound
+}
+
+// emitHTTPListeners writes the virtual hosts and certificates of the
+// servable HTTP or HTTPS listeners of one port.
+func (t *translator) emitHTTPListeners(sb *scopeBuilder, lb *listenerBuilder, serv []*listenerInfo) {
 	for _, li := range serv {
 		claim := li.hostname
 		if claim == "" {
 			claim = "*"
 		}
 		lb.vhost(claim)
-		for _, c := range li.certs {
-			lb.sni = append(lb.sni, snapshot.SNICertificate{Hostname: li.hostname, Certificate: c})
-			sb.certs[c] = true
-		}
+		t.emitCerts(sb, lb, li)
 	}
 	for _, li := range serv {
 		for _, att := range li.routes {
@@ -127,7 +148,48 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 			}
 		}
 	}
-	return true
+}
+
+// emitStreamListeners writes the stream routes (and, for terminating TLS
+// listeners, the certificates) of the servable TLS, TCP or UDP listeners of
+// one port. A hostname belongs to the most specific listener on the port,
+// and within it to the oldest route (TCP and UDP: one route, the oldest).
+func (t *translator) emitStreamListeners(sb *scopeBuilder, lb *listenerBuilder, serv []*listenerInfo) {
+	for _, li := range serv {
+		t.emitCerts(sb, lb, li)
+	}
+	for _, li := range serv {
+		for _, att := range li.routes {
+			cr := att.cr
+			if cr.stream == nil {
+				continue
+			}
+			route := *cr.stream
+			route.Terminate = li.protocol == snapshot.ProtocolTLS && li.terminate
+			if li.protocol != snapshot.ProtocolTLS {
+				lb.claim("", route, cr.meta)
+				continue
+			}
+			for _, h := range att.hosts {
+				host := h
+				if host == "*" {
+					host = ""
+				}
+				if best(serv, host) != li {
+					continue
+				}
+				lb.claim(h, route, cr.meta)
+			}
+		}
+	}
+}
+
+// emitCerts adds a listener's certificates to the port's SNI list.
+func (t *translator) emitCerts(sb *scopeBuilder, lb *listenerBuilder, li *listenerInfo) {
+	for _, c := range li.certs {
+		lb.sni = append(lb.sni, snapshot.SNICertificate{Hostname: li.hostname, Certificate: c})
+		sb.certs[c] = true
+	}
 }
 
 func best(lis []*listenerInfo, host string) *listenerInfo {

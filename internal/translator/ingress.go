@@ -266,7 +266,7 @@ func (b *ingressBuild) emit() {
 		b.addDefault(b.https, d.https, &d.key)
 	}
 	if len(b.https.sni) > 0 {
-		b.sb.listeners[ingressHTTPSPort] = b.https
+		b.sb.listeners[snapshot.ListenerKey(&b.https.l)] = b.https
 	}
 }
 

@@ -29,7 +29,7 @@ import (
 
 // SharedPortKeys is the set of Gateway listener ports the shared pool
 // serves, the `wanted` argument of portalloc.Assign: every distinct port of
-// an HTTP or HTTPS listener of every accepted Gateway of our classes that
+// a listener of a protocol Coxswain serves, of every accepted Gateway of our classes that
 // the shared pool serves (not dedicated, or dedicated whose
 // DedicatedProxyReady is not True yet). The VIP Service reconciler must
 // call this (not recompute it) so it assigns exactly the ports Translate
@@ -53,7 +53,7 @@ func sharedKeys(gws []*gatewayInfo) []portalloc.Key {
 		for i := range gi.gw.Spec.Listeners {
 			l := &gi.gw.Spec.Listeners[i]
 			p := int32(l.Port)
-			if p < 1 || p > 65535 || seen[p] || (l.Protocol != gwv1.HTTPProtocolType && l.Protocol != gwv1.HTTPSProtocolType) {
+			if p < 1 || p > 65535 || seen[p] || !servedProtocol(l.Protocol) {
 				continue
 			}
 			seen[p] = true
@@ -98,4 +98,14 @@ func (t *translator) assignInternalPorts() {
 				fmt.Sprintf("no free internal port in %d-%d for listener port %d", portalloc.Min, portalloc.Max, k.Port))
 		}
 	}
+}
+
+// servedProtocol reports a listener protocol Coxswain serves. A port's TCP
+// and UDP listeners share one internal port (one socket of each).
+func servedProtocol(p gwv1.ProtocolType) bool {
+	switch p {
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType, gwv1.TLSProtocolType, gwv1.TCPProtocolType, gwv1.UDPProtocolType:
+		return true
+	}
+	return false
 }

@@ -18,6 +18,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,9 @@ type listenerInfo struct {
 	spec     *gwv1.Listener
 	hostname string // "" for any
 	protocol snapshot.Protocol
+	// terminate is a TLS listener's tls.mode Terminate (the default);
+	// false is Passthrough.
+	terminate bool
 	// supported protocol, no conflicts, refs resolved.
 	servable                        bool
 	accepted                        metav1.Condition
@@ -45,9 +49,20 @@ type listenerInfo struct {
 	programmedReason, programmedMsg string
 }
 
-var defaultKinds = []gwv1.RouteGroupKind{
-	{Group: ptrGroup(gatewayGroup), Kind: kindHTTPRoute},
-	{Group: ptrGroup(gatewayGroup), Kind: kindGRPCRoute},
+// kindsFor is the route kinds a listener of protocol p serves, in the
+// order supportedKinds lists them by default.
+func kindsFor(p snapshot.Protocol) []string {
+	switch p {
+	case snapshot.ProtocolHTTP, snapshot.ProtocolHTTPS:
+		return []string{kindHTTPRoute, kindGRPCRoute}
+	case snapshot.ProtocolTLS:
+		return []string{kindTLSRoute}
+	case snapshot.ProtocolTCP:
+		return []string{kindTCPRoute}
+	case snapshot.ProtocolUDP:
+		return []string{kindUDPRoute}
+	}
+	return nil
 }
 
 func ptrGroup(s string) *gwv1.Group { g := gwv1.Group(s); return &g }
@@ -67,14 +82,31 @@ func (t *translator) processListeners(gi *gatewayInfo) {
 	}
 }
 
-// listenerConflicts gives each listener its Conflicted reason, "" for none:
-// listeners on one port conflict when their protocols differ, else when
-// they share a hostname.
+// transport is the socket type a listener protocol binds: UDP listeners
+// share port numbers with TCP-protocol ones without conflict.
+func transport(p gwv1.ProtocolType) string {
+	if p == gwv1.UDPProtocolType {
+		return "udp"
+	}
+	return "tcp"
+}
+
+// listenerConflicts gives each listener its Conflicted reason, "" for none.
+// Listeners on one port and transport conflict when their protocols differ
+// (ProtocolConflict). Of the same protocol, HTTP, HTTPS and TLS listeners
+// conflict when they share a hostname (HostnameConflict) — TLS listeners of
+// different tls.mode are distinct by hostname and served together (mixed
+// termination) — and TCP and UDP listeners, distinct by port only, always
+// conflict (ProtocolConflict).
 func listenerConflicts(listeners []gwv1.Listener) []string {
-	byPort := map[int32][]int{}
+	type portKey struct {
+		port      int32
+		transport string
+	}
+	byPort := map[portKey][]int{}
 	for i := range listeners {
-		p := int32(listeners[i].Port)
-		byPort[p] = append(byPort[p], i)
+		k := portKey{int32(listeners[i].Port), transport(listeners[i].Protocol)}
+		byPort[k] = append(byPort[k], i)
 	}
 	conflict := make([]string, len(listeners))
 	for _, idxs := range byPort {
@@ -82,7 +114,8 @@ func listenerConflicts(listeners []gwv1.Listener) []string {
 		for _, i := range idxs {
 			protos[listeners[i].Protocol] = true
 		}
-		if len(protos) > 1 {
+		proto := listeners[idxs[0]].Protocol
+		if len(protos) > 1 || ((proto == gwv1.TCPProtocolType || proto == gwv1.UDPProtocolType) && len(idxs) > 1) {
 			for _, i := range idxs {
 				conflict[i] = status.ReasonProtocolConflict
 			}
@@ -111,7 +144,7 @@ func (t *translator) listener(gw *gwv1.Gateway, l *gwv1.Listener, conflict strin
 	li.resolved = status.ResolvedRefs(true, status.ReasonResolvedRefs, "all references resolved", gen)
 	ok := li.accept(conflict, gen)
 	kindsOK := li.routeKinds(gen)
-	if li.protocol == snapshot.ProtocolHTTPS {
+	if li.protocol == snapshot.ProtocolHTTPS || (li.protocol == snapshot.ProtocolTLS && li.terminate) {
 		if p := t.listenerCerts(gw, l, li); p != nil {
 			ok = false
 			li.resolved = status.ResolvedRefs(false, p.reason, p.message, gen)
@@ -134,10 +167,22 @@ func (li *listenerInfo) accept(conflict string, gen int64) bool {
 		li.protocol = snapshot.ProtocolHTTP
 	case gwv1.HTTPSProtocolType:
 		li.protocol = snapshot.ProtocolHTTPS
+	case gwv1.TLSProtocolType:
+		li.protocol = snapshot.ProtocolTLS
+		li.terminate = l.TLS == nil || l.TLS.Mode == nil || *l.TLS.Mode == gwv1.TLSModeTerminate
+		if l.TLS != nil && l.TLS.Mode != nil && *l.TLS.Mode != gwv1.TLSModeTerminate && *l.TLS.Mode != gwv1.TLSModePassthrough {
+			ok = false
+			li.accepted = status.Accepted(false, status.ReasonUnsupportedValue,
+				fmt.Sprintf("tls.mode %q is not Terminate or Passthrough", *l.TLS.Mode), gen)
+		}
+	case gwv1.TCPProtocolType:
+		li.protocol = snapshot.ProtocolTCP
+	case gwv1.UDPProtocolType:
+		li.protocol = snapshot.ProtocolUDP
 	default:
 		ok = false
 		li.accepted = status.Accepted(false, status.ReasonUnsupportedProtocol,
-			fmt.Sprintf("protocol %q is not supported; use HTTP or HTTPS", l.Protocol), gen)
+			fmt.Sprintf("protocol %q is not supported; use HTTP, HTTPS, TLS, TCP or UDP", l.Protocol), gen)
 	}
 	if l.Port < 1 || l.Port > 65535 {
 		ok = false
@@ -147,11 +192,18 @@ func (li *listenerInfo) accept(conflict string, gen int64) bool {
 		ok = false
 		li.accepted = status.Accepted(false, status.ReasonUnsupportedValue, fmt.Sprintf("hostname %q is invalid", li.hostname), gen)
 	}
+	if li.hostname != "" && (li.protocol == snapshot.ProtocolTCP || li.protocol == snapshot.ProtocolUDP) {
+		ok = false
+		li.accepted = status.Accepted(false, status.ReasonUnsupportedValue, fmt.Sprintf("a %s listener cannot have a hostname", l.Protocol), gen)
+	}
 	if conflict != "" {
 		ok = false
 		msg := "another listener on port " + fmt.Sprint(l.Port) + " uses a different protocol"
-		if conflict == status.ReasonHostnameConflict {
+		switch {
+		case conflict == status.ReasonHostnameConflict:
 			msg = "another listener on port " + fmt.Sprint(l.Port) + " uses the same hostname"
+		case l.Protocol == gwv1.TCPProtocolType || l.Protocol == gwv1.UDPProtocolType:
+			msg = "another " + string(l.Protocol) + " listener uses port " + fmt.Sprint(l.Port) + "; " + string(l.Protocol) + " listeners are distinct by port only"
 		}
 		li.conflict = status.Conflicted(true, conflict, msg, gen)
 		li.accepted = status.Accepted(false, conflict, msg, gen)
@@ -159,12 +211,13 @@ func (li *listenerInfo) accept(conflict string, gen int64) bool {
 	return ok
 }
 
-// routeKinds applies allowedRoutes.kinds (default: every kind we serve,
-// on a supported protocol); false means some kind is unsupported
-// (ResolvedRefs=False InvalidRouteKinds).
+// routeKinds applies allowedRoutes.kinds (default: every kind the
+// listener's protocol serves); false means some kind is not one the
+// protocol serves (ResolvedRefs=False InvalidRouteKinds).
 func (li *listenerInfo) routeKinds(gen int64) bool {
 	l := li.spec
 	kindsOK := true
+	served := kindsFor(li.protocol)
 	if l.AllowedRoutes != nil && len(l.AllowedRoutes.Kinds) > 0 {
 		var bad []string
 		for _, k := range l.AllowedRoutes.Kinds {
@@ -172,7 +225,7 @@ func (li *listenerInfo) routeKinds(gen int64) bool {
 			if k.Group != nil {
 				g = string(*k.Group)
 			}
-			if g == gatewayGroup && (k.Kind == kindHTTPRoute || k.Kind == kindGRPCRoute) {
+			if g == gatewayGroup && slices.Contains(served, string(k.Kind)) {
 				if !li.allowsKind(string(k.Kind)) {
 					li.kinds = append(li.kinds, gwv1.RouteGroupKind{Group: ptrGroup(gatewayGroup), Kind: k.Kind})
 				}
@@ -185,8 +238,10 @@ func (li *listenerInfo) routeKinds(gen int64) bool {
 			li.resolved = status.ResolvedRefs(false, status.ReasonInvalidRouteKinds,
 				"unsupported route kinds: "+strings.Join(bad, ", "), gen)
 		}
-	} else if li.protocol != "" {
-		li.kinds = append([]gwv1.RouteGroupKind(nil), defaultKinds...)
+	} else {
+		for _, k := range served {
+			li.kinds = append(li.kinds, gwv1.RouteGroupKind{Group: ptrGroup(gatewayGroup), Kind: gwv1.Kind(k)})
+		}
 	}
 	if li.kinds == nil {
 		li.kinds = []gwv1.RouteGroupKind{}

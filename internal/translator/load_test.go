@@ -158,6 +158,24 @@ func (in *loader) addDoc(doc []byte, strict bool) error {
 			return err
 		}
 		res.GRPCRoutes = append(res.GRPCRoutes, o)
+	case "TLSRoute":
+		o := &gwv1.TLSRoute{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.TLSRoutes = append(res.TLSRoutes, o)
+	case "TCPRoute":
+		o := &gwv1.TCPRoute{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.TCPRoutes = append(res.TCPRoutes, o)
+	case "UDPRoute":
+		o := &gwv1.UDPRoute{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.UDPRoutes = append(res.UDPRoutes, o)
 	case "ReferenceGrant":
 		o := &gwv1beta1.ReferenceGrant{}
 		if err := un(o); err != nil {

@@ -39,6 +39,9 @@ type Resources struct {
 	Gateways        []*gwv1.Gateway
 	HTTPRoutes      []*gwv1.HTTPRoute
 	GRPCRoutes      []*gwv1.GRPCRoute
+	TLSRoutes       []*gwv1.TLSRoute
+	TCPRoutes       []*gwv1.TCPRoute
+	UDPRoutes       []*gwv1.UDPRoute
 	ReferenceGrants []*gwv1beta1.ReferenceGrant
 	Namespaces      []*corev1.Namespace
 	Services        []*corev1.Service
@@ -49,6 +52,11 @@ type Resources struct {
 	IngressClasses         []*networkingv1.IngressClass
 	IngressClassParameters []*ingressv1alpha1.CoxswainIngressClassParameters
 	GatewayParameters      []*gatewayv1alpha1.CoxswainGatewayParameters
+
+	// AbsentKinds names the Gateway API kinds ("TLSRoute", "ListenerSet",
+	// ...) whose CRD the cluster does not serve: they are read as empty,
+	// and the features that need them are not advertised.
+	AbsentKinds []string
 
 	// DedicatedDeployments and DedicatedServices are the rendered objects of
 	// dedicated Gateways (labels names.DedicatedProxySelector), read for
@@ -80,6 +88,9 @@ type Result struct {
 	Gateways       []GatewayStatus
 	HTTPRoutes     []RouteStatus
 	GRPCRoutes     []RouteStatus
+	TLSRoutes      []RouteStatus `json:",omitempty"`
+	TCPRoutes      []RouteStatus `json:",omitempty"`
+	UDPRoutes      []RouteStatus `json:",omitempty"`
 	Ingresses      []IngressStatus
 	// InternalPorts is the full assignment for shared Gateways.
 	InternalPorts []portalloc.Assignment

@@ -37,6 +37,9 @@ type compiledRoute struct {
 	err string
 	// resolved* is the ResolvedRefs condition (first failure wins).
 	resolvedReason, resolvedMsg string
+	// stream is the compiled rule of a TLSRoute, TCPRoute or UDPRoute
+	// (entries stay empty); its Hostname is filled in per listener.
+	stream *snapshot.StreamRoute
 }
 
 type routeEntry struct {
@@ -78,11 +81,15 @@ func (cr *compiledRoute) unresolved(reason, msg string) {
 	}
 }
 
-// processRoutes compiles every HTTPRoute, then every GRPCRoute, with a
-// parent Gateway of ours and attaches it to its listeners.
+// processRoutes compiles every route of each kind (HTTPRoute, GRPCRoute,
+// then the stream kinds) with a parent Gateway of ours and attaches it to
+// its listeners.
 func (t *translator) processRoutes() {
 	t.out.HTTPRoutes = processRouteKind(t, t.res.HTTPRoutes, httpRouteParts, t.compileHTTPRoute)
 	t.out.GRPCRoutes = processRouteKind(t, t.res.GRPCRoutes, grpcRouteParts, t.compileGRPCRoute)
+	t.out.TLSRoutes = processRouteKind(t, t.res.TLSRoutes, tlsRouteParts, t.compileTLSRoute)
+	t.out.TCPRoutes = processRouteKind(t, t.res.TCPRoutes, tcpRouteParts, t.compileTCPRoute)
+	t.out.UDPRoutes = processRouteKind(t, t.res.UDPRoutes, udpRouteParts, t.compileUDPRoute)
 }
 
 func httpRouteParts(r *gwv1.HTTPRoute) (*metav1.ObjectMeta, []gwv1.ParentReference) {

@@ -67,6 +67,13 @@ const (
 	kindGateway   = "Gateway"
 	kindHTTPRoute = "HTTPRoute"
 	kindGRPCRoute = "GRPCRoute"
+	kindTLSRoute  = "TLSRoute"
+	kindTCPRoute  = "TCPRoute"
+	kindUDPRoute  = "UDPRoute"
+
+	kindReferenceGrant   = "ReferenceGrant"
+	kindListenerSet      = "ListenerSet"
+	kindBackendTLSPolicy = "BackendTLSPolicy"
 	kindService   = "Service"
 	kindSecret    = "Secret"
 	kindIngress   = "Ingress"
@@ -167,12 +174,9 @@ func (t *translator) finish() {
 	}
 	sort.SliceStable(t.out.GatewayClasses, func(i, j int) bool { return t.out.GatewayClasses[i].Name < t.out.GatewayClasses[j].Name })
 	sort.SliceStable(t.out.Gateways, func(i, j int) bool { return nnLess(t.out.Gateways[i].NamespacedName, t.out.Gateways[j].NamespacedName) })
-	sort.SliceStable(t.out.HTTPRoutes, func(i, j int) bool {
-		return nnLess(t.out.HTTPRoutes[i].NamespacedName, t.out.HTTPRoutes[j].NamespacedName)
-	})
-	sort.SliceStable(t.out.GRPCRoutes, func(i, j int) bool {
-		return nnLess(t.out.GRPCRoutes[i].NamespacedName, t.out.GRPCRoutes[j].NamespacedName)
-	})
+	for _, rs := range [][]RouteStatus{t.out.HTTPRoutes, t.out.GRPCRoutes, t.out.TLSRoutes, t.out.TCPRoutes, t.out.UDPRoutes} {
+		sort.SliceStable(rs, func(i, j int) bool { return nnLess(rs[i].NamespacedName, rs[j].NamespacedName) })
+	}
 	sort.SliceStable(t.out.Ingresses, func(i, j int) bool {
 		return nnLess(t.out.Ingresses[i].NamespacedName, t.out.Ingresses[j].NamespacedName)
 	})

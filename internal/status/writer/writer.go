@@ -181,14 +181,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			return errors.Join(errs...)
 		}
 	}
-	for i := range res.HTTPRoutes {
-		if !record(w.httpRoute(ctx, &res.HTTPRoutes[i])) {
-			return errors.Join(errs...)
-		}
-	}
-	for i := range res.GRPCRoutes {
-		if !record(w.grpcRoute(ctx, &res.GRPCRoutes[i])) {
-			return errors.Join(errs...)
+	for _, kind := range routeStatuses(res) {
+		for i := range kind.reported {
+			if !record(w.route(ctx, kind.routeKind, &kind.reported[i])) {
+				return errors.Join(errs...)
+			}
 		}
 	}
 	for i := range res.Ingresses {
@@ -326,36 +323,57 @@ type routeKind struct {
 	parents func(client.Object) *[]gwv1.RouteParentStatus
 }
 
+// newRouteKind is the routeKind of route type R with list type L, whose
+// status.parents parents returns.
+func newRouteKind[R any, L any, PR interface {
+	*R
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}](name string, items func(PL) []R, parents func(PR) *[]gwv1.RouteParentStatus) routeKind {
+	return routeKind{
+		name:    name,
+		newObj:  func() client.Object { return PR(new(R)) },
+		newList: func() client.ObjectList { return PL(new(L)) },
+		items: func(l client.ObjectList) []client.Object {
+			src := items(l.(PL))
+			out := make([]client.Object, len(src))
+			for i := range src {
+				out[i] = PR(&src[i])
+			}
+			return out
+		},
+		parents: func(o client.Object) *[]gwv1.RouteParentStatus { return parents(o.(PR)) },
+	}
+}
+
 var (
-	httpRouteKind = routeKind{
-		name:    "HTTPRoute",
-		newObj:  func() client.Object { return &gwv1.HTTPRoute{} },
-		newList: func() client.ObjectList { return &gwv1.HTTPRouteList{} },
-		items: func(l client.ObjectList) []client.Object {
-			items := l.(*gwv1.HTTPRouteList).Items
-			out := make([]client.Object, len(items))
-			for i := range items {
-				out[i] = &items[i]
-			}
-			return out
-		},
-		parents: func(o client.Object) *[]gwv1.RouteParentStatus { return &o.(*gwv1.HTTPRoute).Status.Parents },
-	}
-	grpcRouteKind = routeKind{
-		name:    "GRPCRoute",
-		newObj:  func() client.Object { return &gwv1.GRPCRoute{} },
-		newList: func() client.ObjectList { return &gwv1.GRPCRouteList{} },
-		items: func(l client.ObjectList) []client.Object {
-			items := l.(*gwv1.GRPCRouteList).Items
-			out := make([]client.Object, len(items))
-			for i := range items {
-				out[i] = &items[i]
-			}
-			return out
-		},
-		parents: func(o client.Object) *[]gwv1.RouteParentStatus { return &o.(*gwv1.GRPCRoute).Status.Parents },
-	}
+	httpRouteKind = newRouteKind("HTTPRoute", func(l *gwv1.HTTPRouteList) []gwv1.HTTPRoute { return l.Items },
+		func(r *gwv1.HTTPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
+	grpcRouteKind = newRouteKind("GRPCRoute", func(l *gwv1.GRPCRouteList) []gwv1.GRPCRoute { return l.Items },
+		func(r *gwv1.GRPCRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
+	tlsRouteKind = newRouteKind("TLSRoute", func(l *gwv1.TLSRouteList) []gwv1.TLSRoute { return l.Items },
+		func(r *gwv1.TLSRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
+	tcpRouteKind = newRouteKind("TCPRoute", func(l *gwv1.TCPRouteList) []gwv1.TCPRoute { return l.Items },
+		func(r *gwv1.TCPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
+	udpRouteKind = newRouteKind("UDPRoute", func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items },
+		func(r *gwv1.UDPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
 )
+
+// routeStatuses pairs every route kind with its desired statuses.
+func routeStatuses(res *translator.Result) []struct {
+	routeKind
+	reported []translator.RouteStatus
+} {
+	return []struct {
+		routeKind
+		reported []translator.RouteStatus
+	}{
+		{httpRouteKind, res.HTTPRoutes}, {grpcRouteKind, res.GRPCRoutes},
+		{tlsRouteKind, res.TLSRoutes}, {tcpRouteKind, res.TCPRoutes}, {udpRouteKind, res.UDPRoutes},
+	}
+}
 
 // setParents replaces our entries of obj's status.parents with desired and
 // patches when that changed anything.
@@ -377,22 +395,11 @@ func (w *Writer) route(ctx context.Context, k routeKind, d *translator.RouteStat
 	return w.setParents(ctx, k, obj, d.Parents)
 }
 
-func (w *Writer) httpRoute(ctx context.Context, d *translator.RouteStatus) error {
-	return w.route(ctx, httpRouteKind, d)
-}
-
-func (w *Writer) grpcRoute(ctx context.Context, d *translator.RouteStatus) error {
-	return w.route(ctx, grpcRouteKind, d)
-}
-
 // staleParents removes this controller's status.parents entries from routes
 // the translation no longer reports (their parentRefs left our Gateways).
 func (w *Writer) staleParents(ctx context.Context, res *translator.Result) error {
 	var errs []error
-	for _, kind := range []struct {
-		routeKind
-		reported []translator.RouteStatus
-	}{{httpRouteKind, res.HTTPRoutes}, {grpcRouteKind, res.GRPCRoutes}} {
+	for _, kind := range routeStatuses(res) {
 		seen := make(map[types.NamespacedName]bool, len(kind.reported))
 		for _, r := range kind.reported {
 			seen[r.NamespacedName] = true
@@ -491,6 +498,12 @@ func objectFor(kind string) client.Object {
 		return &gwv1.HTTPRoute{}
 	case "GRPCRoute":
 		return &gwv1.GRPCRoute{}
+	case "TLSRoute":
+		return &gwv1.TLSRoute{}
+	case "TCPRoute":
+		return &gwv1.TCPRoute{}
+	case "UDPRoute":
+		return &gwv1.UDPRoute{}
 	case "Ingress":
 		return &networkingv1.Ingress{}
 	case "Service":
