@@ -27,7 +27,7 @@ import (
 
 // scopeBuilder accumulates one snapshot.
 type scopeBuilder struct {
-	scope     snapshot.Scope
+	scope snapshot.Scope
 	// listeners by snapshot.ListenerKey ("<port>", "<port>/udp").
 	listeners map[string]*listenerBuilder
 	sets      map[string]bool

@@ -74,9 +74,9 @@ const (
 	kindReferenceGrant   = "ReferenceGrant"
 	kindListenerSet      = "ListenerSet"
 	kindBackendTLSPolicy = "BackendTLSPolicy"
-	kindService   = "Service"
-	kindSecret    = "Secret"
-	kindIngress   = "Ingress"
+	kindService          = "Service"
+	kindSecret           = "Secret"
+	kindIngress          = "Ingress"
 )
 
 type nn = types.NamespacedName
