@@ -107,7 +107,8 @@ var dedicatedKinds = []struct {
 
 // SetupWithManager registers the reconciler: it is driven by Gateways, the
 // objects it owns, GatewayClasses, CoxswainGatewayParameters (mapped to the
-// Gateways that use them) and the trust bundle ConfigMap.
+// Gateways that use them), the trust bundle ConfigMap and ListenerSets (mapped
+// to their Gateway, whose proxies serve their listeners).
 func (r *DedicatedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.InstallNamespace == "" {
 		return fmt.Errorf("dedicated reconciler: InstallNamespace is required")
@@ -121,7 +122,7 @@ func (r *DedicatedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	trustBundle := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.InstallNamespace && o.GetName() == names.TrustBundleConfigMapName
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dedicated-proxy").
 		For(&gwv1.Gateway{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		// Status-only updates of kinds with a generation (a Deployment
@@ -137,8 +138,11 @@ func (r *DedicatedReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&gwv1.Gateway{}, namesakeHandler(r.Client)).
 		Watches(&gwv1.GatewayClass{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfClass)).
 		Watches(&gatewayv1alpha1.CoxswainGatewayParameters{}, handler.EnqueueRequestsFromMapFunc(r.gatewaysOfParams)).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allGateways), builder.WithPredicates(trustBundle)).
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allGateways), builder.WithPredicates(trustBundle))
+	if servesListenerSets(mgr.GetRESTMapper()) {
+		b = b.Watches(&gwv1.ListenerSet{}, handler.EnqueueRequestsFromMapFunc(gatewayOfListenerSet))
+	}
+	return b.Complete(r)
 }
 
 // specOrMetadataChanged passes updates that change the generation (the
@@ -224,8 +228,12 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	served, err := r.withListenerSets(ctx, &gw)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	rendered, err := provision.RenderDedicated(provision.DedicatedInput{
-		Gateway:          &gw,
+		Gateway:          served,
 		Effective:        eff,
 		InstallNamespace: r.InstallNamespace,
 		DefaultImage:     r.DefaultImage,

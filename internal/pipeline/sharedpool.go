@@ -127,6 +127,12 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			}
 			continue
 		}
+		// The ListenerSets the Gateway takes add ports to its VIP Service.
+		for _, gl := range res.ListenerSetListeners {
+			if gl.NamespacedName == k {
+				gw.Spec.Listeners = append(gw.Spec.Listeners, gl.Listeners...)
+			}
+		}
 		svc := provision.RenderVIPService(gw, a.InstallNamespace, byGateway[k])
 		if err := a.apply(ctx, svc); err != nil {
 			errs = append(errs, err)

@@ -35,25 +35,57 @@ type attachment struct {
 	hosts []string
 }
 
-// parentGateway is the Gateway of ours a parentRef names, or nil.
-func (t *translator) parentGateway(routeNS string, ref *gwv1.ParentReference) *gatewayInfo {
+// routeParent is what a route's parentRef names among our objects: a
+// Gateway (its own listeners) or a ListenerSet attached to one (the set's
+// listeners).
+type routeParent struct {
+	gi        *gatewayInfo
+	listeners []*listenerInfo
+	// refusal, when set, is why the parent takes no routes.
+	refusal string
+}
+
+// routeParent resolves a parentRef to a Gateway or ListenerSet of ours, or
+// nil.
+func (t *translator) routeParent(routeNS string, ref *gwv1.ParentReference) *routeParent {
 	if ref.Group != nil && string(*ref.Group) != gatewayGroup {
-		return nil
-	}
-	if ref.Kind != nil && string(*ref.Kind) != kindGateway {
 		return nil
 	}
 	ns := routeNS
 	if ref.Namespace != nil {
 		ns = string(*ref.Namespace)
 	}
-	return t.gateways[nn{Namespace: ns, Name: string(ref.Name)}]
+	k := nn{Namespace: ns, Name: string(ref.Name)}
+	switch kind := string(ptr.Deref(ref.Kind, kindGateway)); kind {
+	case kindGateway:
+		gi := t.gateways[k]
+		if gi == nil {
+			return nil
+		}
+		p := &routeParent{gi: gi, listeners: gi.listeners}
+		if !gi.served {
+			p.refusal = "parent Gateway is not accepted: " + gi.refusal()
+		}
+		return p
+	case kindListenerSet:
+		lsi := t.listenerSets[k]
+		if lsi == nil {
+			return nil
+		}
+		p := &routeParent{gi: lsi.gi, listeners: lsi.listeners}
+		if r := lsi.refusal(); r != "" {
+			p.refusal = "parent ListenerSet is not accepted: " + r
+		}
+		return p
+	}
+	return nil
 }
 
-// hasOurParent reports whether any parentRef names a Gateway of ours.
+// hasOurParent reports whether any parentRef names a Gateway or
+// ListenerSet of ours.
 func (t *translator) hasOurParent(ns string, refs []gwv1.ParentReference) bool {
 	for i := range refs {
-		if t.parentGateway(ns, &refs[i]) != nil {
+		if t.routeParent(ns, &refs[i]) != nil {
 			return true
 		}
 	}
@@ -68,8 +100,8 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 	var seen map[string]bool
 	for i := range refs {
 		ref := &refs[i]
-		gi := t.parentGateway(cr.meta.Namespace, ref)
-		if gi == nil {
+		parent := t.routeParent(cr.meta.Namespace, ref)
+		if parent == nil {
 			continue
 		}
 		if len(refs) > 1 {
@@ -84,10 +116,10 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 		}
 		var acc metav1.Condition
 		switch {
-		case !gi.served:
-			acc = status.Accepted(false, status.ReasonNoMatchingParent, "parent Gateway is not accepted: "+gi.refusal(), gen)
+		case parent.refusal != "":
+			acc = status.Accepted(false, status.ReasonNoMatchingParent, parent.refusal, gen)
 		default:
-			acc = t.attachToGateway(cr, gi, ref)
+			acc = t.attachToListeners(cr, parent.listeners, ref)
 		}
 		res := status.ResolvedRefs(true, status.ReasonResolvedRefs, "all references resolved", gen)
 		if cr.resolvedReason != "" {
@@ -114,14 +146,14 @@ func parentRefKey(ref *gwv1.ParentReference) string {
 		string(ref.Name) + "|" + string(ptr.Deref(ref.SectionName, "")) + "|" + port
 }
 
-// attachToGateway attaches a route to the listeners of gi that ref selects
-// and returns the route's Accepted condition for that parent.
-func (t *translator) attachToGateway(cr *compiledRoute, gi *gatewayInfo, ref *gwv1.ParentReference) metav1.Condition {
+// attachToListeners attaches a route to the listeners of its parent that
+// ref selects and returns the route's Accepted condition for that parent.
+func (t *translator) attachToListeners(cr *compiledRoute, listeners []*listenerInfo, ref *gwv1.ParentReference) metav1.Condition {
 	gen := cr.meta.Generation
 	candidates := 0
 	allowed := 0
 	matched := 0
-	for _, li := range gi.listeners {
+	for _, li := range listeners {
 		if ref.SectionName != nil && *ref.SectionName != li.spec.Name {
 			continue
 		}
@@ -129,7 +161,7 @@ func (t *translator) attachToGateway(cr *compiledRoute, gi *gatewayInfo, ref *gw
 			continue
 		}
 		candidates++
-		if !li.allowsKind(cr.kind) || !t.allowsNamespace(gi.gw, li.spec, cr.meta.Namespace) {
+		if !li.allowsKind(cr.kind) || !t.allowsNamespace(li, cr.meta.Namespace) {
 			continue
 		}
 		allowed++
@@ -162,8 +194,10 @@ func (t *translator) attachToGateway(cr *compiledRoute, gi *gatewayInfo, ref *gw
 	return status.Accepted(true, status.ReasonAccepted, "route is accepted", gen)
 }
 
-// allowsNamespace applies a listener's allowedRoutes.namespaces.
-func (t *translator) allowsNamespace(gw *gwv1.Gateway, l *gwv1.Listener, routeNS string) bool {
+// allowsNamespace applies a listener's allowedRoutes.namespaces ("Same" is
+// the namespace of the Gateway or ListenerSet that defines it).
+func (t *translator) allowsNamespace(li *listenerInfo, routeNS string) bool {
+	l := li.spec
 	from := gwv1.NamespacesFromSame
 	var sel *metav1.LabelSelector
 	if l.AllowedRoutes != nil && l.AllowedRoutes.Namespaces != nil {
@@ -176,7 +210,7 @@ func (t *translator) allowsNamespace(gw *gwv1.Gateway, l *gwv1.Listener, routeNS
 	case gwv1.NamespacesFromAll:
 		return true
 	case gwv1.NamespacesFromSame:
-		return routeNS == gw.Namespace
+		return routeNS == li.owner.namespace
 	case gwv1.NamespacesFromSelector:
 		if sel == nil {
 			return false

@@ -36,7 +36,7 @@ type refProblem struct {
 // listenerCerts resolves the certificateRefs of an HTTPS listener or a
 // terminating TLS listener into li.certs. It returns nil when all are
 // usable, else the first problem.
-func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *listenerInfo) *refProblem {
+func (t *translator) listenerCerts(owner listenerOwner, l *gwv1.Listener, li *listenerInfo) *refProblem {
 	if l.TLS == nil || len(l.TLS.CertificateRefs) == 0 {
 		return &refProblem{status.ReasonInvalidCertificateRef, string(l.Protocol) + " listener needs tls.certificateRefs"}
 	}
@@ -51,7 +51,7 @@ func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *liste
 		if ref.Kind != nil {
 			k = string(*ref.Kind)
 		}
-		ns := gw.Namespace
+		ns := owner.namespace
 		if ref.Namespace != nil {
 			ns = string(*ref.Namespace)
 		}
@@ -59,7 +59,7 @@ func (t *translator) listenerCerts(gw *gwv1.Gateway, l *gwv1.Listener, li *liste
 		if g != "" || k != kindSecret {
 			return &refProblem{status.ReasonInvalidCertificateRef, fmt.Sprintf("%s: kind %s/%s is not a core Secret", desc, g, k)}
 		}
-		if ns != gw.Namespace && !t.granted(gatewayGroup, kindGateway, gw.Namespace, "", kindSecret, ns, string(ref.Name)) {
+		if ns != owner.namespace && !t.granted(gatewayGroup, owner.kind, owner.namespace, "", kindSecret, ns, string(ref.Name)) {
 			return &refProblem{status.ReasonRefNotPermitted, desc + ": no ReferenceGrant in namespace " + ns + " allows it"}
 		}
 		id, err := t.certificate(ns, string(ref.Name))

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -46,6 +47,10 @@ type gatewayInfo struct {
 	proxyReady metav1.Condition
 	ready      bool
 	listeners  []*listenerInfo
+	// sets are the ListenerSets the Gateway takes, in precedence order;
+	// attachedSets counts the accepted ones.
+	sets         []*listenerSetInfo
+	attachedSets int32
 	// internal maps Gateway port to shared internal port.
 	internal   map[int32]int32
 	unassigned []int32
@@ -158,7 +163,51 @@ func (t *translator) processGateways() {
 		t.gateways[key(&gi.gw.ObjectMeta)] = gi
 		t.processListeners(gi)
 	}
+	t.lsOrder = classifyListenerSets(t.res, t.ix, t.gateways)
+	t.listenerSets = make(map[nn]*listenerSetInfo, len(t.lsOrder))
+	for _, lsi := range t.lsOrder {
+		t.listenerSets[key(&lsi.ls.ObjectMeta)] = lsi
+	}
+	t.processListenerSets()
+	for _, gi := range t.gwOrder {
+		if ls := gi.setListeners(); len(ls) > 0 {
+			t.out.ListenerSetListeners = append(t.out.ListenerSetListeners, GatewayListeners{NamespacedName: key(&gi.gw.ObjectMeta), Listeners: ls})
+		}
+	}
 	t.assignInternalPorts()
+}
+
+// allListeners are the Gateway's own listeners, then those of the
+// ListenerSets it takes, in precedence order.
+func (gi *gatewayInfo) allListeners() []*listenerInfo {
+	out := gi.listeners
+	for _, lsi := range gi.sets {
+		out = append(out[:len(out):len(out)], lsi.listeners...)
+	}
+	return out
+}
+
+// listenerStatus is the status of one listener of gi (its own or a
+// ListenerSet's).
+func (t *translator) listenerStatus(gi *gatewayInfo, li *listenerInfo) gwv1.ListenerStatus {
+	gen := li.owner.generation
+	ls := gwv1.ListenerStatus{Name: li.spec.Name, SupportedKinds: li.kinds, AttachedRoutes: li.attached}
+	var prog metav1.Condition
+	switch {
+	case !gi.served:
+		prog = status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen)
+	case li.conflict.Status == metav1.ConditionTrue:
+		prog = status.Programmed(false, li.conflict.Reason, "listener is conflicted; see its Conflicted condition", gen)
+	case !li.servable:
+		prog = status.Programmed(false, status.ReasonInvalid, "listener is invalid; see its other conditions", gen)
+	case li.programmedReason != "":
+		prog = status.Programmed(false, li.programmedReason, li.programmedMsg, gen)
+	default:
+		prog = status.Programmed(true, status.ReasonProgrammed, "listener is in the published snapshot", gen)
+	}
+	ls.Conditions = []metav1.Condition{li.accepted, li.conflict, prog, li.resolved}
+	sortConds(ls.Conditions)
+	return ls
 }
 
 // gatewayStatuses is called after routes attached, to fill statuses.
@@ -168,26 +217,15 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 	st := GatewayStatus{NamespacedName: key(&gw.ObjectMeta), Generation: gen, Scope: scope}
 	anyAccepted, anyRejected := false, false
 	for _, li := range gi.listeners {
-		ls := gwv1.ListenerStatus{Name: li.spec.Name, SupportedKinds: li.kinds, AttachedRoutes: li.attached}
-		var prog metav1.Condition
-		switch {
-		case !gi.served:
-			prog = status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen)
-		case !li.servable:
-			prog = status.Programmed(false, status.ReasonInvalid, "listener is invalid; see its other conditions", gen)
-		case li.programmedReason != "":
-			prog = status.Programmed(false, li.programmedReason, li.programmedMsg, gen)
-		default:
-			prog = status.Programmed(true, status.ReasonProgrammed, "listener is in the published snapshot", gen)
-		}
 		if li.accepted.Status == metav1.ConditionTrue {
 			anyAccepted = true
 		} else {
 			anyRejected = true
 		}
-		ls.Conditions = []metav1.Condition{li.accepted, li.conflict, prog, li.resolved}
-		sortConds(ls.Conditions)
-		st.Status.Listeners = append(st.Status.Listeners, ls)
+		st.Status.Listeners = append(st.Status.Listeners, t.listenerStatus(gi, li))
+	}
+	if gi.attachedSets > 0 || gi.gw.Spec.AllowedListeners != nil {
+		st.Status.AttachedListenerSets = ptr.To(gi.attachedSets)
 	}
 	var conds []metav1.Condition
 	switch {

@@ -27,6 +27,9 @@ import (
 // buildGatewayScopes emits every served Gateway into its scopes and fills
 // Gateway status.
 func (t *translator) buildGatewayScopes() {
+	for _, lsi := range t.lsOrder {
+		t.listenerSetStatus(lsi)
+	}
 	for _, gi := range t.gwOrder {
 		primary := snapshot.SharedPool()
 		if gi.servedDedicated() {
@@ -36,7 +39,7 @@ func (t *translator) buildGatewayScopes() {
 			// Group servable listeners by port, in spec order.
 			var ports []int32
 			byPort := map[int32][]*listenerInfo{}
-			for _, li := range gi.listeners {
+			for _, li := range gi.allListeners() {
 				p := int32(li.spec.Port)
 				if _, ok := byPort[p]; !ok {
 					ports = append(ports, p)

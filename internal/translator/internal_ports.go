@@ -40,7 +40,13 @@ func SharedPortKeys(res *Resources) []portalloc.Key {
 	}
 	t := &translator{res: res, ix: buildIndex(res), out: &Result{}}
 	t.processGatewayClasses()
-	return sharedKeys(classifyGateways(res, t.ix, t.classes))
+	gws := classifyGateways(res, t.ix, t.classes)
+	byName := make(map[nn]*gatewayInfo, len(gws))
+	for _, gi := range gws {
+		byName[key(&gi.gw.ObjectMeta)] = gi
+	}
+	classifyListenerSets(res, t.ix, byName)
+	return sharedKeys(gws)
 }
 
 func sharedKeys(gws []*gatewayInfo) []portalloc.Key {
@@ -50,8 +56,9 @@ func sharedKeys(gws []*gatewayInfo) []portalloc.Key {
 			continue
 		}
 		seen := map[int32]bool{}
-		for i := range gi.gw.Spec.Listeners {
-			l := &gi.gw.Spec.Listeners[i]
+		listeners := append(append([]gwv1.Listener(nil), gi.gw.Spec.Listeners...), gi.setListeners()...)
+		for i := range listeners {
+			l := &listeners[i]
 			p := int32(l.Port)
 			if p < 1 || p > 65535 || seen[p] || !servedProtocol(l.Protocol) {
 				continue

@@ -30,7 +30,9 @@ import (
 
 // listenerInfo is one Gateway listener as translated.
 type listenerInfo struct {
-	spec     *gwv1.Listener
+	spec *gwv1.Listener
+	// owner is the Gateway or ListenerSet that defines the listener.
+	owner    listenerOwner
 	hostname string // "" for any
 	protocol snapshot.Protocol
 	// terminate is a TLS listener's tls.mode Terminate (the default);
@@ -47,6 +49,18 @@ type listenerInfo struct {
 	lastCounted                     *compiledRoute
 	routes                          []attachment
 	programmedReason, programmedMsg string
+}
+
+// listenerOwner is the object a listener is defined in: its kind (Gateway
+// or ListenerSet), namespace (routes' "Same" namespace, and where its
+// certificateRefs point without a ReferenceGrant) and generation.
+type listenerOwner struct {
+	kind, namespace string
+	generation      int64
+}
+
+func gatewayOwner(gw *gwv1.Gateway) listenerOwner {
+	return listenerOwner{kind: kindGateway, namespace: gw.Namespace, generation: gw.Generation}
 }
 
 // kindsFor is the route kinds a listener of protocol p serves, in the
@@ -78,7 +92,7 @@ func (t *translator) processListeners(gi *gatewayInfo) {
 			continue // names are unique by CEL; ignore a repeat
 		}
 		seenNames[l.Name] = true
-		gi.listeners = append(gi.listeners, t.listener(gw, l, conflict[i]))
+		gi.listeners = append(gi.listeners, t.listener(gatewayOwner(gw), l, conflict[i]))
 	}
 }
 
@@ -134,18 +148,18 @@ func listenerConflicts(listeners []gwv1.Listener) []string {
 	return conflict
 }
 
-// listener translates one listener of gw; conflict is its
-// listenerConflicts reason.
-func (t *translator) listener(gw *gwv1.Gateway, l *gwv1.Listener, conflict string) *listenerInfo {
-	gen := gw.Generation
-	li := &listenerInfo{spec: l, hostname: hostOf(l.Hostname)}
+// listener translates one listener of owner; conflict is its
+// Conflicted reason ("" for none).
+func (t *translator) listener(owner listenerOwner, l *gwv1.Listener, conflict string) *listenerInfo {
+	gen := owner.generation
+	li := &listenerInfo{spec: l, owner: owner, hostname: hostOf(l.Hostname)}
 	li.accepted = status.Accepted(true, status.ReasonAccepted, "listener is valid", gen)
 	li.conflict = status.Conflicted(false, status.ReasonNoConflicts, "no conflicts", gen)
 	li.resolved = status.ResolvedRefs(true, status.ReasonResolvedRefs, "all references resolved", gen)
 	ok := li.accept(conflict, gen)
 	kindsOK := li.routeKinds(gen)
 	if li.protocol == snapshot.ProtocolHTTPS || (li.protocol == snapshot.ProtocolTLS && li.terminate) {
-		if p := t.listenerCerts(gw, l, li); p != nil {
+		if p := t.listenerCerts(owner, l, li); p != nil {
 			ok = false
 			li.resolved = status.ResolvedRefs(false, p.reason, p.message, gen)
 		}

@@ -176,6 +176,12 @@ func (in *loader) addDoc(doc []byte, strict bool) error {
 			return err
 		}
 		res.UDPRoutes = append(res.UDPRoutes, o)
+	case "ListenerSet":
+		o := &gwv1.ListenerSet{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.ListenerSets = append(res.ListenerSets, o)
 	case "ReferenceGrant":
 		o := &gwv1beta1.ReferenceGrant{}
 		if err := un(o); err != nil {

@@ -42,6 +42,7 @@ type Resources struct {
 	TLSRoutes       []*gwv1.TLSRoute
 	TCPRoutes       []*gwv1.TCPRoute
 	UDPRoutes       []*gwv1.UDPRoute
+	ListenerSets    []*gwv1.ListenerSet
 	ReferenceGrants []*gwv1beta1.ReferenceGrant
 	Namespaces      []*corev1.Namespace
 	Services        []*corev1.Service
@@ -88,10 +89,14 @@ type Result struct {
 	Gateways       []GatewayStatus
 	HTTPRoutes     []RouteStatus
 	GRPCRoutes     []RouteStatus
-	TLSRoutes      []RouteStatus `json:",omitempty"`
-	TCPRoutes      []RouteStatus `json:",omitempty"`
-	UDPRoutes      []RouteStatus `json:",omitempty"`
-	Ingresses      []IngressStatus
+	TLSRoutes      []RouteStatus       `json:",omitempty"`
+	TCPRoutes      []RouteStatus       `json:",omitempty"`
+	UDPRoutes      []RouteStatus       `json:",omitempty"`
+	ListenerSets   []ListenerSetStatus `json:",omitempty"`
+	// ListenerSetListeners are, per Gateway that takes ListenerSets, the
+	// listeners they add (for the Gateway's Services and proxies).
+	ListenerSetListeners []GatewayListeners `json:",omitempty"`
+	Ingresses            []IngressStatus
 	// InternalPorts is the full assignment for shared Gateways.
 	InternalPorts []portalloc.Assignment
 	// Events to record (InvalidAnnotation, RouteConflict, ...).

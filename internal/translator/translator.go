@@ -114,6 +114,9 @@ type translator struct {
 	classes  map[string]*classInfo
 	gateways map[nn]*gatewayInfo
 	gwOrder  []*gatewayInfo
+	// listenerSets of our Gateways by name, and in precedence order.
+	listenerSets map[nn]*listenerSetInfo
+	lsOrder      []*listenerSetInfo
 
 	// endpointSets is every endpoint set any route resolved, by name.
 	endpointSets map[string]*snapshot.EndpointSet
@@ -177,6 +180,9 @@ func (t *translator) finish() {
 	for _, rs := range [][]RouteStatus{t.out.HTTPRoutes, t.out.GRPCRoutes, t.out.TLSRoutes, t.out.TCPRoutes, t.out.UDPRoutes} {
 		sort.SliceStable(rs, func(i, j int) bool { return nnLess(rs[i].NamespacedName, rs[j].NamespacedName) })
 	}
+	sort.SliceStable(t.out.ListenerSets, func(i, j int) bool {
+		return nnLess(t.out.ListenerSets[i].NamespacedName, t.out.ListenerSets[j].NamespacedName)
+	})
 	sort.SliceStable(t.out.Ingresses, func(i, j int) bool {
 		return nnLess(t.out.Ingresses[i].NamespacedName, t.out.Ingresses[j].NamespacedName)
 	})

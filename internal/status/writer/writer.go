@@ -188,6 +188,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			}
 		}
 	}
+	for i := range res.ListenerSets {
+		if !record(w.listenerSet(ctx, &res.ListenerSets[i])) {
+			return errors.Join(errs...)
+		}
+	}
 	for i := range res.Ingresses {
 		if !record(w.ingress(ctx, &res.Ingresses[i])) {
 			return errors.Join(errs...)
@@ -268,6 +273,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	w.recordRejections(obj, g)
 	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, g.apply(orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
 	obj.Status.Addresses = d.Status.Addresses
+	obj.Status.AttachedListenerSets = d.Status.AttachedListenerSets
 	listeners := make([]gwv1.ListenerStatus, 0, len(d.Status.Listeners))
 	for _, dl := range d.Status.Listeners {
 		var existing []metav1.Condition
@@ -285,6 +291,33 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 		return nil
 	}
 	return w.patch(ctx, "Gateway", obj, orig)
+}
+
+func (w *Writer) listenerSet(ctx context.Context, d *translator.ListenerSetStatus) error {
+	obj := &gwv1.ListenerSet{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	now := w.now()
+	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, d.Status.Conditions, obj.Generation, now)
+	listeners := make([]gwv1.ListenerEntryStatus, 0, len(d.Status.Listeners))
+	for _, dl := range d.Status.Listeners {
+		var existing []metav1.Condition
+		for _, ol := range orig.Status.Listeners {
+			if ol.Name == dl.Name {
+				existing = ol.Conditions
+			}
+		}
+		l := dl
+		l.Conditions, _ = status.MergeConditions(existing, dl.Conditions, obj.Generation, now)
+		listeners = append(listeners, l)
+	}
+	obj.Status.Listeners = listeners
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "ListenerSet", obj, orig)
 }
 
 // mergeParents replaces this controller's entries of status.parents with the
@@ -498,6 +531,8 @@ func objectFor(kind string) client.Object {
 		return &gwv1.HTTPRoute{}
 	case "GRPCRoute":
 		return &gwv1.GRPCRoute{}
+	case "ListenerSet":
+		return &gwv1.ListenerSet{}
 	case "TLSRoute":
 		return &gwv1.TLSRoute{}
 	case "TCPRoute":
