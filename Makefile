@@ -38,6 +38,14 @@ GO_LDFLAGS := -s -w \
 	-X github.com/coxswain-go/coxswain/internal/version.Version=$(VERSION) \
 	-X github.com/coxswain-go/coxswain/internal/version.Commit=$(COMMIT)
 
+# One build configuration for every Go build, test and tool: static (no
+# cgo) and trimmed, as release binaries are built. The build cache then
+# holds each package once, shared by the tests, the binaries the tests and
+# the local cluster run, the release builds and the commands of this
+# module; two configurations compiled the whole dependency graph twice.
+export CGO_ENABLED = 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 
@@ -85,8 +93,10 @@ fmt-check: ## Fail on Go files gofmt would change (without changing them).
 lint: golangci-lint ## Run golangci-lint (.golangci.yml): gofmt/goimports, govet, staticcheck, errorlint, gosec, revive and the layering rules.
 	$(GOLANGCI_LINT) run ./...
 
+# `go vet` is not a step of `make test`: `make verify` (golangci-lint's
+# govet with every analyzer) covers it; `make vet` runs it alone.
 .PHONY: test
-test: manifests generate fmt vet envtest kustomize ## Regenerate, then run unit, envtest (real kube-apiserver + etcd) and, as root, local-cluster tests.
+test: manifests generate fmt envtest kustomize ## Regenerate, then run unit, envtest (real kube-apiserver + etcd) and, as root, local-cluster tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" OLM_BIN="$(OLM)" OLM_CSVRBAC="$(OLM_CSVRBAC)" \
 		go test ./... -count=1 -timeout 40m $(TEST_ARGS)
 

@@ -35,10 +35,26 @@ import (
 // `make envtest` builds (hack/envtest/go.mod pins the same).
 const KubernetesVersion = "1.37.2"
 
-// RepoRoot is the root of the checkout this file belongs to.
+// repoModule is the module line of the repository's go.mod.
+const repoModule = "module github.com/coxswain-go/coxswain\n"
+
+// RepoRoot is the root of the checkout under test: the nearest directory
+// above the working directory (go test runs a test in its package's
+// directory) whose go.mod is this repository's. It does not read the
+// source path of this file, so tests built with -trimpath find it too.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("testkit.RepoRoot: %v", err))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(b), repoModule) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("testkit.RepoRoot: no go.mod of github.com/coxswain-go/coxswain above " + dir)
+		}
+	}
 }
 
 // AssetsDir is where kube-apiserver, etcd and kubectl are: $KUBEBUILDER_ASSETS,
