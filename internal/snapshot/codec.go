@@ -107,6 +107,9 @@ func Validate(s *Snapshot) error {
 			return fmt.Errorf("endpointSets[%d]: duplicate name %q", i, es.Name)
 		}
 		sets[es.Name] = true
+		if err := validateUpstreamTLS(es.TLS); err != nil {
+			return fmt.Errorf("endpointSets[%d] (%s): tls: %w", i, es.Name, err)
+		}
 		for j, ep := range es.Endpoints {
 			if net.ParseIP(ep.Address) == nil {
 				return fmt.Errorf("endpointSets[%d].endpoints[%d]: %q is not an IP address", i, j, ep.Address)
@@ -125,6 +128,11 @@ func Validate(s *Snapshot) error {
 			return fmt.Errorf("certificates[%d] %q: certPEM and keyPEM are required", i, c.Name)
 		}
 		certs[c.Name] = true
+	}
+	for i, es := range s.EndpointSets {
+		if es.TLS != nil && es.TLS.ClientCertificate != "" && !certs[es.TLS.ClientCertificate] {
+			return fmt.Errorf("endpointSets[%d] (%s): tls.clientCertificate refers to unknown certificate %q", i, es.Name, es.TLS.ClientCertificate)
+		}
 	}
 	ports := map[string]bool{}
 	for i := range s.Listeners {
@@ -194,6 +202,9 @@ func validateListener(l *Listener, certs, sets map[string]bool) error {
 		return fmt.Errorf("protocol %q is not HTTP, HTTPS, TLS, TCP or UDP", l.Protocol)
 	}
 	if l.TLS != nil {
+		if cv := l.TLS.ClientValidation; cv != nil && strings.TrimSpace(cv.CAPEM) == "" {
+			return fmt.Errorf("tls.clientValidation needs caPEM")
+		}
 		for j, sc := range l.TLS.Certificates {
 			if !certs[sc.Certificate] {
 				return fmt.Errorf("tls.certificates[%d] refers to unknown certificate %q", j, sc.Certificate)
@@ -348,6 +359,16 @@ func validateRoute(r *Route, sets map[string]bool) error {
 	if d := r.DirectResponse; d != nil && (d.StatusCode < 200 || d.StatusCode > 599) {
 		return fmt.Errorf("direct response status %d out of range", d.StatusCode)
 	}
+	if rt := r.Retry; rt != nil {
+		if rt.Attempts < 0 || rt.Attempts > MaxRetryAttempts {
+			return fmt.Errorf("retry attempts %d out of range 0-%d", rt.Attempts, MaxRetryAttempts)
+		}
+		for _, c := range rt.Codes {
+			if c < 400 || c > 599 {
+				return fmt.Errorf("retry code %d is not in 400-599", c)
+			}
+		}
+	}
 	if r.MaxRequestBodyBytes < 0 {
 		return fmt.Errorf("maxRequestBodyBytes is negative")
 	}
@@ -412,6 +433,29 @@ func validateHeaderModifier(hm *HeaderModifier) error {
 }
 
 func validPort(p int32) bool { return p >= 1 && p <= 65535 }
+
+// MaxRetryAttempts bounds Retry.Attempts: a route cannot multiply one
+// request into an unbounded number of upstream tries.
+const MaxRetryAttempts = 10
+
+// validateUpstreamTLS checks an endpoint set's TLS settings (nil is none).
+func validateUpstreamTLS(u *UpstreamTLS) error {
+	if u == nil {
+		return nil
+	}
+	if !hostnameRE.MatchString(u.ServerName) || strings.HasPrefix(u.ServerName, "*") {
+		return fmt.Errorf("serverName %q is not a hostname", u.ServerName)
+	}
+	if u.CAPEM != "" && u.SystemRoots {
+		return fmt.Errorf("caPEM and systemRoots are exclusive")
+	}
+	for i, san := range u.SubjectAltNames {
+		if (san.Hostname == "") == (san.URI == "") {
+			return fmt.Errorf("subjectAltNames[%d]: exactly one of hostname and uri", i)
+		}
+	}
+	return nil
+}
 
 // ValidToken reports whether s is an HTTP token (RFC 9110): a valid header
 // name or method. The translator checks user input with it, so what it

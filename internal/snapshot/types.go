@@ -172,6 +172,20 @@ type ListenerTLS struct {
 	// hostname equals the SNI, else the most specific wildcard, else the
 	// first entry with an empty hostname (the default).
 	Certificates []SNICertificate `json:"certificates"`
+	// ClientValidation, when set, asks every TLS client of the port for a
+	// certificate and verifies it (Gateway spec.tls.frontend).
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+}
+
+// ClientValidation is how a listener port verifies client certificates.
+type ClientValidation struct {
+	// CAPEM is the PEM bundle of the CAs a client certificate must chain
+	// to.
+	CAPEM string `json:"caPEM"`
+	// AllowInsecureFallback accepts a connection whose client presents no
+	// certificate, or one that does not verify (mode AllowInsecureFallback);
+	// otherwise such a handshake fails (AllowValidOnly).
+	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
 // SNICertificate binds a hostname ("" for any, "*.example.com" for a
@@ -225,6 +239,8 @@ type Route struct {
 	// Redirect or DirectResponse is set.
 	Backends []Backend `json:"backends,omitempty"`
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// Retry, when set, sends a failed request again (HTTPRoute rule retry).
+	Retry *Retry `json:"retry,omitempty"`
 	// MaxRequestBodyBytes > 0 answers 413 for larger bodies.
 	MaxRequestBodyBytes int64 `json:"maxRequestBodyBytes,omitempty"`
 	// AccessLogOff suppresses access log lines for this route.
@@ -364,6 +380,25 @@ type Timeouts struct {
 	UpstreamSend Duration `json:"upstreamSend,omitempty"`
 }
 
+// Retry says when a request is sent again to a backend of its route. A
+// request is retried only while its body can be replayed: bodiless, or
+// still within the replay buffer; one whose body was already streamed
+// further is never sent twice.
+type Retry struct {
+	// Attempts is how many times a request may be retried after its first
+	// try.
+	Attempts int32 `json:"attempts"`
+	// Backoff is the pause before each retry; zero retries at once.
+	Backoff Duration `json:"backoff,omitempty"`
+	// Codes are the response status codes (500-599) that are retried.
+	Codes []int32 `json:"codes,omitempty"`
+	// ConnectionErrors retries a try that could not connect, or whose
+	// connection failed before a response head arrived.
+	ConnectionErrors bool `json:"connectionErrors,omitempty"`
+	// BackendTimeouts retries a try that exceeded Timeouts.Backend.
+	BackendTimeouts bool `json:"backendTimeouts,omitempty"`
+}
+
 // Backend is one weighted backendRef.
 type Backend struct {
 	// EndpointSet names an entry of Snapshot.EndpointSets. Empty when
@@ -407,6 +442,37 @@ type EndpointSet struct {
 	LoadBalancer LoadBalancer `json:"loadBalancer,omitempty"`
 	// Endpoints sorted by address then port. Empty means 503.
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
+	// TLS, when set, makes the proxy open TLS to every endpoint of the set
+	// and verify it (BackendTLSPolicy); a request whose backend fails
+	// verification is answered 502.
+	TLS *UpstreamTLS `json:"tls,omitempty"`
+}
+
+// UpstreamTLS is how the proxy opens TLS toward a backend and verifies it.
+type UpstreamTLS struct {
+	// ServerName is the SNI the proxy sends, and the name the backend's
+	// certificate must carry unless SubjectAltNames is set.
+	ServerName string `json:"serverName"`
+	// CAPEM is the PEM bundle of the CAs that may sign the backend's
+	// certificate. SystemRoots uses the proxy's system trust store
+	// instead. Neither (a policy whose CA references are all unusable)
+	// fails every connection: the request gets a 5xx.
+	CAPEM       string `json:"caPEM,omitempty"`
+	SystemRoots bool   `json:"systemRoots,omitempty"`
+	// SubjectAltNames, when set, replace ServerName in verification: the
+	// certificate must carry one of them.
+	SubjectAltNames []SubjectAltName `json:"subjectAltNames,omitempty"`
+	// ClientCertificate names a Certificate the proxy presents to the
+	// backend (the Gateway's spec.tls.backend.clientCertificateRef).
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+}
+
+// SubjectAltName is one name a backend certificate may carry: a DNS
+// hostname (exact, or a "*." wildcard in the certificate matching it) or a
+// URI.
+type SubjectAltName struct {
+	Hostname string `json:"hostname,omitempty"`
+	URI      string `json:"uri,omitempty"`
 }
 
 // Endpoint is one address and target port.
