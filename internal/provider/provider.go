@@ -121,9 +121,9 @@ func (p *Provider) NeedLeaderElection() bool { return false }
 func watched() []client.Object {
 	return []client.Object{
 		&gwv1.GatewayClass{}, &gwv1.Gateway{}, &gwv1.HTTPRoute{}, &gwv1.GRPCRoute{},
-		&gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{}, &gwv1.ListenerSet{},
+		&gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{}, &gwv1.ListenerSet{}, &gwv1.BackendTLSPolicy{},
 		&gwv1beta1.ReferenceGrant{}, &corev1.Namespace{}, &corev1.Service{},
-		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &networkingv1.Ingress{},
+		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &corev1.ConfigMap{}, &networkingv1.Ingress{},
 		&networkingv1.IngressClass{}, &ingressv1alpha1.CoxswainIngressClassParameters{},
 		&gatewayv1alpha1.CoxswainGatewayParameters{}, &appsv1.Deployment{},
 	}
@@ -213,7 +213,7 @@ func (p *Provider) burst() bool {
 func statusOnly(oldObj, newObj any) bool {
 	switch newObj.(type) {
 	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute,
-		*gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1.ListenerSet, *networkingv1.Ingress:
+		*gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1.ListenerSet, *gwv1.BackendTLSPolicy, *networkingv1.Ingress:
 	default:
 		return false
 	}
@@ -317,6 +317,12 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 		return nil, err
 	}
 	if r.ListenerSets, err = listKind(ctx, c, r, "ListenerSet", &gwv1.ListenerSetList{}, func(l *gwv1.ListenerSetList) []gwv1.ListenerSet { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.BackendTLSPolicies, err = listKind(ctx, c, r, "BackendTLSPolicy", &gwv1.BackendTLSPolicyList{}, func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items }); err != nil {
+		return nil, err
+	}
+	if r.ConfigMaps, err = list(ctx, c, &corev1.ConfigMapList{}, func(l *corev1.ConfigMapList) []corev1.ConfigMap { return l.Items }); err != nil {
 		return nil, err
 	}
 	if r.ReferenceGrants, err = listKind(ctx, c, r, "ReferenceGrant", &gwv1beta1.ReferenceGrantList{}, func(l *gwv1beta1.ReferenceGrantList) []gwv1beta1.ReferenceGrant { return l.Items }); err != nil {

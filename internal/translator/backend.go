@@ -125,7 +125,9 @@ func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
 		v = *p
 	}
 	switch v {
-	case "", "http", "HTTP":
+	case "", "http", "HTTP", "https", "HTTPS":
+		// https: HTTP/1.1; TLS to the backend comes from a
+		// BackendTLSPolicy, not from the appProtocol.
 		if grpc {
 			return snapshot.AppProtocolH2C, true
 		}
@@ -163,6 +165,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 		proto = snapshot.AppProtocolHTTP // upgraded by markH2C once served
 	}
 	es := &snapshot.EndpointSet{Name: name, AppProtocol: proto}
+	t.applyTLSPolicy(es, svc, sp)
 	type ep struct {
 		a string
 		p int32

@@ -78,6 +78,7 @@ func (t *translator) buildGatewayScopes() {
 		}
 		t.gatewayStatus(gi, primary)
 	}
+	t.tlsPolicyStatuses()
 }
 
 // emitGatewayPort writes the listeners of one Gateway port into a scope and
@@ -109,7 +110,7 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 		if serv[0].protocol.Stream() {
 			t.emitStreamListeners(sb, lb, serv)
 		} else {
-			t.emitHTTPListeners(sb, lb, serv)
+			t.emitHTTPListeners(sb, gi, lb, serv)
 		}
 	}
 	return bound
@@ -117,7 +118,7 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 
 // emitHTTPListeners writes the virtual hosts and certificates of the
 // servable HTTP or HTTPS listeners of one port.
-func (t *translator) emitHTTPListeners(sb *scopeBuilder, lb *listenerBuilder, serv []*listenerInfo) {
+func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *listenerBuilder, serv []*listenerInfo) {
 	for _, li := range serv {
 		claim := li.hostname
 		if claim == "" {
@@ -144,6 +145,7 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, lb *listenerBuilder, se
 					e := &cr.entries[i]
 					vh.entries = append(vh.entries, entry{route: &e.route, key: &e.key})
 					sb.use(&e.route)
+					t.noteTLSAncestors(gi, &e.route)
 					if cr.kind == kindGRPCRoute {
 						t.markH2C(&e.route)
 					}

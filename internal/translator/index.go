@@ -32,31 +32,33 @@ import (
 
 // index is the lookup tables of one translation, built once.
 type index struct {
-	nsLabels  map[string]map[string]string
-	services  map[nn]*corev1.Service
-	slices    map[nn][]*discoveryv1.EndpointSlice
-	secrets   map[nn]*corev1.Secret
-	grants    map[string][]*gwv1beta1.ReferenceGrant
-	gwParams  map[nn]*gatewayv1alpha1.CoxswainGatewayParameters
-	icParams  map[nn]*ingressv1alpha1.CoxswainIngressClassParameters
-	dedDeploy map[nn]*appsv1.Deployment
-	dedSvc    map[nn]*corev1.Service
-	vip       map[nn]*corev1.Service
+	nsLabels   map[string]map[string]string
+	services   map[nn]*corev1.Service
+	slices     map[nn][]*discoveryv1.EndpointSlice
+	secrets    map[nn]*corev1.Secret
+	configMaps map[nn]*corev1.ConfigMap
+	grants     map[string][]*gwv1beta1.ReferenceGrant
+	gwParams   map[nn]*gatewayv1alpha1.CoxswainGatewayParameters
+	icParams   map[nn]*ingressv1alpha1.CoxswainIngressClassParameters
+	dedDeploy  map[nn]*appsv1.Deployment
+	dedSvc     map[nn]*corev1.Service
+	vip        map[nn]*corev1.Service
 }
 
 // buildIndex indexes res by the keys the translation looks objects up by.
 func buildIndex(res *Resources) *index {
 	ix := &index{
-		nsLabels:  map[string]map[string]string{},
-		services:  make(map[nn]*corev1.Service, len(res.Services)),
-		slices:    make(map[nn][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
-		secrets:   map[nn]*corev1.Secret{},
-		grants:    map[string][]*gwv1beta1.ReferenceGrant{},
-		gwParams:  map[nn]*gatewayv1alpha1.CoxswainGatewayParameters{},
-		icParams:  map[nn]*ingressv1alpha1.CoxswainIngressClassParameters{},
-		dedDeploy: map[nn]*appsv1.Deployment{},
-		dedSvc:    map[nn]*corev1.Service{},
-		vip:       map[nn]*corev1.Service{},
+		nsLabels:   map[string]map[string]string{},
+		services:   make(map[nn]*corev1.Service, len(res.Services)),
+		slices:     make(map[nn][]*discoveryv1.EndpointSlice, len(res.EndpointSlices)),
+		secrets:    map[nn]*corev1.Secret{},
+		configMaps: map[nn]*corev1.ConfigMap{},
+		grants:     map[string][]*gwv1beta1.ReferenceGrant{},
+		gwParams:   map[nn]*gatewayv1alpha1.CoxswainGatewayParameters{},
+		icParams:   map[nn]*ingressv1alpha1.CoxswainIngressClassParameters{},
+		dedDeploy:  map[nn]*appsv1.Deployment{},
+		dedSvc:     map[nn]*corev1.Service{},
+		vip:        map[nn]*corev1.Service{},
 	}
 	for _, n := range res.Namespaces {
 		if n != nil {
@@ -85,6 +87,11 @@ func buildIndex(res *Resources) *index {
 	for _, s := range res.Secrets {
 		if s != nil {
 			ix.secrets[key(&s.ObjectMeta)] = s
+		}
+	}
+	for _, c := range res.ConfigMaps {
+		if c != nil {
+			ix.configMaps[key(&c.ObjectMeta)] = c
 		}
 	}
 	for _, g := range res.ReferenceGrants {

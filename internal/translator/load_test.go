@@ -54,7 +54,8 @@ import (
 //     provision renders (internal/provider lists only those).
 //   - Secret stringData values TEST_CERT and TEST_KEY are replaced by
 //     testdata/tls.crt and testdata/tls.key; stringData is merged into data
-//     as the apiserver does.
+//     as the apiserver does. A ConfigMap data value TEST_CERT is replaced
+//     by testdata/tls.crt too (a CA bundle).
 
 // goldenInstallNamespace is the install namespace of every golden input.
 const goldenInstallNamespace = "coxswain-system"
@@ -228,6 +229,23 @@ func (in *loader) addDoc(doc []byte, strict bool) error {
 		}
 		o.StringData = nil
 		res.Secrets = append(res.Secrets, o)
+	case "ConfigMap":
+		o := &corev1.ConfigMap{}
+		if err := un(o); err != nil {
+			return err
+		}
+		for k, v := range o.Data {
+			if strings.TrimSpace(v) == "TEST_CERT" {
+				o.Data[k] = string(testFile("tls.crt"))
+			}
+		}
+		res.ConfigMaps = append(res.ConfigMaps, o)
+	case "BackendTLSPolicy":
+		o := &gwv1.BackendTLSPolicy{}
+		if err := un(o); err != nil {
+			return err
+		}
+		res.BackendTLSPolicies = append(res.BackendTLSPolicies, o)
 	case "Ingress":
 		o := &networkingv1.Ingress{}
 		if err := un(o); err != nil {

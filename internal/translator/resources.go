@@ -35,19 +35,23 @@ import (
 // from the informer caches. Slices may arrive in any order; Translate sorts
 // what it needs. Objects are read-only.
 type Resources struct {
-	GatewayClasses  []*gwv1.GatewayClass
-	Gateways        []*gwv1.Gateway
-	HTTPRoutes      []*gwv1.HTTPRoute
-	GRPCRoutes      []*gwv1.GRPCRoute
-	TLSRoutes       []*gwv1.TLSRoute
-	TCPRoutes       []*gwv1.TCPRoute
-	UDPRoutes       []*gwv1.UDPRoute
-	ListenerSets    []*gwv1.ListenerSet
-	ReferenceGrants []*gwv1beta1.ReferenceGrant
-	Namespaces      []*corev1.Namespace
-	Services        []*corev1.Service
-	EndpointSlices  []*discoveryv1.EndpointSlice
-	Secrets         []*corev1.Secret
+	GatewayClasses []*gwv1.GatewayClass
+	Gateways       []*gwv1.Gateway
+	HTTPRoutes     []*gwv1.HTTPRoute
+	GRPCRoutes     []*gwv1.GRPCRoute
+	TLSRoutes      []*gwv1.TLSRoute
+	TCPRoutes      []*gwv1.TCPRoute
+	UDPRoutes      []*gwv1.UDPRoute
+	ListenerSets   []*gwv1.ListenerSet
+	// BackendTLSPolicies and the ConfigMaps their caCertificateRefs (and
+	// frontend validation's) may name.
+	BackendTLSPolicies []*gwv1.BackendTLSPolicy
+	ConfigMaps         []*corev1.ConfigMap
+	ReferenceGrants    []*gwv1beta1.ReferenceGrant
+	Namespaces         []*corev1.Namespace
+	Services           []*corev1.Service
+	EndpointSlices     []*discoveryv1.EndpointSlice
+	Secrets            []*corev1.Secret
 
 	Ingresses              []*networkingv1.Ingress
 	IngressClasses         []*networkingv1.IngressClass
@@ -93,6 +97,9 @@ type Result struct {
 	TCPRoutes      []RouteStatus       `json:",omitempty"`
 	UDPRoutes      []RouteStatus       `json:",omitempty"`
 	ListenerSets   []ListenerSetStatus `json:",omitempty"`
+	// BackendTLSPolicies that have an ancestor (a Gateway of ours using a
+	// Service they select).
+	BackendTLSPolicies []PolicyStatus `json:",omitempty"`
 	// ListenerSetListeners are, per Gateway that takes ListenerSets, the
 	// listeners they add (for the Gateway's Services and proxies).
 	ListenerSetListeners []GatewayListeners `json:",omitempty"`

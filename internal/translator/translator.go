@@ -128,6 +128,14 @@ type translator struct {
 
 	scopes map[snapshot.Scope]*scopeBuilder
 
+	// BackendTLSPolicies (backendtlspolicy.go): every policy in precedence
+	// order, the winner per Service and sectionName, every policy of a
+	// Service, and the policies of the Service behind each endpoint set.
+	tlsPolicies  []*tlsPolicy
+	tlsWinners   map[tlsTarget]*tlsPolicy
+	tlsByService map[nn][]*tlsPolicy
+	setPolicies  map[string][]*tlsPolicy
+
 	icParamsSeen map[string]bool
 }
 
@@ -151,6 +159,7 @@ func Translate(res *Resources) *Result {
 	t.scope(snapshot.SharedPool())
 	t.processGatewayClasses()
 	t.processGateways()
+	t.processBackendTLSPolicies()
 	t.processRoutes()
 	t.buildGatewayScopes()
 	t.processIngresses()
@@ -180,6 +189,9 @@ func (t *translator) finish() {
 	for _, rs := range [][]RouteStatus{t.out.HTTPRoutes, t.out.GRPCRoutes, t.out.TLSRoutes, t.out.TCPRoutes, t.out.UDPRoutes} {
 		sort.SliceStable(rs, func(i, j int) bool { return nnLess(rs[i].NamespacedName, rs[j].NamespacedName) })
 	}
+	sort.SliceStable(t.out.BackendTLSPolicies, func(i, j int) bool {
+		return nnLess(t.out.BackendTLSPolicies[i].NamespacedName, t.out.BackendTLSPolicies[j].NamespacedName)
+	})
 	sort.SliceStable(t.out.ListenerSets, func(i, j int) bool {
 		return nnLess(t.out.ListenerSets[i].NamespacedName, t.out.ListenerSets[j].NamespacedName)
 	})

@@ -188,6 +188,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			}
 		}
 	}
+	for i := range res.BackendTLSPolicies {
+		if !record(w.backendTLSPolicy(ctx, &res.BackendTLSPolicies[i])) {
+			return errors.Join(errs...)
+		}
+	}
 	for i := range res.ListenerSets {
 		if !record(w.listenerSet(ctx, &res.ListenerSets[i])) {
 			return errors.Join(errs...)
@@ -291,6 +296,39 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 		return nil
 	}
 	return w.patch(ctx, "Gateway", obj, orig)
+}
+
+// backendTLSPolicy replaces this controller's entries of status.ancestors
+// with the desired ones and leaves every other controller's untouched.
+func (w *Writer) backendTLSPolicy(ctx context.Context, d *translator.PolicyStatus) error {
+	obj := &gwv1.BackendTLSPolicy{}
+	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	now := w.now()
+	out := []gwv1.PolicyAncestorStatus{}
+	for _, e := range obj.Status.Ancestors {
+		if string(e.ControllerName) != names.ControllerName {
+			out = append(out, e)
+		}
+	}
+	for _, da := range d.Status.Ancestors {
+		var prev []metav1.Condition
+		for _, e := range orig.Status.Ancestors {
+			if string(e.ControllerName) == names.ControllerName && apiequality.Semantic.DeepEqual(e.AncestorRef, da.AncestorRef) {
+				prev = e.Conditions
+			}
+		}
+		a := da
+		a.Conditions, _ = status.MergeConditions(prev, da.Conditions, obj.Generation, now)
+		out = append(out, a)
+	}
+	obj.Status.Ancestors = out
+	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		return nil
+	}
+	return w.patch(ctx, "BackendTLSPolicy", obj, orig)
 }
 
 func (w *Writer) listenerSet(ctx context.Context, d *translator.ListenerSetStatus) error {
