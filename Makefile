@@ -98,6 +98,7 @@ lint: golangci-lint ## Run golangci-lint (.golangci.yml): gofmt/goimports, govet
 .PHONY: test
 test: manifests generate fmt envtest kustomize ## Regenerate, then run unit, envtest (real kube-apiserver + etcd) and, as root, local-cluster tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" OLM_BIN="$(OLM)" OLM_CSVRBAC="$(OLM_CSVRBAC)" \
+	LOCALCLUSTER_COREDNS="$(COREDNS)" \
 		go test ./... -count=1 -timeout 40m $(TEST_ARGS)
 
 .PHONY: bench-propagation

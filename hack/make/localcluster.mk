@@ -4,6 +4,7 @@
 # Needs root and iproute2 (CI runs as root).
 
 ECHO_BASIC ?= $(LOCALBIN)/echo-basic
+COREDNS ?= $(LOCALBIN)/coredns
 LOCALCLUSTER ?= $(LOCALBIN)/localcluster
 LOCALCLUSTER_ARGS ?=
 
@@ -28,6 +29,13 @@ localcluster-assets: ## Build etcd, kube-apiserver, kubectl and kube-controller-
 echo-basic: | $(LOCALBIN) ## Build the Gateway API echo-basic server (the binary behind echo-basic images) into bin/.
 	cd test/localcluster/echobasic && CGO_ENABLED=0 go build -trimpath -o $(ECHO_BASIC) sigs.k8s.io/gateway-api/conformance/echo-basic
 
+# CoreDNS v1.12.2 (the conformance suite's coredns image tag) with only the
+# plugins the suite's Corefile uses; its own module keeps CoreDNS's
+# dependencies out of ours.
+.PHONY: coredns
+coredns: | $(LOCALBIN) ## Build CoreDNS (the binary behind coredns images: the conformance suite's UDP backend) into bin/.
+	cd test/localcluster/coredns && CGO_ENABLED=0 go build -trimpath -o $(COREDNS) .
+
 .PHONY: localcluster-bin
 localcluster-bin: | $(LOCALBIN) ## Build the localcluster command into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALCLUSTER) ./test/localcluster/cmd/localcluster
@@ -38,16 +46,16 @@ coxswain-bin: | $(LOCALBIN)
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain ./cmd/coxswain
 
 .PHONY: localcluster
-localcluster: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## Run the local cluster in the foreground (Ctrl-C stops it); prints KUBECONFIG.
-	$(LOCALCLUSTER) up --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain $(LOCALCLUSTER_ARGS)
+localcluster: localcluster-deps localcluster-assets echo-basic coredns localcluster-bin coxswain-bin ## Run the local cluster in the foreground (Ctrl-C stops it); prints KUBECONFIG.
+	$(LOCALCLUSTER) up --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain --coredns $(COREDNS) $(LOCALCLUSTER_ARGS)
 
 .PHONY: localcluster-down
 localcluster-down: localcluster-bin ## Remove what a crashed local cluster left behind (processes, pod namespaces, bridge).
 	$(LOCALCLUSTER) down
 
 .PHONY: test-localcluster
-test-localcluster: localcluster-deps localcluster-assets echo-basic ## Run the local cluster's own tests (needs root).
-	LOCALCLUSTER_ECHO_BASIC=$(ECHO_BASIC) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./test/localcluster/... -count=1 -v -timeout 10m $(TEST_ARGS)
+test-localcluster: localcluster-deps localcluster-assets echo-basic coredns ## Run the local cluster's own tests (needs root).
+	LOCALCLUSTER_ECHO_BASIC=$(ECHO_BASIC) LOCALCLUSTER_COREDNS=$(COREDNS) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" go test ./test/localcluster/... -count=1 -v -timeout 10m $(TEST_ARGS)
 
 .PHONY: dev
 dev: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## Run Coxswain on the local cluster (controller and proxies as local pods), with the samples and demo backends; prints curl commands. Ctrl-C stops it.
@@ -58,3 +66,6 @@ dev: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-
 dev-check: localcluster-deps localcluster-assets echo-basic localcluster-bin coxswain-bin ## make dev, then send its curl requests, check each reaches its backend, and stop (for CI).
 	$(LOCALCLUSTER) dev --check --assets "$(ENVTEST_ASSETS_DIR)" --echo-basic $(ECHO_BASIC) --coxswain $(LOCALBIN)/coxswain --repo $(CURDIR) \
 		--gateway-api-crds "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/standard" $(LOCALCLUSTER_ARGS)
+
+# The local-cluster tests in `make test` run the coredns image too.
+test: coredns

@@ -20,6 +20,8 @@
 #   LOCALCLUSTER       bin/localcluster
 #   COXSWAIN           bin/coxswain (the binary behind coxswain images)
 #   ECHO_BASIC         bin/echo-basic
+#   COREDNS            bin/coredns (the binary behind the coredns image, the
+#                      suite's UDP backend)
 #   ASSETS             envtest asset directory (etcd, kube-apiserver,
 #                      kube-controller-manager, kubectl)
 #   REPO               repository root (config/default is applied from it)
@@ -43,7 +45,7 @@
 # stop the cluster (SIGTERM to its PID) whatever happened.
 set -euo pipefail
 
-: "${LOCALCLUSTER:?}" "${COXSWAIN:?}" "${ECHO_BASIC:?}" "${ASSETS:?}" "${REPO:?}"
+: "${LOCALCLUSTER:?}" "${COXSWAIN:?}" "${ECHO_BASIC:?}" "${COREDNS:?}" "${ASSETS:?}" "${REPO:?}"
 : "${GATEWAY_API_CRDS:?}" "${TEST_BIN:?}" "${REPORT:?}" "${WORKDIR:?}"
 VERSION="${VERSION:-dev}"
 PROFILES="${PROFILES:-GATEWAY-HTTP}"
@@ -60,7 +62,7 @@ log() { printf '==> %s\n' "$*"; }
 die() { printf 'conformance: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (the local cluster uses network namespaces and a bridge)"
-for f in "$LOCALCLUSTER" "$COXSWAIN" "$ECHO_BASIC" "$ASSETS/kubectl" "$TEST_BIN"; do
+for f in "$LOCALCLUSTER" "$COXSWAIN" "$ECHO_BASIC" "$COREDNS" "$ASSETS/kubectl" "$TEST_BIN"; do
 	[ -x "$f" ] || die "missing executable $f"
 done
 [ -d "$GATEWAY_API_CRDS" ] || die "missing Gateway API CRD directory $GATEWAY_API_CRDS"
@@ -100,7 +102,7 @@ kubectl() { timeout 300 "$ASSETS/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
 
 log "starting the local cluster (log: $CLUSTER_LOG; waits up to ${LOCK_WAIT}s for another local cluster to stop)"
 "$LOCALCLUSTER" up --assets "$ASSETS" --dir "$WORKDIR/cluster" \
-	--echo-basic "$ECHO_BASIC" --coxswain "$COXSWAIN" --lock-wait "${LOCK_WAIT}s" \
+	--echo-basic "$ECHO_BASIC" --coxswain "$COXSWAIN" --coredns "$COREDNS" --lock-wait "${LOCK_WAIT}s" \
 	--kubeconfig-out "$KUBECONFIG" --ready-file "$READY" >"$CLUSTER_LOG" 2>&1 &
 LC_PID=$!
 for _ in $(seq 1 $(((LOCK_WAIT + 180) * 2))); do

@@ -39,7 +39,9 @@ type Config struct {
 	// Dir is the work directory (etcd data, keys, kubeconfig, pod files,
 	// logs). It is wiped at start. Default: <state dir>/run.
 	Dir string
-	// Binaries maps images to local binaries.
+	// Binaries maps images to local binaries. An empty Binaries.CoreDNS
+	// defaults to $LOCALCLUSTER_COREDNS, so every harness (make test-e2e,
+	// make test-localcluster) gets the CoreDNS make coredns built.
 	Binaries Binaries
 	// NodeName is the one Node's name. Default "localcluster".
 	NodeName string
@@ -89,7 +91,10 @@ func (c *Config) defaults() error {
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 2 * time.Minute
 	}
-	for _, b := range []*string{&c.Binaries.EchoBasic, &c.Binaries.Coxswain} {
+	if c.Binaries.CoreDNS == "" {
+		c.Binaries.CoreDNS = os.Getenv("LOCALCLUSTER_COREDNS")
+	}
+	for _, b := range []*string{&c.Binaries.EchoBasic, &c.Binaries.Coxswain, &c.Binaries.CoreDNS} {
 		if *b == "" {
 			continue
 		}

@@ -41,6 +41,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coxswain-go/coxswain/internal/testkit"
+	"github.com/coxswain-go/coxswain/test/localcluster"
 )
 
 const (
@@ -62,6 +63,43 @@ func echoBasic(t *testing.T) string {
 	cmd.Dir = filepath.Join(testkit.RepoRoot(), "test", "localcluster", "echobasic")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building echo-basic: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// localClusterAssets skips the test unless it can run a local cluster
+// (root, iproute2) and returns the asset directory.
+func localClusterAssets(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: the local cluster needs root (network namespaces, a bridge, bind mounts); CI runs as root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
+	}
+	assets, err := testkit.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.Preflight(assets); err != nil {
+		t.Fatal(err)
+	}
+	return assets
+}
+
+// coreDNS returns the CoreDNS binary behind coredns images:
+// $LOCALCLUSTER_COREDNS (make coredns builds bin/coredns), else built from
+// its own module (test/localcluster/coredns).
+func coreDNS(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LOCALCLUSTER_COREDNS"); p != "" {
+		return p
+	}
+	bin := filepath.Join(t.TempDir(), "coredns")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(testkit.RepoRoot(), "test", "localcluster", "coredns")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building coredns: %v\n%s", err, out)
 	}
 	return bin
 }

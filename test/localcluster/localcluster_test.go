@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -55,19 +54,7 @@ import (
 // stops the cluster - checking that no process, namespace or bridge is
 // left.
 func TestLocalCluster(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: the local cluster needs root (network namespaces, a bridge, bind mounts); CI runs as root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: iproute2's `ip` is missing (apt-get install -y iproute2, or `make localcluster-deps`)")
-	}
-	assets, err := testkit.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := localcluster.Preflight(assets); err != nil {
-		t.Fatal(err)
-	}
+	assets := localClusterAssets(t)
 	if _, err := os.Stat(tlsMount); err == nil {
 		t.Fatalf("%s exists on the host; the test needs it absent", tlsMount)
 	}

@@ -30,6 +30,11 @@ type Binaries struct {
 	// Coxswain is our binary; it runs images named coxswain (any registry,
 	// any tag CoxswainTags does not name).
 	Coxswain string
+	// CoreDNS is a CoreDNS build (test/localcluster/coredns: the plugins
+	// the Gateway API conformance suite's Corefile uses); it runs images
+	// named coredns (registry.k8s.io/coredns/coredns:v1.12.2, the suite's
+	// UDP backend).
+	CoreDNS string
 	// CoxswainTags runs other builds of Coxswain side by side: the image
 	// coxswain:<tag> runs CoxswainTags[tag]. Upgrade tests install one
 	// release's image and move to another's.
@@ -38,26 +43,21 @@ type Binaries struct {
 	// element, without tag or digest, is a key runs that key's binary
 	// (for example "olm" for quay.io/operator-framework/olm:v0.38.0, the
 	// OLM operator the OLM end-to-end test runs). It is consulted after
-	// echo-basic and coxswain.
+	// echo-basic, coxswain and coredns.
 	Images map[string]string
 }
 
-// launchKind says what runs for a container.
-type launchKind int
-
-const (
-	launchBinary      launchKind = iota // a mapped local binary
-	launchPlaceholder                   // a ready placeholder listener
-)
-
-// launchPlan is the pure result of mapping one container.
+// launchPlan is the pure result of mapping one container: the local
+// binary that runs for it.
 type launchPlan struct {
-	kind launchKind
-	path string   // binary (launchBinary)
+	path string   // the mapped binary
 	args []string // argv[1:]
-	// defaultPort is the port readiness waits for when the container
-	// declares none (echo-basic listens on 3000 without declaring it).
-	defaultPort int32
+	// defaultPort is the TCP port readiness waits for when the container
+	// declares none (echo-basic listens on 3000, CoreDNS on 53, without
+	// declaring it); defaultPortEnv names an environment variable that
+	// overrides it (echo-basic's HTTP_PORT).
+	defaultPort    int32
+	defaultPortEnv string
 }
 
 // imageName is the last path element of an image reference without tag or
@@ -107,18 +107,23 @@ func (b Binaries) planLaunch(image string, command, args []string) (launchPlan, 
 		if b.EchoBasic == "" {
 			return launchPlan{}, fmt.Errorf("image %q runs the echo-basic binary, but none is configured (set --echo-basic or LOCALCLUSTER_ECHO_BASIC)", image)
 		}
-		return launchPlan{kind: launchBinary, path: b.EchoBasic, args: argv, defaultPort: 3000}, nil
+		return launchPlan{path: b.EchoBasic, args: argv, defaultPort: 3000, defaultPortEnv: "HTTP_PORT"}, nil
 	case name == "coxswain" && b.CoxswainTags[imageTag(image)] != "":
-		return launchPlan{kind: launchBinary, path: b.CoxswainTags[imageTag(image)], args: argv}, nil
+		return launchPlan{path: b.CoxswainTags[imageTag(image)], args: argv}, nil
 	case name == "coxswain":
 		if b.Coxswain == "" {
 			return launchPlan{}, fmt.Errorf("image %q runs the coxswain binary, but none is configured (set --coxswain or LOCALCLUSTER_COXSWAIN)", image)
 		}
-		return launchPlan{kind: launchBinary, path: b.Coxswain, args: argv}, nil
+		return launchPlan{path: b.Coxswain, args: argv}, nil
 	case name == "coredns":
-		return launchPlan{kind: launchPlaceholder}, nil
+		if b.CoreDNS == "" {
+			return launchPlan{}, fmt.Errorf("image %q runs the coredns binary, but none is configured (set --coredns or LOCALCLUSTER_COREDNS; make coredns builds it)", image)
+		}
+		// CoreDNS serves DNS on 53 over UDP and TCP; readiness connects
+		// to the TCP side.
+		return launchPlan{path: b.CoreDNS, args: argv, defaultPort: 53}, nil
 	case b.Images[name] != "":
-		return launchPlan{kind: launchBinary, path: b.Images[name], args: argv}, nil
+		return launchPlan{path: b.Images[name], args: argv}, nil
 	default:
 		return launchPlan{}, fmt.Errorf("image %q has no local binary: the local kubelet runs only echo-basic, coxswain and coredns images and those Binaries.Images names", image)
 	}

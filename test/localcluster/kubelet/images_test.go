@@ -23,20 +23,20 @@ import (
 )
 
 func TestPlanLaunch(t *testing.T) {
-	b := Binaries{EchoBasic: "/bin/echo-basic", Coxswain: "/bin/coxswain"}
+	b := Binaries{EchoBasic: "/bin/echo-basic", Coxswain: "/bin/coxswain", CoreDNS: "/bin/coredns"}
 	tests := []struct {
 		image         string
 		command, args []string
 		want          launchPlan
 		wantErr       string
 	}{
-		{image: "registry.k8s.io/gateway-api/echo-basic:v1.5.1", want: launchPlan{kind: launchBinary, path: "/bin/echo-basic", args: []string{}, defaultPort: 3000}},
-		{image: "gcr.io/k8s-staging-gateway-api/echo-basic@sha256:abcd", args: []string{"-x"}, want: launchPlan{kind: launchBinary, path: "/bin/echo-basic", args: []string{"-x"}, defaultPort: 3000}},
-		{image: "coxswain:dev", args: []string{"proxy", "--a=b"}, want: launchPlan{kind: launchBinary, path: "/bin/coxswain", args: []string{"proxy", "--a=b"}}},
+		{image: "registry.k8s.io/gateway-api/echo-basic:v1.5.1", want: launchPlan{path: "/bin/echo-basic", args: []string{}, defaultPort: 3000, defaultPortEnv: "HTTP_PORT"}},
+		{image: "gcr.io/k8s-staging-gateway-api/echo-basic@sha256:abcd", args: []string{"-x"}, want: launchPlan{path: "/bin/echo-basic", args: []string{"-x"}, defaultPort: 3000, defaultPortEnv: "HTTP_PORT"}},
+		{image: "coxswain:dev", args: []string{"proxy", "--a=b"}, want: launchPlan{path: "/bin/coxswain", args: []string{"proxy", "--a=b"}}},
 		{image: "ghcr.io/coxswain-go/coxswain:v1.0.0", command: []string{"/coxswain", "controller"}, args: []string{"--v=2"},
-			want: launchPlan{kind: launchBinary, path: "/bin/coxswain", args: []string{"controller", "--v=2"}}},
-		{image: "localhost:5000/coxswain", want: launchPlan{kind: launchBinary, path: "/bin/coxswain", args: []string{}}},
-		{image: "registry.k8s.io/coredns/coredns:v1.12.2", args: []string{"-conf", "/root/Corefile"}, want: launchPlan{kind: launchPlaceholder}},
+			want: launchPlan{path: "/bin/coxswain", args: []string{"controller", "--v=2"}}},
+		{image: "localhost:5000/coxswain", want: launchPlan{path: "/bin/coxswain", args: []string{}}},
+		{image: "registry.k8s.io/coredns/coredns:v1.12.2", args: []string{"-conf", "/root/Corefile"}, want: launchPlan{path: "/bin/coredns", args: []string{"-conf", "/root/Corefile"}, defaultPort: 53}},
 		{image: "nginx:1.27", wantErr: `image "nginx:1.27" has no local binary`},
 		{image: "example.com/coxswain-operator:v1", wantErr: "has no local binary"},
 	}
@@ -78,5 +78,8 @@ func TestPlanLaunch(t *testing.T) {
 	}
 	if _, err := (Binaries{}).planLaunch("coxswain:dev", nil, nil); err == nil || !strings.Contains(err.Error(), "LOCALCLUSTER_COXSWAIN") {
 		t.Errorf("unconfigured coxswain binary: %v", err)
+	}
+	if _, err := (Binaries{}).planLaunch("registry.k8s.io/coredns/coredns:v1.12.2", nil, nil); err == nil || !strings.Contains(err.Error(), "LOCALCLUSTER_COREDNS") {
+		t.Errorf("unconfigured coredns binary: %v", err)
 	}
 }

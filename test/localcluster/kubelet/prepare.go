@@ -120,7 +120,7 @@ func (r *podRunner) baseEnv(pod *corev1.Pod) []corev1.EnvVar {
 
 // launchSpec is the shim's launch file for one container: its environment,
 // its volume mounts (volumes maps volume names to host paths), and the
-// mapped binary with $(VAR)-expanded args, or a placeholder.
+// mapped binary with $(VAR)-expanded args.
 func (r *podRunner) launchSpec(c *containerState, env []string, vals, volumes map[string]string) (shimSpec, error) {
 	spec := shimSpec{HostMountNS: r.k.hostMountNS, Env: env, Dir: r.dir}
 	for _, vm := range c.spec.VolumeMounts {
@@ -135,10 +135,6 @@ func (r *podRunner) launchSpec(c *containerState, env []string, vals, volumes ma
 			}
 		}
 		spec.Mounts = append(spec.Mounts, shimMount{Source: src, Target: filepath.Clean(vm.MountPath), ReadOnly: vm.ReadOnly})
-	}
-	if c.plan.kind == launchPlaceholder {
-		spec.Placeholder = &placeholderSpec{TCPPorts: placeholderPorts(&c.spec)}
-		return spec, nil
 	}
 	spec.Path = c.plan.path
 	for _, a := range c.plan.args {

@@ -65,8 +65,10 @@ func readinessTarget(c *corev1.Container, plan launchPlan, env map[string]string
 	}
 	if plan.defaultPort != 0 {
 		port := plan.defaultPort
-		if v, err := strconv.Atoi(env["HTTP_PORT"]); err == nil && v > 0 && v < 65536 {
-			port = int32(v)
+		if plan.defaultPortEnv != "" {
+			if v, err := strconv.Atoi(env[plan.defaultPortEnv]); err == nil && v > 0 && v < 65536 {
+				port = int32(v)
+			}
 		}
 		return probeTarget{port: port}
 	}
@@ -83,36 +85,6 @@ func resolvePort(c *corev1.Container, p intstr.IntOrString) int32 {
 		}
 	}
 	return 0
-}
-
-// placeholderPorts are the TCP ports a placeholder serves: its declared
-// container ports and its probe ports.
-func placeholderPorts(c *corev1.Container) []int32 {
-	seen := map[int32]bool{}
-	var ports []int32
-	add := func(p int32) {
-		if p > 0 && !seen[p] {
-			seen[p] = true
-			ports = append(ports, p)
-		}
-	}
-	for _, p := range c.Ports {
-		if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
-			add(p.ContainerPort)
-		}
-	}
-	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
-		if pr == nil {
-			continue
-		}
-		switch {
-		case pr.HTTPGet != nil:
-			add(resolvePort(c, pr.HTTPGet.Port))
-		case pr.TCPSocket != nil:
-			add(resolvePort(c, pr.TCPSocket.Port))
-		}
-	}
-	return ports
 }
 
 // probe checks readiness of a running container.

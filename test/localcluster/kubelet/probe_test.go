@@ -17,7 +17,6 @@ limitations under the License.
 package kubelet
 
 import (
-	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +24,8 @@ import (
 )
 
 func TestReadinessTarget(t *testing.T) {
-	echo := launchPlan{kind: launchBinary, defaultPort: 3000}
+	echo := launchPlan{defaultPort: 3000, defaultPortEnv: "HTTP_PORT"}
+	coredns := launchPlan{defaultPort: 53}
 	tests := []struct {
 		name string
 		c    corev1.Container
@@ -35,6 +35,7 @@ func TestReadinessTarget(t *testing.T) {
 	}{
 		{"image default", corev1.Container{}, echo, nil, probeTarget{port: 3000}},
 		{"HTTP_PORT overrides the default", corev1.Container{}, echo, map[string]string{"HTTP_PORT": "8080"}, probeTarget{port: 8080}},
+		{"coredns: 53, HTTP_PORT means nothing", corev1.Container{}, coredns, map[string]string{"HTTP_PORT": "8080"}, probeTarget{port: 53}},
 		{"first TCP container port", corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {ContainerPort: 9000}}}, echo, nil, probeTarget{port: 9000}},
 		{"nothing to wait for", corev1.Container{}, launchPlan{}, nil, probeTarget{}},
 		{"readiness httpGet by port name", corev1.Container{
@@ -49,16 +50,5 @@ func TestReadinessTarget(t *testing.T) {
 		if got := readinessTarget(&tt.c, tt.plan, tt.env); got != tt.want {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
-	}
-}
-
-func TestPlaceholderPorts(t *testing.T) {
-	c := &corev1.Container{
-		Ports:          []corev1.ContainerPort{{ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {ContainerPort: 53, Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9153}},
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8181)}}},
-		LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("metrics")}}},
-	}
-	if got, want := placeholderPorts(c), []int32{53, 9153, 8181}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }

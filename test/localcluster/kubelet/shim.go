@@ -19,12 +19,11 @@ package kubelet
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The local kubelet starts every container through a small shim: this very
@@ -46,19 +45,12 @@ type shimSpec struct {
 	Args        []string    `json:"args,omitempty"`
 	Env         []string    `json:"env"`
 	Dir         string      `json:"dir,omitempty"`
-	// Placeholder, when set, makes the shim itself the container: it
-	// listens on these TCP ports and answers HTTP 200 until it is stopped.
-	Placeholder *placeholderSpec `json:"placeholder,omitempty"`
 }
 
 type shimMount struct {
 	Source   string `json:"source"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readOnly,omitempty"`
-}
-
-type placeholderSpec struct {
-	TCPPorts []int32 `json:"tcpPorts,omitempty"`
 }
 
 func init() {
@@ -95,8 +87,30 @@ func runShim(path string) error {
 			return fmt.Errorf("making / private: %w", err)
 		}
 	}
-	for _, m := range spec.Mounts {
-		if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+	// What the container needs from the host - the volume sources, the
+	// binary and the pod directory - is opened before the first mount,
+	// since a mountPath may cover any of them: the conformance suite's
+	// CoreDNS mounts its ConfigMap at /root, which may hold the checkout
+	// with the binary or the work directory with the volumes.
+	sources := make([]string, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		fd, err := openPath(m.Source)
+		if err != nil {
+			return fmt.Errorf("volume source %s: %w", m.Source, err)
+		}
+		sources[i] = fdPath(fd)
+	}
+	exe, err := openPath(spec.Path)
+	if err != nil {
+		return fmt.Errorf("binary %s: %w", spec.Path, err)
+	}
+	if spec.Dir != "" {
+		if err := os.Chdir(spec.Dir); err != nil {
+			return err
+		}
+	}
+	for i, m := range spec.Mounts {
+		if err := syscall.Mount(sources[i], m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind-mounting %s at %s: %w", m.Source, m.Target, err)
 		}
 		if m.ReadOnly {
@@ -105,34 +119,25 @@ func runShim(path string) error {
 			}
 		}
 	}
-	if spec.Dir != "" {
-		if err := os.Chdir(spec.Dir); err != nil {
-			return err
-		}
-	}
-	if spec.Placeholder != nil {
-		return runPlaceholder(spec.Placeholder)
-	}
 	argv := append([]string{spec.Path}, spec.Args...)
-	return syscall.Exec(spec.Path, argv, spec.Env)
+	return syscall.Exec(execPath(spec.Path, exe), argv, spec.Env)
 }
 
-// runPlaceholder listens on the given ports, answers every HTTP request
-// with 200, and returns on SIGTERM or SIGINT.
-func runPlaceholder(p *placeholderSpec) error {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("localcluster placeholder\n"))
-	})
-	for _, port := range p.TCPPorts {
-		ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(int(port))))
-		if err != nil {
-			return err
-		}
-		go func() { _ = http.Serve(ln, handler) }() // local test placeholder
+// openPath opens path as an O_PATH descriptor (closed on exec), which
+// keeps reaching the file after a mount covers path.
+func openPath(path string) (int, error) {
+	return unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+}
+
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// execPath is path when it still names the file opened as fd, else the
+// descriptor's /proc path (a volume covers the binary).
+func execPath(path string, fd int) string {
+	var opened, now unix.Stat_t
+	if unix.Fstat(fd, &opened) == nil && unix.Stat(path, &now) == nil &&
+		opened.Dev == now.Dev && opened.Ino == now.Ino {
+		return path
 	}
-	fmt.Println("localcluster placeholder ready")
-	<-sig
-	return nil
+	return fdPath(fd)
 }

@@ -20,17 +20,38 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
-// serviceBackends maps "<ns>/<svc>/<port name>" to the endpoint addresses
-// new connections of that port go to ("ip:port", sorted): the ready ones
-// or, as kube-proxy does when a Service has none, those still serving while
-// they terminate (a pod being deleted shows ready=false, terminating=true
-// and serving while it passes its readiness probe). Connections already
-// open to an endpoint that leaves the list are left alone.
+// backendKey names the endpoints of one Service port: "tcp/<ns>/<svc>/<port
+// name>" or "udp/<ns>/<svc>/<port name>". EndpointSlice ports are matched to
+// Service ports by name and protocol.
+func backendKey(proto corev1.Protocol, namespace, service, portName string) string {
+	return strings.ToLower(string(proto)) + "/" + namespace + "/" + service + "/" + portName
+}
+
+// proxied reports whether the proxy serves a port of this protocol (an
+// empty protocol is TCP); SCTP is not.
+func proxied(proto corev1.Protocol) (corev1.Protocol, bool) {
+	switch proto {
+	case "", corev1.ProtocolTCP:
+		return corev1.ProtocolTCP, true
+	case corev1.ProtocolUDP:
+		return corev1.ProtocolUDP, true
+	}
+	return proto, false
+}
+
+// serviceBackends maps each Service port's backendKey to the endpoint
+// addresses new connections (TCP) or sessions (UDP) of that port go to
+// ("ip:port", sorted): the ready ones or, as kube-proxy does when a Service
+// has none, those still serving while they terminate (a pod being deleted
+// shows ready=false, terminating=true and serving while it passes its
+// readiness probe). Connections and sessions already open to an endpoint
+// that leaves the list are left alone.
 func serviceBackends(slices []*discoveryv1.EndpointSlice) map[string][]string {
 	ready, terminating := map[string][]string{}, map[string][]string{}
 	for _, s := range slices {
@@ -39,14 +60,19 @@ func serviceBackends(slices []*discoveryv1.EndpointSlice) map[string][]string {
 			continue
 		}
 		for _, p := range s.Ports {
-			if p.Port == nil || (p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP) {
+			var proto corev1.Protocol
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			proto, ok := proxied(proto)
+			if p.Port == nil || !ok {
 				continue
 			}
 			name := ""
 			if p.Name != nil {
 				name = *p.Name
 			}
-			key := s.Namespace + "/" + svc + "/" + name
+			key := backendKey(proto, s.Namespace, svc, name)
 			for _, e := range s.Endpoints {
 				var into map[string][]string
 				switch c := e.Conditions; {

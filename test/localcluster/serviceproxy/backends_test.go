@@ -44,7 +44,10 @@ func TestServiceBackends(t *testing.T) {
 			{Addresses: []string{"10.244.1.3"}, Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
 		},
 	}})
-	want := map[string][]string{"ns/web/http": {"10.244.1.2:3000", "10.244.1.9:3000"}}
+	want := map[string][]string{
+		"tcp/ns/web/http": {"10.244.1.2:3000", "10.244.1.9:3000"},
+		"udp/ns/web/dns":  {"10.244.1.2:53", "10.244.1.9:53"},
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -79,7 +82,7 @@ func TestServiceBackends(t *testing.T) {
 			{Addresses: []string{"10.244.1.7"}, Conditions: terminating(false)},
 		}, nil},
 	} {
-		if got := serviceBackends([]*discoveryv1.EndpointSlice{slice(tc.eps...)})["ns/t/http"]; !reflect.DeepEqual(got, tc.want) {
+		if got := serviceBackends([]*discoveryv1.EndpointSlice{slice(tc.eps...)})["tcp/ns/t/http"]; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -50,18 +50,18 @@ func nameServer(t *testing.T, name string) string {
 // stops the listeners.
 func TestForward(t *testing.T) {
 	p := New(nil, nil, t.Logf)
-	p.backends = map[string][]string{"ns/web/http": {nameServer(t, "a"), nameServer(t, "b")}}
+	p.backends = map[string][]string{"tcp/ns/web/http": {nameServer(t, "a"), nameServer(t, "b")}}
 	listen := func(key string) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		fe := &frontend{ln: ln, key: key}
-		p.frontends[ln.Addr().String()] = fe
+		p.frontends["tcp/"+ln.Addr().String()] = fe
 		go p.serve(fe)
 		return ln.Addr().String()
 	}
-	web, empty := listen("ns/web/http"), listen("ns/none/http")
+	web, empty := listen("tcp/ns/web/http"), listen("tcp/ns/none/http")
 	read := func(addr string) (string, error) {
 		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {

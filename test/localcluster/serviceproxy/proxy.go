@@ -18,23 +18,32 @@ limitations under the License.
 // controller, in user space: every Service ClusterIP, and for Services of
 // type LoadBalancer a VIP from the node's /24 (10.244.0.2-254), is added to
 // the bridge as a /32, and the proxy listens on each of those addresses and
-// TCP Service ports and forwards each new connection to a ready endpoint
-// (round robin) at its target port; an open connection stays with its
-// endpoint until either side closes it, also while that endpoint
-// terminates. LoadBalancer Services get the VIP in
-// status.loadBalancer.ingress. Pods reach these addresses through their
-// default route (the bridge address) and the host reaches them directly.
-// UDP ports are not proxied. Clients' source addresses are not kept: the
-// backend sees a connection from the bridge address.
+// each TCP and UDP Service port. A new TCP connection is forwarded to a
+// ready endpoint (round robin) at its target port and stays with that
+// endpoint until either side closes it, also while the endpoint terminates.
+// UDP datagrams are relayed per client address: the first datagram from a
+// client opens a session, a connected socket toward one endpoint (round
+// robin), that carries the client's datagrams there and the endpoint's
+// replies back from the frontend socket, so the client sees them come from
+// the address it sent to; a session ends after 30 s without traffic, when
+// the endpoint refuses (ICMP port unreachable) or with its frontend, and
+// the number of sessions per frontend is bounded. LoadBalancer Services get
+// the VIP in status.loadBalancer.ingress. Pods reach these addresses
+// through their default route (the bridge address) and the host reaches
+// them directly. SCTP ports are not proxied. Clients' source addresses are
+// not kept: the backend sees connections and datagrams from the bridge
+// address.
 //
 // proxy.go reconciles addresses, listeners and VIPs; backends.go computes
-// where connections go; forward.go accepts and splices connections.
+// where connections go; forward.go accepts and splices TCP connections;
+// udp.go relays UDP datagrams.
 package serviceproxy
 
 import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,16 +65,38 @@ type Proxy struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	frontends map[string]*frontend // "ip:port" -> listener
+	frontends map[string]*frontend // "tcp/ip:port" or "udp/ip:port" -> listener
 	addrs     map[string]bool      // addresses added to the bridge
 	vips      map[string]string    // "<ns>/<svc>" -> VIP
-	backends  map[string][]string  // "<ns>/<svc>/<port name>" -> ready "ip:port"
+	backends  map[string][]string  // backendKey -> ready "ip:port"
 	rr        atomic.Uint64
+
+	// UDP session bounds (udpIdleTimeout, maxUDPSessions; tests shorten).
+	udpIdle        time.Duration
+	udpMaxSessions int
 }
 
+// frontend is one listener: a TCP listener (ln) or a UDP socket (udp).
 type frontend struct {
 	ln  net.Listener
-	key string // backends key
+	udp *udpFrontend
+	key string // backends key (guarded by Proxy.mu)
+}
+
+// close stops the listener; a UDP frontend's sessions end with it.
+func (fe *frontend) close() {
+	if fe.ln != nil {
+		_ = fe.ln.Close()
+	}
+	if fe.udp != nil {
+		fe.udp.close()
+	}
+}
+
+// frontendKey names a listener: "tcp/ip:port" or "udp/ip:port", so a TCP
+// and a UDP port with the same number coexist on one address.
+func frontendKey(proto corev1.Protocol, hostPort string) string {
+	return strings.ToLower(string(proto)) + "/" + hostPort
 }
 
 // New returns a proxy that serves nothing until the first Reconcile.
@@ -74,6 +105,7 @@ func New(client kubernetes.Interface, n *network.Network, logf func(string, ...a
 	return &Proxy{
 		client: client, net: n, logf: logf, ctx: ctx, cancel: cancel,
 		frontends: map[string]*frontend{}, addrs: map[string]bool{}, vips: map[string]string{}, backends: map[string][]string{},
+		udpIdle: udpIdleTimeout, udpMaxSessions: maxUDPSessions,
 	}
 }
 
@@ -134,8 +166,8 @@ func (p *Proxy) reconcileVIPsLocked(services []*corev1.Service) []statusUpdate {
 	return updates
 }
 
-// desiredFrontendsLocked lists the listeners the Services need ("ip:port"
-// -> backends key) and the addresses they listen on.
+// desiredFrontendsLocked lists the listeners the Services need (frontendKey
+// -> backendKey) and the addresses they listen on.
 func (p *Proxy) desiredFrontendsLocked(services []*corev1.Service) (want map[string]string, wantAddrs map[string]bool) {
 	want, wantAddrs = map[string]string{}, map[string]bool{}
 	for _, svc := range services {
@@ -146,10 +178,12 @@ func (p *Proxy) desiredFrontendsLocked(services []*corev1.Service) (want map[str
 		for _, addr := range frontendAddresses(svc, p.vips[key]) {
 			wantAddrs[addr] = true
 			for _, sp := range svc.Spec.Ports {
-				if sp.Protocol != "" && sp.Protocol != corev1.ProtocolTCP {
+				proto, ok := proxied(sp.Protocol)
+				if !ok {
 					continue
 				}
-				want[net.JoinHostPort(addr, strconv.Itoa(int(sp.Port)))] = key + "/" + sp.Name
+				hp := net.JoinHostPort(addr, strconv.Itoa(int(sp.Port)))
+				want[frontendKey(proto, hp)] = backendKey(proto, svc.Namespace, svc.Name, sp.Name)
 			}
 		}
 	}
@@ -158,10 +192,10 @@ func (p *Proxy) desiredFrontendsLocked(services []*corev1.Service) (want map[str
 
 // closeUnwantedLocked closes the listeners no Service needs any more.
 func (p *Proxy) closeUnwantedLocked(want map[string]string) {
-	for hp, fe := range p.frontends {
-		if _, ok := want[hp]; !ok {
-			_ = fe.ln.Close()
-			delete(p.frontends, hp)
+	for fk, fe := range p.frontends {
+		if _, ok := want[fk]; !ok {
+			fe.close()
+			delete(p.frontends, fk)
 		}
 	}
 }
@@ -192,23 +226,36 @@ func (p *Proxy) reconcileAddressesLocked(wantAddrs map[string]bool) {
 // openFrontendsLocked points existing listeners at their (possibly
 // renamed) backends and opens the missing ones on addresses the bridge has.
 func (p *Proxy) openFrontendsLocked(want map[string]string) {
-	for hp, key := range want {
-		if fe, ok := p.frontends[hp]; ok {
+	for fk, key := range want {
+		if fe, ok := p.frontends[fk]; ok {
 			fe.key = key
 			continue
 		}
+		proto, hp, _ := strings.Cut(fk, "/")
 		host, _, _ := net.SplitHostPort(hp)
 		if !p.addrs[host] {
 			continue
 		}
-		ln, err := net.Listen("tcp", hp)
-		if err != nil {
-			p.logf("service frontend %s: %v", hp, err)
-			continue
+		fe := &frontend{key: key}
+		switch proto {
+		case "udp":
+			u, err := p.listenUDP(hp)
+			if err != nil {
+				p.logf("service frontend %s: %v", fk, err)
+				continue
+			}
+			fe.udp = u
+			go p.serveUDP(fe)
+		default:
+			ln, err := net.Listen("tcp", hp)
+			if err != nil {
+				p.logf("service frontend %s: %v", fk, err)
+				continue
+			}
+			fe.ln = ln
+			go p.serve(fe)
 		}
-		fe := &frontend{ln: ln, key: key}
-		p.frontends[hp] = fe
-		go p.serve(fe)
+		p.frontends[fk] = fe
 	}
 }
 
@@ -237,8 +284,8 @@ func (p *Proxy) Close() {
 	p.cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for hp, fe := range p.frontends {
-		_ = fe.ln.Close()
-		delete(p.frontends, hp)
+	for fk, fe := range p.frontends {
+		fe.close()
+		delete(p.frontends, fk)
 	}
 }

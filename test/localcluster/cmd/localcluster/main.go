@@ -67,7 +67,7 @@ func newUpCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.StartTimeout = startTimeout
-			for _, p := range []*string{&cfg.Binaries.EchoBasic, &cfg.Binaries.Coxswain} {
+			for _, p := range []*string{&cfg.Binaries.EchoBasic, &cfg.Binaries.Coxswain, &cfg.Binaries.CoreDNS} {
 				if *p != "" {
 					abs, err := filepath.Abs(*p)
 					if err != nil {
@@ -124,6 +124,7 @@ func newUpCommand() *cobra.Command {
 	f.StringVar(&cfg.Dir, "dir", "", "work directory, wiped at start (default "+filepath.Join(localcluster.StateDir(), "run")+")")
 	f.StringVar(&cfg.Binaries.EchoBasic, "echo-basic", os.Getenv("LOCALCLUSTER_ECHO_BASIC"), "echo-basic binary for echo-basic images (env LOCALCLUSTER_ECHO_BASIC)")
 	f.StringVar(&cfg.Binaries.Coxswain, "coxswain", os.Getenv("LOCALCLUSTER_COXSWAIN"), "coxswain binary for coxswain images (env LOCALCLUSTER_COXSWAIN)")
+	f.StringVar(&cfg.Binaries.CoreDNS, "coredns", os.Getenv("LOCALCLUSTER_COREDNS"), "CoreDNS binary for coredns images, e.g. the conformance suite's UDP backend (env LOCALCLUSTER_COREDNS; make coredns builds bin/coredns)")
 	f.StringVar(&kubeconfigOut, "kubeconfig-out", "", "also write the admin kubeconfig here")
 	f.StringVar(&readyFile, "ready-file", "", "write the kubeconfig path to this file once ready (removed at stop)")
 	f.DurationVar(&startTimeout, "start-timeout", 2*time.Minute, "bound on startup")
