@@ -39,6 +39,8 @@ type listenerBuilder struct {
 	l      snapshot.Listener
 	vhosts map[string]*vhostBuilder
 	sni    []snapshot.SNICertificate
+	// clientValidation of the port (HTTPS; the Gateway's frontend TLS).
+	clientValidation *snapshot.ClientValidation
 	// streams are the stream routes of a TLS, TCP or UDP listener by SNI
 	// hostname ("" for TCP and UDP), each the oldest route claiming it.
 	streams map[string]*streamClaim
@@ -143,7 +145,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	for _, lb := range lbs {
 		l := lb.l
 		if l.Protocol == snapshot.ProtocolHTTPS || (l.Protocol == snapshot.ProtocolTLS && len(lb.sni) > 0) {
-			l.TLS = &snapshot.ListenerTLS{Certificates: lb.sni}
+			l.TLS = &snapshot.ListenerTLS{Certificates: lb.sni, ClientValidation: lb.clientValidation}
 		}
 		if l.Protocol.Stream() {
 			l.StreamRoutes = lb.streamRoutes(sb)

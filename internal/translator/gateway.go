@@ -51,6 +51,12 @@ type gatewayInfo struct {
 	// attachedSets counts the accepted ones.
 	sets         []*listenerSetInfo
 	attachedSets int32
+	// backendCert is the snapshot certificate the proxies present to TLS
+	// backends (spec.tls.backend.clientCertificateRef); backendTLSSet says
+	// the Gateway names one, backendCertProblem why it is unusable.
+	backendCert        string
+	backendTLSSet      bool
+	backendCertProblem *refProblem
 	// internal maps Gateway port to shared internal port.
 	internal   map[int32]int32
 	unassigned []int32
@@ -162,6 +168,7 @@ func (t *translator) processGateways() {
 	for _, gi := range t.gwOrder {
 		t.gateways[key(&gi.gw.ObjectMeta)] = gi
 		t.processListeners(gi)
+		t.backendClientCertificate(gi)
 	}
 	t.lsOrder = classifyListenerSets(t.res, t.ix, t.gateways)
 	t.listenerSets = make(map[nn]*listenerSetInfo, len(t.lsOrder))
@@ -262,6 +269,9 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 			conds = append(conds, status.Programmed(true, status.ReasonProgrammed,
 				"Gateway is in the published snapshot", gen))
 		}
+	}
+	if gi.served {
+		conds = append(conds, gi.gatewayTLSConditions(gen)...)
 	}
 	if gi.dedicated {
 		conds = append(conds, gi.proxyReady)

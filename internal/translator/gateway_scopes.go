@@ -126,6 +126,9 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 		}
 		lb.vhost(claim)
 		t.emitCerts(sb, lb, li)
+		if li.clientValidation != nil && lb.clientValidation == nil {
+			lb.clientValidation = li.clientValidation
+		}
 	}
 	for _, li := range serv {
 		for _, att := range li.routes {
@@ -143,12 +146,13 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 				cr := att.cr
 				for i := range cr.entries {
 					e := &cr.entries[i]
-					vh.entries = append(vh.entries, entry{route: &e.route, key: &e.key})
-					sb.use(&e.route)
-					t.noteTLSAncestors(gi, &e.route)
 					if cr.kind == kindGRPCRoute {
 						t.markH2C(&e.route)
 					}
+					rt := t.withClientCertificate(sb, gi, &e.route)
+					vh.entries = append(vh.entries, entry{route: rt, key: &e.key})
+					sb.use(rt)
+					t.noteTLSAncestors(gi, rt)
 				}
 			}
 		}

@@ -39,12 +39,15 @@ type listenerInfo struct {
 	// false is Passthrough.
 	terminate bool
 	// supported protocol, no conflicts, refs resolved.
-	servable                        bool
-	accepted                        metav1.Condition
-	conflict                        metav1.Condition
-	resolved                        metav1.Condition
-	kinds                           []gwv1.RouteGroupKind
-	certs                           []string
+	servable bool
+	accepted metav1.Condition
+	conflict metav1.Condition
+	resolved metav1.Condition
+	kinds    []gwv1.RouteGroupKind
+	certs    []string
+	// clientValidation is the client certificate validation of an HTTPS
+	// listener's port (the Gateway's spec.tls.frontend); nil for none.
+	clientValidation                *snapshot.ClientValidation
 	attached                        int32
 	lastCounted                     *compiledRoute
 	routes                          []attachment
@@ -92,7 +95,7 @@ func (t *translator) processListeners(gi *gatewayInfo) {
 			continue // names are unique by CEL; ignore a repeat
 		}
 		seenNames[l.Name] = true
-		gi.listeners = append(gi.listeners, t.listener(gatewayOwner(gw), l, conflict[i]))
+		gi.listeners = append(gi.listeners, t.listener(gw, gatewayOwner(gw), l, conflict[i]))
 	}
 }
 
@@ -148,9 +151,9 @@ func listenerConflicts(listeners []gwv1.Listener) []string {
 	return conflict
 }
 
-// listener translates one listener of owner; conflict is its
-// Conflicted reason ("" for none).
-func (t *translator) listener(owner listenerOwner, l *gwv1.Listener, conflict string) *listenerInfo {
+// listener translates one listener of owner (gw itself or a ListenerSet
+// attached to gw); conflict is its Conflicted reason ("" for none).
+func (t *translator) listener(gw *gwv1.Gateway, owner listenerOwner, l *gwv1.Listener, conflict string) *listenerInfo {
 	gen := owner.generation
 	li := &listenerInfo{spec: l, owner: owner, hostname: hostOf(l.Hostname)}
 	li.accepted = status.Accepted(true, status.ReasonAccepted, "listener is valid", gen)
@@ -163,6 +166,9 @@ func (t *translator) listener(owner listenerOwner, l *gwv1.Listener, conflict st
 			ok = false
 			li.resolved = status.ResolvedRefs(false, p.reason, p.message, gen)
 		}
+	}
+	if li.protocol == snapshot.ProtocolHTTPS && ok && !t.frontendValidation(gw, li) {
+		ok = false
 	}
 	// Unsupported route kinds alone do not stop the listener serving
 	// the kinds it does support.

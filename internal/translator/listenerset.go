@@ -183,7 +183,7 @@ func (t *translator) processListenerSets() {
 				}
 				seen[e.Name] = true
 				l := setListener(e)
-				li := t.listener(owner, &l, precedenceConflict(taken, &l))
+				li := t.listener(gi.gw, owner, &l, precedenceConflict(taken, &l))
 				lsi.listeners = append(lsi.listeners, li)
 				if li.conflict.Status != metav1.ConditionTrue {
 					taken = append(taken, li)
