@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,6 +39,7 @@ func (t *translator) compileHTTPRule(cr *compiledRoute, ri int, rule *gwv1.HTTPR
 	base := snapshot.Route{ID: "httproute/" + cr.meta.Namespace + "/" + cr.meta.Name + ":" + strconv.Itoa(ri)}
 	t.httpRuleFilters(cr, &base, rule.Filters)
 	base.Timeouts = ruleTimeouts(cr, rule.Timeouts)
+	base.Retry = ruleRetry(cr, ri, rule.Retry)
 	if base.Redirect == nil {
 		t.applyBackends(cr, &base, httpBackendSpecs(cr, ri, rule.BackendRefs))
 	}
@@ -91,6 +93,40 @@ func ruleTimeouts(cr *compiledRoute, tm *gwv1.HTTPRouteTimeouts) *snapshot.Timeo
 		return nil
 	}
 	return &to
+}
+
+// defaultRetryAttempts is how many times a rule with a retry stanza that
+// sets no attempts retries.
+const defaultRetryAttempts = 1
+
+// ruleRetry compiles a rule's retry stanza; nil when it has none. A
+// configured retry also retries connection errors and backend timeouts,
+// as the spec recommends.
+func ruleRetry(cr *compiledRoute, ri int, rt *gwv1.HTTPRouteRetry) *snapshot.Retry {
+	if rt == nil {
+		return nil
+	}
+	out := &snapshot.Retry{Attempts: defaultRetryAttempts, ConnectionErrors: true, BackendTimeouts: true}
+	if rt.Attempts != nil {
+		if *rt.Attempts < 1 || *rt.Attempts > snapshot.MaxRetryAttempts {
+			cr.fail("rule %d: retry.attempts %d is not in 1-%d", ri, *rt.Attempts, snapshot.MaxRetryAttempts)
+			return nil
+		}
+		out.Attempts = int32(*rt.Attempts)
+	}
+	if rt.Backoff != nil {
+		out.Backoff = parseGWDuration(cr, "retry.backoff", *rt.Backoff)
+	}
+	for _, c := range rt.Codes {
+		if c < 400 || c > 599 {
+			cr.fail("rule %d: retry code %d is not in 400-599", ri, c)
+			return nil
+		}
+		out.Codes = append(out.Codes, int32(c))
+	}
+	slices.Sort(out.Codes)
+	out.Codes = slices.Compact(out.Codes)
+	return out
 }
 
 func pathModifierNeedsPrefix(r *snapshot.Route) bool {
