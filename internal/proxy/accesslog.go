@@ -25,7 +25,8 @@ import (
 	"unicode/utf8"
 )
 
-// accessLogger writes one JSON object per request.
+// accessLogger writes one JSON object per request, per finished stream
+// connection and per ended UDP session.
 type accessLogger struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -60,6 +61,54 @@ func (a *accessLogger) log(start time.Time, listener string, r *http.Request, ex
 	b = strconv.AppendFloat(b, float64(time.Since(start).Microseconds())/1000, 'f', 3, 64)
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, ex.bytes, 10)
+	b = append(b, "}\n"...)
+	a.mu.Lock()
+	_, _ = a.w.Write(b)
+	a.mu.Unlock()
+	*bp = b
+	logBufPool.Put(bp)
+}
+
+// streamLog is what the access log says about one connection of a TLS or
+// TCP listener, or one session of a UDP listener. rx counts the bytes
+// from the client, tx those to it.
+type streamLog struct {
+	start    time.Time
+	listener string
+	protocol string
+	routeID  string
+	clientIP string
+	sni      string
+	upstream string
+	rx, tx   int64
+	outcome  streamOutcome
+}
+
+func (a *accessLogger) logStream(e *streamLog) {
+	bp := logBufPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	b = append(b, `{"time":`...)
+	b = appendJSONString(b, e.start.UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"listener":`...)
+	b = appendJSONString(b, e.listener)
+	b = append(b, `,"protocol":`...)
+	b = appendJSONString(b, e.protocol)
+	b = append(b, `,"route_id":`...)
+	b = appendJSONString(b, e.routeID)
+	b = append(b, `,"client_ip":`...)
+	b = appendJSONString(b, e.clientIP)
+	b = append(b, `,"sni":`...)
+	b = appendJSONString(b, e.sni)
+	b = append(b, `,"upstream_addr":`...)
+	b = appendJSONString(b, e.upstream)
+	b = append(b, `,"duration_ms":`...)
+	b = strconv.AppendFloat(b, float64(time.Since(e.start).Microseconds())/1000, 'f', 3, 64)
+	b = append(b, `,"bytes_rx":`...)
+	b = strconv.AppendInt(b, e.rx, 10)
+	b = append(b, `,"bytes_tx":`...)
+	b = strconv.AppendInt(b, e.tx, 10)
+	b = append(b, `,"outcome":`...)
+	b = appendJSONString(b, e.outcome.String())
 	b = append(b, "}\n"...)
 	a.mu.Lock()
 	_, _ = a.w.Write(b)

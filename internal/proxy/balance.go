@@ -93,9 +93,18 @@ func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
 	return es
 }
 
+// weightedBackends are the backends of a route with the cumulative
+// weights a pick draws from; HTTP routes and stream routes (stream.go)
+// share them.
+type weightedBackends struct {
+	backends    []backend
+	cumWeights  []int64
+	totalWeight int64
+}
+
 // compileBackends compiles a route's backends with their header filters
 // and the cumulative weights pickBackend draws from.
-func (rt *route) compileBackends(in []snapshot.Backend, sets map[string]*endpointSet) error {
+func (wb *weightedBackends) compileBackends(in []snapshot.Backend, sets map[string]*endpointSet) error {
 	for _, b := range in {
 		cb := backend{invalid: b.Invalid, reqHdr: compileHeaderMod(b.RequestHeaders), respHdr: compileHeaderMod(b.ResponseHeaders)}
 		if !b.Invalid {
@@ -104,9 +113,9 @@ func (rt *route) compileBackends(in []snapshot.Backend, sets map[string]*endpoin
 				return fmt.Errorf("unknown endpoint set %q", b.EndpointSet)
 			}
 		}
-		rt.totalWeight += int64(b.Weight)
-		rt.backends = append(rt.backends, cb)
-		rt.cumWeights = append(rt.cumWeights, rt.totalWeight)
+		wb.totalWeight += int64(b.Weight)
+		wb.backends = append(wb.backends, cb)
+		wb.cumWeights = append(wb.cumWeights, wb.totalWeight)
 	}
 	return nil
 }
@@ -123,13 +132,12 @@ type destination struct {
 // (step 9 of the request path, serve.go). Without one it answers, 500 for
 // an invalid backend and 503 for no endpoints, and returns false.
 func pickDestination(w http.ResponseWriter, rt *route) (destination, bool) {
-	b := rt.pickBackend()
+	b, ep := rt.pick()
 	if b == nil || b.invalid {
 		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "invalid_backend").Inc()
 		answer(w, http.StatusInternalServerError, "no valid backend for this route")
 		return destination{}, false
 	}
-	ep := b.set.pick()
 	if ep == nil {
 		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "no_endpoints").Inc()
 		answer(w, http.StatusServiceUnavailable, "no healthy upstream")
@@ -138,21 +146,32 @@ func pickDestination(w http.ResponseWriter, rt *route) (destination, bool) {
 	return destination{rt: rt, b: b, ep: ep}, true
 }
 
-// pickBackend picks a backend by weight (nil when no weight is set).
-func (rt *route) pickBackend() *backend {
-	switch {
-	case len(rt.backends) == 0 || rt.totalWeight <= 0:
-		return nil
-	case len(rt.backends) == 1:
-		return &rt.backends[0]
+// pick picks a backend by weight, then one of its endpoints. The backend
+// is nil when no weight is set, and the endpoint nil when the backend is
+// invalid or has no endpoints.
+func (wb *weightedBackends) pick() (*backend, *endpoint) {
+	b := wb.pickBackend()
+	if b == nil || b.invalid {
+		return b, nil
 	}
-	n := rand.Int64N(rt.totalWeight) //nolint:gosec // G404: weighted backend choice needs spread, not unpredictability
-	for i, c := range rt.cumWeights {
+	return b, b.set.pick()
+}
+
+// pickBackend picks a backend by weight (nil when no weight is set).
+func (wb *weightedBackends) pickBackend() *backend {
+	switch {
+	case len(wb.backends) == 0 || wb.totalWeight <= 0:
+		return nil
+	case len(wb.backends) == 1:
+		return &wb.backends[0]
+	}
+	n := rand.Int64N(wb.totalWeight) //nolint:gosec // G404: weighted backend choice needs spread, not unpredictability
+	for i, c := range wb.cumWeights {
 		if n < c {
-			return &rt.backends[i]
+			return &wb.backends[i]
 		}
 	}
-	return &rt.backends[len(rt.backends)-1]
+	return &wb.backends[len(wb.backends)-1]
 }
 
 // pick picks an endpoint: round robin, or the less loaded of two random

@@ -33,8 +33,11 @@ type state struct {
 	sets    map[string]*endpointSet
 	certs   map[string]*parsedCert
 	stats   map[string]*routeStats
-	// listeners is the set of ports to bind, with whether each is TLS.
-	listeners map[int32]bool
+	// listeners is the set of sockets to bind, with the kind of each.
+	listeners map[listenerAddr]listenerKind
+	// streams are the compiled TLS, TCP and UDP listeners (stream.go);
+	// router holds the HTTP and HTTPS ones.
+	streams map[listenerAddr]*streamListener
 }
 
 // route is one compiled snapshot route.
@@ -58,13 +61,11 @@ type route struct {
 	mirrors         []mirror
 	cors            *corsPolicy
 	direct          *snapshot.DirectResponse
-	backends        []backend
-	cumWeights      []int64
-	totalWeight     int64
-	timeouts        snapshot.Timeouts
-	maxBody         int64
-	accessLogOff    bool
-	stats           *routeStats
+	weightedBackends
+	timeouts     snapshot.Timeouts
+	maxBody      int64
+	accessLogOff bool
+	stats        *routeStats
 }
 
 // compile validates a snapshot and builds its state. prev (may be nil)
@@ -88,17 +89,27 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 		sets:      compileEndpointSets(s.EndpointSets, prev),
 		certs:     certs,
 		stats:     map[string]*routeStats{},
-		listeners: make(map[int32]bool, len(s.Listeners)),
+		listeners: make(map[listenerAddr]listenerKind, len(s.Listeners)),
+		streams:   map[listenerAddr]*streamListener{},
 	}
 	c := &compiler{st: st, prev: prev, m: m}
 	for li := range s.Listeners {
 		l := &s.Listeners[li]
+		addr := addrOf(l)
+		st.listeners[addr] = kindOf(l.Protocol)
+		if l.Protocol.Stream() {
+			sl, err := c.compileStreamListener(l)
+			if err != nil {
+				return nil, err
+			}
+			st.streams[addr] = sl
+			continue
+		}
 		lr, err := c.compileListener(l)
 		if err != nil {
 			return nil, err
 		}
 		st.router.ports[l.Port] = lr
-		st.listeners[l.Port] = lr.tls
 	}
 	return st, nil
 }
@@ -234,12 +245,18 @@ func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route,
 	return r, nil
 }
 
-// ports returns the sorted listener ports of a state.
-func (st *state) ports() []int32 {
-	out := make([]int32, 0, len(st.listeners))
-	for p := range st.listeners {
-		out = append(out, p)
+// addrs returns the listener sockets of a state, sorted by port, a
+// port's TCP socket before its UDP one.
+func (st *state) addrs() []listenerAddr {
+	out := make([]listenerAddr, 0, len(st.listeners))
+	for a := range st.listeners {
+		out = append(out, a)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].port != out[j].port {
+			return out[i].port < out[j].port
+		}
+		return !out[i].udp && out[j].udp
+	})
 	return out
 }

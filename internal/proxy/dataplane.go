@@ -41,9 +41,12 @@ type DataPlane struct {
 	h1, h2c   *addrTransports
 	lean      *h1Client
 	mirrorSem chan struct{}
+	// dialer connects to upstreams: net/http's transports, the lean
+	// client and the stream listeners.
+	dialer *net.Dialer
 
 	mu     sync.Mutex // serialises Apply and Shutdown
-	bound  map[int32]*boundListener
+	bound  map[listenerAddr]*boundListener
 	closed bool
 	ports  atomic.Pointer[[]int32]
 
@@ -66,7 +69,7 @@ func NewDataPlane(opts Options) *DataPlane {
 		opts:      opts,
 		log:       log,
 		m:         newMetrics(opts.Registry),
-		bound:     map[int32]*boundListener{},
+		bound:     map[listenerAddr]*boundListener{},
 		mirrorSem: make(chan struct{}, opts.MirrorConcurrency),
 	}
 	if opts.AccessLog != nil {
@@ -75,6 +78,7 @@ func NewDataPlane(opts Options) *DataPlane {
 	empty := []int32{}
 	d.ports.Store(&empty)
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
+	d.dialer = dialer
 	newTransport := func(h2c bool) func() *http.Transport {
 		return func() *http.Transport { return newUpstreamTransport(opts, dialer, h2c) }
 	}
@@ -128,14 +132,14 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 	d.dropUpstreams(prev, st)
 	changed := len(opened) > 0
 	for _, bl := range opened {
-		if old := d.bound[bl.port]; old != nil {
+		if old := d.bound[bl.addr]; old != nil {
 			d.unbind(old) // the protocol changed: drain the old listener
 		}
-		d.bound[bl.port] = bl
+		d.bound[bl.addr] = bl
 		d.serveListener(bl)
 	}
-	for port, bl := range d.bound {
-		if _, ok := st.listeners[port]; !ok {
+	for addr, bl := range d.bound {
+		if _, ok := st.listeners[addr]; !ok {
 			d.unbind(bl)
 			changed = true
 		}
@@ -151,7 +155,8 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 	return changed, ports, nil
 }
 
-// BoundPorts lists the ports currently listening, sorted.
+// BoundPorts lists the ports currently listening, sorted, each once: a
+// port with both a TCP and a UDP listener is listed once.
 func (d *DataPlane) BoundPorts() []int32 { return slices.Clone(*d.ports.Load()) }
 
 // OnBoundPortsChange registers f, called with the sorted bound ports after
@@ -171,8 +176,9 @@ func (d *DataPlane) Version() string {
 	return ""
 }
 
-// Shutdown stops accepting on every listener, lets in-flight requests
-// finish until ctx ends, then closes what is left. Later Applies fail.
+// Shutdown stops accepting on every listener, lets in-flight requests and
+// stream connections finish until ctx ends, then closes what is left; UDP
+// sessions end at once. Later Applies fail.
 func (d *DataPlane) Shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	d.closed = true
@@ -183,7 +189,7 @@ func (d *DataPlane) Shutdown(ctx context.Context) error {
 	for _, bl := range d.bound {
 		bound = append(bound, bl)
 	}
-	d.bound = map[int32]*boundListener{}
+	d.bound = map[listenerAddr]*boundListener{}
 	empty := []int32{}
 	d.ports.Store(&empty)
 	d.mu.Unlock()
@@ -194,9 +200,9 @@ func (d *DataPlane) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = bl.ln.Close()
+			bl.closeSocket()
 			if err := bl.drain(ctx); err != nil {
-				errs[i] = fmt.Errorf("port %d: %w", bl.port, err)
+				errs[i] = fmt.Errorf("port %s: %w", bl.addr, err)
 			}
 		}()
 	}

@@ -601,7 +601,7 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 func (p *testPlane) fastServed(port int32) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if bl := p.bound[port]; bl != nil && bl.fast != nil {
+	if bl := p.bound[listenerAddr{port: port}]; bl != nil && bl.fast != nil {
 		return bl.fast.served.Load()
 	}
 	return 0

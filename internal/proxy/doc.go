@@ -22,8 +22,8 @@ limitations under the License.
 //   - Starting and lifecycle: admin.go (Run, health, readiness, metrics
 //     endpoints), options.go (Options and their defaults), dataplane.go
 //     (DataPlane: Apply, Shutdown), listeners.go (binding, serving and
-//     draining listener ports), drain.go (the termination drain),
-//     snapshotfile.go (a static snapshot file).
+//     draining listener sockets, switching a port's kind), drain.go (the
+//     termination drain), snapshotfile.go (a static snapshot file).
 //   - Compiling a snapshot: compile.go walks listeners, hosts and routes
 //     into an immutable state; each filter's compile half lives with its
 //     apply half (below); router.go holds the routing table, its lookup
@@ -42,6 +42,11 @@ limitations under the License.
 //     connection loop), fasthead.go (head scan and parse), fastwriter.go,
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
 //     a connection to net/http).
+//   - The stream path (TLS, TCP and UDP listeners; serve.go sets it
+//     beside the request path): stream.go (compile, route pick by SNI),
+//     stream_sni.go (the ClientHello peek through crypto/tls),
+//     stream_tcp.go (accept loop, splice, idle watch, drain),
+//     stream_udp.go and stream_udp_*.go (sessions).
 //   - Upstream clients: h1client.go (the lean HTTP/1.1 client) and
 //     h1response.go (its response heads), headerfields.go (the field-line
 //     parser both fast parsers share), headlimit.go, h1reap.go, reaper.go

@@ -38,6 +38,11 @@ import (
 // SetKeepAlivesEnabled(false) does) would race with requests already on
 // the wire and reset them; only connections that stay idle for the whole
 // window are closed that way, in step 3.
+//
+// Stream connections (TLS and TCP listeners) carry no response to end
+// them: they go on through the window and, in step 3, until the shutdown
+// bound, then are closed; UDP sessions end when step 3 closes their
+// listener.
 
 // BeginDrain starts step 2: the proxy turns not ready and, from now on,
 // every response ends its connection. Listeners keep accepting.

@@ -36,6 +36,7 @@ func FuzzSnapshotDecodeCompile(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"scope":{"kind":"SharedPool"},"listeners":[{"name":"l","port":80,"protocol":"HTTP","virtualHosts":[{"hostname":"*","routes":[{"id":"r","match":{"path":{"type":"RegularExpression","value":"/(a+)"}},"rewrite":{"path":{"type":"ReplaceRegex","value":"/$1$1"}},"backends":[{"weight":1,"invalid":true}]}]}]}]}`))
+	f.Add([]byte(`{"scope":{"kind":"SharedPool"},"endpointSets":[{"name":"s","endpoints":[{"address":"127.0.0.1","port":1}]}],"listeners":[{"name":"l","port":443,"protocol":"TLS","streamRoutes":[{"id":"r","hostname":"*.example.com","backends":[{"endpointSet":"s","weight":1}]},{"id":"any","hostname":"*","backends":[{"weight":1,"invalid":true}]}]},{"name":"u","port":443,"protocol":"UDP","streamRoutes":[{"id":"u","backends":[{"endpointSet":"s","weight":1}]}]}]}`))
 	f.Add([]byte(`scope: {kind: Gateway, namespace: a, name: b}`))
 	f.Add([]byte(`{}`))
 	m := newMetrics(nil)
@@ -52,6 +53,13 @@ func FuzzSnapshotDecodeCompile(f *testing.F) {
 		st, err := compile(s, nil, m)
 		if err != nil {
 			return
+		}
+		for _, sl := range st.streams {
+			for _, sni := range []string{"a.example.com", "X.Y.Example.COM", ""} {
+				if r := sl.route(sni); r != nil {
+					_ = r.pickStream()
+				}
+			}
 		}
 		for port := range st.router.ports {
 			for _, r := range reqs {

@@ -28,47 +28,104 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
+// listenerKind is what serves a bound socket: net/http and the fast path
+// (HTTP), net/http over TLS (HTTPS), the stream accept loop (TLS, TCP;
+// stream_tcp.go) or the datagram loop (UDP; stream_udp.go).
+type listenerKind uint8
+
+// The listener kinds, one per snapshot protocol.
+const (
+	kindHTTP listenerKind = iota
+	kindHTTPS
+	kindTLS
+	kindTCP
+	kindUDP
+)
+
+func kindOf(p snapshot.Protocol) listenerKind {
+	switch p {
+	case snapshot.ProtocolHTTPS:
+		return kindHTTPS
+	case snapshot.ProtocolTLS:
+		return kindTLS
+	case snapshot.ProtocolTCP:
+		return kindTCP
+	case snapshot.ProtocolUDP:
+		return kindUDP
+	}
+	return kindHTTP
+}
+
+func (k listenerKind) String() string {
+	return [...]string{"HTTP", "HTTPS", "TLS", "TCP", "UDP"}[k]
+}
+
+// listenerAddr is one bound socket: a port, over TCP or UDP. A port has at
+// most one TCP socket (of any TCP kind) and one UDP socket, as
+// snapshot.ListenerKey says.
+type listenerAddr struct {
+	port int32
+	udp  bool
+}
+
+func addrOf(l *snapshot.Listener) listenerAddr {
+	return listenerAddr{port: l.Port, udp: l.Protocol == snapshot.ProtocolUDP}
+}
+
+// String is the address as snapshot.ListenerKey spells it: "443", "53/udp".
+func (a listenerAddr) String() string {
+	if a.udp {
+		return strconv.Itoa(int(a.port)) + "/udp"
+	}
+	return strconv.Itoa(int(a.port))
+}
+
 // bindListeners binds every listener st needs that is not bound with the
-// right protocol yet. Nothing is published or unbound here, so a failure
+// right kind yet. Nothing is published or unbound here, so a failure
 // leaves every old listener serving. Caller holds d.mu; the caller serves
 // what it returns and drains the listeners they replace.
 //
-// A port whose protocol changes (HTTP to HTTPS or back) cannot be bound
-// twice. SO_REUSEPORT would allow it, but would also let another process,
-// or a second proxy on a host network, share the port silently. Instead
-// such ports are switched last, once every new port is bound: the old
-// listener stops accepting and the new one binds the freed port at once
-// (a connection arriving in between is refused; a client of the old
-// protocol fails after the switch anyway). If a switch fails, the ports
-// switched so far get a listener of their old protocol back.
+// A TCP port whose kind changes (HTTP, HTTPS, TLS, TCP: say HTTP to
+// HTTPS, or HTTP to TCP) cannot be bound twice. SO_REUSEPORT would allow
+// it, but would also let another process, or a second proxy on a host
+// network, share the port silently. Instead such ports are switched last,
+// once every new socket is bound: the old listener stops accepting and the
+// new one binds the freed port at once (a connection arriving in between
+// is refused; a client of the old protocol fails after the switch
+// anyway). If a switch fails, the ports switched so far get a listener of
+// their old kind back. A UDP socket only ever has the UDP kind: it is
+// bound or unbound, never switched, and it shares its port number with
+// the TCP socket of that port without either noticing.
 func (d *DataPlane) bindListeners(st *state) ([]*boundListener, error) {
-	var fresh, switching []int32
-	for _, port := range st.ports() {
-		if bl := d.bound[port]; bl == nil {
-			fresh = append(fresh, port)
-		} else if bl.tls != st.listeners[port] {
-			switching = append(switching, port)
+	var fresh, switching []listenerAddr
+	for _, addr := range st.addrs() {
+		if bl := d.bound[addr]; bl == nil {
+			fresh = append(fresh, addr)
+		} else if bl.kind != st.listeners[addr] {
+			switching = append(switching, addr)
 		}
 	}
 	var opened []*boundListener
 	closeOpened := func() {
 		for _, bl := range opened {
-			_ = bl.ln.Close()
+			bl.closeSocket()
 		}
 	}
-	for _, port := range fresh {
-		bl, err := d.bindListener(port, st.listeners[port])
+	for _, addr := range fresh {
+		bl, err := d.bindListener(addr, st.listeners[addr])
 		if err != nil {
 			closeOpened()
 			return nil, err
 		}
 		opened = append(opened, bl)
 	}
-	for i, port := range switching {
-		_ = d.bound[port].ln.Close()
-		bl, err := d.bindListener(port, st.listeners[port])
+	for i, addr := range switching {
+		d.bound[addr].closeSocket()
+		bl, err := d.bindListener(addr, st.listeners[addr])
 		if err != nil {
 			closeOpened() // frees the ports switched so far for their restore
 			return nil, errors.Join(err, d.restoreListeners(switching[:i+1]))
@@ -78,61 +135,94 @@ func (d *DataPlane) bindListeners(st *state) ([]*boundListener, error) {
 	return opened, nil
 }
 
-// restoreListeners gives ports whose listener was closed for a protocol
-// switch that failed a new listener of their old protocol, serving the
-// state in force, and drains the closed one's connections. Caller holds
-// d.mu.
-func (d *DataPlane) restoreListeners(ports []int32) error {
+// restoreListeners gives ports whose listener was closed for a kind
+// switch that failed a new listener of their old kind, serving the state
+// in force, and drains the closed one's connections. Caller holds d.mu.
+func (d *DataPlane) restoreListeners(addrs []listenerAddr) error {
 	var errs []error
-	for _, port := range ports {
-		old := d.bound[port]
+	for _, addr := range addrs {
+		old := d.bound[addr]
 		d.unbind(old)
-		bl, err := d.bindListener(port, old.tls)
+		bl, err := d.bindListener(addr, old.kind)
 		if err != nil {
-			d.log.Error("lost a listener restoring it after a failed protocol switch", "port", port, "error", err)
+			d.log.Error("lost a listener restoring it after a failed protocol switch", "port", addr.String(), "error", err)
 			errs = append(errs, fmt.Errorf("restore: %w", err))
 			continue
 		}
-		d.bound[port] = bl
+		d.bound[addr] = bl
 		d.serveListener(bl)
 	}
 	d.publishPorts()
 	return errors.Join(errs...)
 }
 
-// bindListener binds one listener port; serveListener serves it.
-func (d *DataPlane) bindListener(port int32, isTLS bool) (*boundListener, error) {
-	ln, err := d.opts.listen("tcp", net.JoinHostPort(d.opts.BindHost, strconv.Itoa(int(port))))
-	if err != nil {
-		return nil, fmt.Errorf("bind listener port %d: %w", port, err)
+// bindListener binds one listener socket; serveListener serves it.
+func (d *DataPlane) bindListener(addr listenerAddr, kind listenerKind) (*boundListener, error) {
+	hostport := net.JoinHostPort(d.opts.BindHost, strconv.Itoa(int(addr.port)))
+	bl := &boundListener{addr: addr, port: addr.port, kind: kind, done: make(chan struct{})}
+	var err error
+	if addr.udp {
+		bl.pc, err = d.opts.listenPacket("udp", hostport)
+	} else {
+		bl.ln, err = d.opts.listen("tcp", hostport)
 	}
-	return &boundListener{port: port, tls: isTLS, ln: ln, done: make(chan struct{})}, nil
+	if err != nil {
+		return nil, fmt.Errorf("bind listener port %s: %w", addr, err)
+	}
+	return bl, nil
 }
 
-// publishPorts stores and returns the sorted bound ports. Caller holds
+// publishPorts stores and returns the sorted bound port numbers, each
+// once even when both its TCP and its UDP socket are bound. Caller holds
 // d.mu.
 func (d *DataPlane) publishPorts() []int32 {
 	ports := make([]int32, 0, len(d.bound))
-	for p := range d.bound {
-		ports = append(ports, p)
+	for a := range d.bound {
+		ports = append(ports, a.port)
 	}
 	slices.Sort(ports)
+	ports = slices.Compact(ports)
 	d.ports.Store(&ports)
 	return ports
 }
 
 type boundListener struct {
+	addr listenerAddr
 	port int32
-	tls  bool
-	ln   net.Listener
-	srv  *http.Server
-	fast *fastServer
-	done chan struct{}
+	kind listenerKind
+	// ln is the socket of the TCP kinds, pc the one of UDP.
+	ln net.Listener
+	pc net.PacketConn
+	// srv and fast serve HTTP and HTTPS; stream serves TLS and TCP; udp
+	// serves UDP.
+	srv    *http.Server
+	fast   *fastServer
+	stream *streamServer
+	udp    *udpServer
+	done   chan struct{}
+}
+
+// closeSocket stops accepting (or receiving) at once.
+func (bl *boundListener) closeSocket() {
+	if bl.ln != nil {
+		_ = bl.ln.Close()
+	}
+	if bl.pc != nil {
+		_ = bl.pc.Close()
+	}
 }
 
 // drain stops a listener gracefully: net/http's connections and the fast
-// path's, each bounded by ctx.
+// path's, or the stream connections, each bounded by ctx; UDP sessions
+// end at once.
 func (bl *boundListener) drain(ctx context.Context) error {
+	switch {
+	case bl.stream != nil:
+		return bl.stream.drain(ctx)
+	case bl.udp != nil:
+		bl.udp.close()
+		return nil
+	}
 	var fastErr error
 	var wg sync.WaitGroup
 	if bl.fast != nil {
@@ -150,22 +240,33 @@ func (bl *boundListener) drain(ctx context.Context) error {
 }
 
 func (d *DataPlane) serveListener(bl *boundListener) {
+	switch bl.kind {
+	case kindTLS, kindTCP:
+		bl.stream = newStreamServer(d, bl.addr, bl.kind, bl.ln)
+		go func() { defer close(bl.done); bl.stream.acceptLoop() }()
+		return
+	case kindUDP:
+		bl.udp = newUDPServer(d, bl.addr, bl.pc)
+		go func() { defer close(bl.done); bl.udp.readLoop() }()
+		return
+	}
+	isTLS := bl.kind == kindHTTPS
 	var p http.Protocols
 	p.SetHTTP1(true)
-	if bl.tls {
+	if isTLS {
 		p.SetHTTP2(true)
 	} else {
 		p.SetUnencryptedHTTP2(true)
 	}
 	srv := &http.Server{
-		Handler:           &portHandler{d: d, port: bl.port, tls: bl.tls},
+		Handler:           &portHandler{d: d, port: bl.port, tls: isTLS},
 		Protocols:         &p,
 		ReadHeaderTimeout: d.opts.HeaderTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 		ConnState:         d.connState,
 	}
-	if bl.tls {
+	if isTLS {
 		port := bl.port
 		srv.TLSConfig = &tls.Config{
 			MinVersion: tls.VersionTLS12,
@@ -176,7 +277,7 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 		}
 	}
 	bl.srv = srv
-	if !bl.tls && !d.opts.DisableFastPath {
+	if !isTLS && !d.opts.DisableFastPath {
 		bl.fast = newFastServer(d, bl.port, bl.ln)
 		go bl.fast.acceptLoop()
 	}
@@ -184,7 +285,7 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 		defer close(bl.done)
 		var err error
 		switch {
-		case bl.tls:
+		case isTLS:
 			err = srv.ServeTLS(bl.ln, "", "")
 		case bl.fast != nil:
 			err = srv.Serve(bl.fast.handoff)
@@ -209,8 +310,8 @@ func (d *DataPlane) connState(_ net.Conn, cs http.ConnState) {
 // unbind stops accepting on a listener at once and drains its connections
 // in the background, bounded by DrainTimeout. Caller holds d.mu.
 func (d *DataPlane) unbind(bl *boundListener) {
-	delete(d.bound, bl.port)
-	_ = bl.ln.Close()
+	delete(d.bound, bl.addr)
+	bl.closeSocket()
 	d.drains.Add(1)
 	go func() {
 		defer d.drains.Done()

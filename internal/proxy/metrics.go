@@ -33,6 +33,12 @@ type metrics struct {
 	applies        *prometheus.CounterVec
 	activeConns    prometheus.Gauge
 	mirrorsDropped prometheus.Counter
+	// The stream listeners' (stream.go).
+	streamConns  *prometheus.CounterVec
+	streamActive *prometheus.GaugeVec
+	streamBytes  *prometheus.CounterVec
+	udpSessions  *prometheus.GaugeVec
+	udpDropped   *prometheus.CounterVec
 	// mu serialises snapshot info updates.
 	mu sync.Mutex
 }
@@ -68,9 +74,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "coxswain_proxy_mirror_dropped_total",
 			Help: "Mirrored requests not sent because the mirror queue was full or the body was above the tee cap.",
 		}),
+		streamConns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_stream_connections_total",
+			Help: "Connections of TLS and TCP listeners and sessions of UDP listeners, by listener, route ID and outcome " +
+				"(forwarded, no_route, refused, dial_error, peek_error). A UDP datagram that opens no session is counted in coxswain_proxy_udp_datagrams_dropped_total instead.",
+		}, []string{"listener", "route", "outcome"}),
+		streamActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "coxswain_proxy_stream_active_connections",
+			Help: "Connections currently open on a TLS or TCP listener.",
+		}, []string{"listener"}),
+		streamBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_stream_bytes_total",
+			Help: "Bytes relayed by stream listeners, by listener, route ID and direction (rx: from the client, tx: to the client).",
+		}, []string{"listener", "route", "direction"}),
+		udpSessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "coxswain_proxy_udp_sessions_active",
+			Help: "UDP sessions currently open on a UDP listener.",
+		}, []string{"listener"}),
+		udpDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_udp_datagrams_dropped_total",
+			Help: "UDP datagrams dropped, by listener and reason (no_route, refused, session_limit, dial_error, send_error).",
+		}, []string{"listener", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.snapshotInfo, m.applies, m.activeConns, m.mirrorsDropped)
+		reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.snapshotInfo, m.applies, m.activeConns, m.mirrorsDropped,
+			m.streamConns, m.streamActive, m.streamBytes, m.udpSessions, m.udpDropped)
 	}
 	return m
 }

@@ -36,7 +36,8 @@ type Options struct {
 	// BindHost is the address listeners bind ("" is every address; tests
 	// use "127.0.0.1").
 	BindHost string
-	// AccessLog receives one JSON line per request; nil disables it.
+	// AccessLog receives one JSON line per request, per connection of a
+	// TLS or TCP listener and per UDP session; nil disables it.
 	AccessLog io.Writer
 	// Registry receives the data plane's metrics; nil keeps them private.
 	Registry prometheus.Registerer
@@ -72,7 +73,9 @@ type Options struct {
 	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
 	DisableLeanClient bool
 	// HeaderTimeout bounds the arrival of one request head, from its first
-	// byte (default 30s); a head that takes longer is dropped.
+	// byte (default 30s); a head that takes longer is dropped. On a TLS
+	// listener it bounds, from the accept, the ClientHello and a
+	// terminating route's handshake.
 	HeaderTimeout time.Duration
 	// RequestBodyTimeout bounds each read of a request body, as nginx's
 	// client_body_timeout (default 60s); a request whose body stalls
@@ -86,12 +89,22 @@ type Options struct {
 	// EscapedSlashes is what a request whose path holds %2F or %5C gets
 	// (default EscapedSlashRedirect).
 	EscapedSlashes EscapedSlashAction
+	// StreamIdleTimeout closes a TLS or TCP listener's connection on which
+	// no bytes moved either way for this long (default 1h, as Envoy's
+	// tcp_proxy idle_timeout). UDP sessions have their listener's
+	// UDPIdleTimeout instead.
+	StreamIdleTimeout time.Duration
+	// UDPMaxSessions bounds the sessions of one UDP listener (default
+	// 16384); a datagram that would open one more is dropped and counted.
+	UDPMaxSessions int
 
 	// reapInterval overrides how often idle upstream connections are
 	// reaped (tests).
 	reapInterval time.Duration
 	// listen binds listeners (default net.Listen; tests inject failures).
 	listen func(network, address string) (net.Listener, error)
+	// listenPacket binds UDP listeners (default net.ListenPacket).
+	listenPacket func(network, address string) (net.PacketConn, error)
 }
 
 // withDefaults fills in the documented default of every unset option.
@@ -116,6 +129,15 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.listen == nil {
 		opts.listen = net.Listen
+	}
+	if opts.listenPacket == nil {
+		opts.listenPacket = net.ListenPacket
+	}
+	if opts.StreamIdleTimeout <= 0 {
+		opts.StreamIdleTimeout = time.Hour
+	}
+	if opts.UDPMaxSessions <= 0 {
+		opts.UDPMaxSessions = 16384
 	}
 	if opts.MirrorConcurrency <= 0 {
 		opts.MirrorConcurrency = 128

@@ -25,6 +25,20 @@ import (
 	"time"
 )
 
+// The proxy has two paths. The L7 path, below, serves the requests of HTTP
+// and HTTPS listeners. The L4 path serves the stream listeners: TLS
+// (routed by the SNI of the ClientHello, passed through unopened or
+// terminated), TCP and UDP. It reads no HTTP and has no filters: a TLS or
+// TCP connection loads the state once, is routed (TLS: by SNI, read by
+// crypto/tls over a recording connection, stream_sni.go), picks a backend
+// by weight and an endpoint (balance.go, shared with step 9 below), dials
+// it and is spliced both ways until each side has closed its direction or
+// it was idle for StreamIdleTimeout; what cannot be routed, picked or
+// dialed is reset (a TLS ClientHello no route serves gets an
+// unrecognized_name alert). stream_tcp.go lists its steps in order;
+// stream_udp.go does the same for UDP datagrams, in sessions keyed by the
+// client's address. stream.go compiles both.
+//
 // The request path. Every request, whichever server parsed it (the fast
 // path of fastpath.go, or net/http through portHandler), is served by
 // DataPlane.serve, which applies these steps in this order; a step that
