@@ -18,9 +18,12 @@ package kubelet
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +31,10 @@ import (
 )
 
 type probeTarget struct {
-	port     int32
+	port int32
+	// udp: port is a UDP port, ready once a socket is bound to it in the
+	// container's network namespace (UDP has no handshake to probe).
+	udp      bool
 	path     string // HTTP GET path; "" means a TCP connect
 	https    bool
 	period   time.Duration
@@ -36,8 +42,9 @@ type probeTarget struct {
 }
 
 // readinessTarget picks what readiness waits for: the readinessProbe's
-// HTTP/TCP port, else the first TCP container port, else the image's known
-// port, else nothing (ready once running).
+// HTTP/TCP port, else the first TCP container port, else the first UDP
+// container port (a bound socket), else the image's known port, else
+// nothing (ready once running).
 func readinessTarget(c *corev1.Container, plan launchPlan, env map[string]string) probeTarget {
 	if pr := c.ReadinessProbe; pr != nil {
 		period := 10 * time.Second
@@ -61,6 +68,11 @@ func readinessTarget(c *corev1.Container, plan launchPlan, env map[string]string
 	for _, p := range c.Ports {
 		if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
 			return probeTarget{port: p.ContainerPort}
+		}
+	}
+	for _, p := range c.Ports {
+		if p.Protocol == corev1.ProtocolUDP {
+			return probeTarget{port: p.ContainerPort, udp: true}
 		}
 	}
 	if plan.defaultPort != 0 {
@@ -100,7 +112,10 @@ func (r *podRunner) probe(c *containerState, now time.Time) {
 		return
 	}
 	ok := true
-	if target.port != 0 {
+	switch {
+	case target.udp:
+		ok = udpBound(p.PID(), target.port)
+	case target.port != 0:
 		ok = probeOnce(r.ip.String(), target)
 	}
 	r.mu.Lock()
@@ -133,6 +148,26 @@ func probeOnce(ip string, t probeTarget) bool {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode >= 200 && resp.StatusCode < 400
+}
+
+// udpBound reports whether a UDP socket is bound to port in the network
+// namespace of process pid: /proc/<pid>/net/udp and udp6 list that
+// namespace's sockets, local address as hex "IP:PORT".
+func udpBound(pid int, port int32) bool {
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, f := range []string{"udp", "udp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 1 && strings.HasSuffix(fields[1], suffix) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (r *podRunner) allReady() bool {

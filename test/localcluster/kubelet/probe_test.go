@@ -17,6 +17,8 @@ limitations under the License.
 package kubelet
 
 import (
+	"net"
+	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,5 +52,26 @@ func TestReadinessTarget(t *testing.T) {
 		if got := readinessTarget(&tt.c, tt.plan, tt.env); got != tt.want {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestUDPReadiness: a container with only UDP ports is ready once a socket
+// is bound to the first of them in its network namespace.
+func TestUDPReadiness(t *testing.T) {
+	c := &corev1.Container{Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolUDP}}}
+	if got := readinessTarget(c, launchPlan{defaultPort: 3000}, nil); !got.udp || got.port != 8080 {
+		t.Fatalf("readinessTarget = %+v, want UDP port 8080", got)
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := int32(pc.LocalAddr().(*net.UDPAddr).Port)
+	if !udpBound(os.Getpid(), port) {
+		t.Fatalf("udpBound(self, %d) = false with a socket bound there", port)
+	}
+	_ = pc.Close()
+	if udpBound(os.Getpid(), port) {
+		t.Fatalf("udpBound(self, %d) = true after the socket closed", port)
 	}
 }
