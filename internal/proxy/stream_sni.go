@@ -131,9 +131,3 @@ func terminateTLS(raw net.Conn, recorded []byte, cfg *tls.Config) (*tls.Conn, er
 	}
 	return tc, nil
 }
-
-// alertUnrecognizedName is a TLS record holding a fatal
-// unrecognized_name alert (RFC 8446 §6): content type 21 (alert),
-// record version 3.1 (what a server sends before a version is agreed),
-// length 2, level 2 (fatal), description 112.
-var alertUnrecognizedName = []byte{21, 3, 1, 0, 2, 2, 112}

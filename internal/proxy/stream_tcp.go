@@ -204,7 +204,7 @@ func (s *streamServer) forward(sc *streamConn, sl *streamListener, e *streamLog)
 		e.sni = hello.serverName
 		if rt = sl.route(hello.serverName); rt == nil {
 			outcome(outcomeNoRoute)
-			refuseUnrecognizedName(c)
+			resetConn(c)
 			return
 		}
 		recorded = rec
@@ -259,19 +259,6 @@ func resetConn(c net.Conn) {
 		_ = tc.SetLinger(0)
 	}
 	_ = c.Close()
-}
-
-// refuseUnrecognizedName answers a ClientHello no route serves with a
-// fatal unrecognized_name alert, then closes gracefully: it waits (a
-// little) for the client to close first, so the alert is not lost to a
-// reset when the client sent more than the peek read.
-func refuseUnrecognizedName(c net.Conn) {
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write(alertUnrecognizedName); err != nil {
-		return
-	}
-	closeWrite(c)
-	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxClientHelloBytes))
 }
 
 // spliceChunk is the most one copy call moves before it reports its bytes
