@@ -44,6 +44,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/kubeapply"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 )
@@ -254,6 +255,12 @@ func (r *DedicatedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if err := r.handOffReplicas(ctx, rendered.Deployment); err != nil {
 		return ctrl.Result{}, err
+	}
+	if err := kubeapply.PrepareClusterIP(ctx, r.Client, rendered.Service); err != nil {
+		// The translator reports the address as not usable; the Service
+		// keeps the address it has.
+		r.warn(&gw, EventApplyFailed, err.Error())
+		rendered.Service.Spec.ClusterIP = ""
 	}
 
 	keep := map[string]bool{}

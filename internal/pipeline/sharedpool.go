@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/kubeapply"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/provision"
@@ -134,6 +135,12 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			}
 		}
 		svc := provision.RenderVIPService(gw, a.InstallNamespace, byGateway[k])
+		if err := kubeapply.PrepareClusterIP(ctx, a.Client, svc); err != nil {
+			// The translator reports the address as not usable; the VIP
+			// Service keeps the address it has.
+			a.Log.Info("static Gateway address not usable", "gateway", k.String(), "error", err.Error())
+			svc.Spec.ClusterIP = ""
+		}
 		if err := a.apply(ctx, svc); err != nil {
 			errs = append(errs, err)
 		}

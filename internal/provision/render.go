@@ -159,8 +159,9 @@ func RenderDedicated(in DedicatedInput) (*Dedicated, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: meta(names.DedicatedServiceName(gw.Name, string(gw.Spec.GatewayClassName)), eff.ServiceAnnotations),
 		Spec: corev1.ServiceSpec{
-			Type:     eff.ServiceType,
-			Selector: selector,
+			Type:      eff.ServiceType,
+			Selector:  selector,
+			ClusterIP: pinnedClusterIP(gw),
 		},
 	}
 	for _, lp := range listeners {

@@ -171,8 +171,9 @@ func RenderVIPServiceOfType(gw *gwv1.Gateway, installNS string, assignments []po
 			Annotations: annotations,
 		},
 		Spec: corev1.ServiceSpec{
-			Type:     svcType,
-			Selector: SharedPoolSelector(),
+			Type:      svcType,
+			Selector:  SharedPoolSelector(),
+			ClusterIP: pinnedClusterIP(gw),
 		},
 	}
 	for _, lp := range listenerPorts(gw) {

@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"slices"
 	"sort"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -68,6 +69,9 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayFrontendClientCertificateValidation,
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayBackendClientCertificate,
+	features.SupportGatewayStaticAddresses,
+	features.SupportGatewayAddressEmpty,
+	features.SupportGatewayInfrastructure,
 	features.SupportTLSRoute,
 	features.SupportTLSRouteModeTerminate,
 	features.SupportTLSRouteModeMixed,
@@ -115,11 +119,23 @@ func sortedFeatures(names ...features.FeatureName) []gwv1.FeatureName {
 	return out
 }
 
-func supportedFeatureList(absent []string) []gwv1.SupportedFeature {
+// dedicatedOnly are the features only a class whose Gateways get proxies
+// of their own supports: GatewayInfrastructure propagates
+// spec.infrastructure to objects in the Gateway's namespace, and a shared
+// Gateway has none there (its VIP Service, which does carry them, lives in
+// the install namespace).
+var dedicatedOnly = []gwv1.FeatureName{gwv1.FeatureName(features.SupportGatewayInfrastructure)}
+
+// supportedFeatureList is a class's status.supportedFeatures: FeaturesFor
+// absent, without dedicatedOnly unless the class is dedicated.
+func supportedFeatureList(absent []string, dedicated bool) []gwv1.SupportedFeature {
 	fs := FeaturesFor(absent)
-	out := make([]gwv1.SupportedFeature, len(fs))
-	for i, n := range fs {
-		out[i] = gwv1.SupportedFeature{Name: n}
+	out := make([]gwv1.SupportedFeature, 0, len(fs))
+	for _, n := range fs {
+		if !dedicated && slices.Contains(dedicatedOnly, n) {
+			continue
+		}
+		out = append(out, gwv1.SupportedFeature{Name: n})
 	}
 	return out
 }

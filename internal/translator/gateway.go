@@ -37,6 +37,9 @@ type gatewayInfo struct {
 	class *classInfo
 	// paramsErr: Accepted=False InvalidParameters; not served.
 	paramsErr string
+	// address is what spec.addresses asks; an unsupported address makes
+	// the Gateway Accepted=False UnsupportedAddress, not served.
+	address provision.StaticAddress
 	// nameConflict: Accepted=False NameConflict; not served, because an
 	// older Gateway has the dedicated object names this one needs.
 	nameConflict string
@@ -67,6 +70,9 @@ type gatewayInfo struct {
 func (g *gatewayInfo) refusal() string {
 	if g.paramsErr != "" {
 		return g.paramsErr
+	}
+	if g.address.Unsupported != "" {
+		return g.address.Unsupported
 	}
 	return g.nameConflict
 }
@@ -112,7 +118,8 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 		} else {
 			params = ci.params
 		}
-		if gi.paramsErr == "" {
+		gi.address = provision.StaticAddressOf(gw)
+		if gi.paramsErr == "" && gi.address.Unsupported == "" {
 			gi.served = true
 			if params != nil {
 				gi.dedicated = true
@@ -240,6 +247,10 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		conds = append(conds,
 			status.Accepted(false, status.ReasonInvalidParameters, gi.paramsErr, gen),
 			status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen))
+	case gi.address.Unsupported != "":
+		conds = append(conds,
+			status.Accepted(false, string(gwv1.GatewayReasonUnsupportedAddress), gi.address.Unsupported, gen),
+			status.Programmed(false, status.ReasonInvalid, "Gateway is not accepted", gen))
 	case gi.nameConflict != "":
 		conds = append(conds,
 			status.Accepted(false, status.ReasonNameConflict, gi.nameConflict, gen),
@@ -257,9 +268,8 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		} else {
 			conds = append(conds, status.Accepted(true, status.ReasonAccepted, "Gateway is accepted", gen))
 		}
-		if len(gi.gw.Spec.Addresses) > 0 {
-			conds = append(conds, status.Programmed(false, status.ReasonAddressNotAssigned,
-				"spec.addresses is not supported: addresses come from the proxy Service; the listeners are served there", gen))
+		if msg := t.addressNotUsable(gi); msg != "" {
+			conds = append(conds, status.Programmed(false, string(gwv1.GatewayReasonAddressNotUsable), msg, gen))
 		} else if len(gi.unassigned) > 0 {
 			conds = append(conds, status.Programmed(false, status.ReasonNoResources,
 				fmt.Sprintf("no free internal port for listener ports %v", gi.unassigned), gen))

@@ -50,10 +50,11 @@ type listenerSetInfo struct {
 	listeners                 []*listenerInfo
 }
 
-// accepted reports whether the set has a valid listener.
+// accepted reports whether the set has a valid listener: one that is
+// served (accepted, not conflicted, references resolved).
 func (lsi *listenerSetInfo) accepted() bool {
 	for _, li := range lsi.listeners {
-		if li.accepted.Status == metav1.ConditionTrue {
+		if li.servable {
 			return true
 		}
 	}
@@ -230,7 +231,7 @@ func (t *translator) listenerSetStatus(lsi *listenerSetInfo) {
 		valid, invalid := 0, 0
 		for _, li := range lsi.listeners {
 			st.Status.Listeners = append(st.Status.Listeners, gwv1.ListenerEntryStatus(t.listenerStatus(lsi.gi, li)))
-			if li.accepted.Status == metav1.ConditionTrue {
+			if li.servable {
 				valid++
 			} else {
 				invalid++

@@ -194,8 +194,8 @@ func TestTranslateNilAndEmpty(t *testing.T) {
 }
 
 func TestSupportedFeaturesSortedAndComplete(t *testing.T) {
-	if len(SupportedFeatures) != 44 {
-		t.Fatalf("%d features, want 44", len(SupportedFeatures))
+	if len(SupportedFeatures) != 47 {
+		t.Fatalf("%d features, want 47", len(SupportedFeatures))
 	}
 	for i := 1; i < len(SupportedFeatures); i++ {
 		if SupportedFeatures[i-1] >= SupportedFeatures[i] {

@@ -190,6 +190,10 @@ args=(
 	-contact=https://github.com/coxswain-go/coxswain/issues
 	-cleanup-base-resources=false
 	-mode="$MODE"
+	# GatewayStaticAddresses: a ClusterIP inside the local cluster's Service
+	# range (10.96.0.0/16) that nothing else takes, and one outside it.
+	-usable-address=10.96.255.200
+	-unusable-address=192.0.2.1
 )
 # The suite reads the supported features from the GatewayClass unless told
 # otherwise; a single test (-run-test) needs them named.
