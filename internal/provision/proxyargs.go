@@ -27,5 +27,8 @@ func (e Effective) proxyArgs() []string {
 	if e.MaxResponseHeaderBytes != nil {
 		args = append(args, "--max-response-header-bytes", strconv.Itoa(int(*e.MaxResponseHeaderBytes)))
 	}
+	if st := e.Streams; st != nil && st.IdleTimeout != nil {
+		args = append(args, "--stream-idle-timeout", st.IdleTimeout.Duration.String())
+	}
 	return args
 }

@@ -70,6 +70,9 @@ type Effective struct {
 	// MaxResponseHeaderBytes caps upstream response heads; nil leaves the
 	// proxy's built-in default (1 MiB).
 	MaxResponseHeaderBytes *int32
+	// Streams tunes the L4 listeners; nil leaves the proxy's defaults
+	// (TCP idle 1h, UDP session idle 10s).
+	Streams *gatewayv1alpha1.Streams
 	// Sources are the parameters objects that contributed, class first.
 	Sources []types.NamespacedName
 }
@@ -226,6 +229,9 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 		if in.MaxResponseHeaderBytes != nil {
 			s.MaxResponseHeaderBytes = in.MaxResponseHeaderBytes
 		}
+		if in.Streams != nil {
+			s.Streams = in.Streams
+		}
 		if in.PodTemplate != nil {
 			e.PodTemplates = append(e.PodTemplates, Layer{Source: sources[i], Patch: in.PodTemplate})
 		}
@@ -251,6 +257,7 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 	}
 	e.Shutdown = ResolveShutdown(s.Shutdown)
 	e.MaxResponseHeaderBytes = s.MaxResponseHeaderBytes
+	e.Streams = s.Streams
 	if a := s.Autoscaling; a != nil && a.Enabled {
 		as := a.DeepCopy()
 		if as.MinReplicas == nil {

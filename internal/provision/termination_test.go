@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -60,6 +61,9 @@ func TestShutdownAndHeaderCapOverlay(t *testing.T) {
 			gw:      &gatewayv1alpha1.CoxswainGatewayParametersSpec{Shutdown: &gatewayv1alpha1.Shutdown{DrainSeconds: ptrTo[int32](3)}},
 			wantCap: ptrTo[int32](65536), wantShut: ShutdownSettings{2, 3, 30},
 			wantArgsHas: []string{"--shutdown-drain-window 3s", "--shutdown-timeout 24s"}},
+		{name: "streams idle timeout becomes a proxy flag", gw: &gatewayv1alpha1.CoxswainGatewayParametersSpec{
+			Streams: &gatewayv1alpha1.Streams{IdleTimeout: &metav1.Duration{Duration: 30 * time.Minute}}},
+			wantShut: ShutdownSettings{2, 5, 30}, wantArgsHas: []string{"--stream-idle-timeout 30m0s"}},
 		{name: "gateway only", gw: &gatewayv1alpha1.CoxswainGatewayParametersSpec{
 			MaxResponseHeaderBytes: ptrTo[int32](4096),
 			Shutdown:               &gatewayv1alpha1.Shutdown{PreStopSleepSeconds: ptrTo[int32](0), TerminationGracePeriodSeconds: ptrTo[int32](10)}},

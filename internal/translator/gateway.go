@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
@@ -44,6 +45,10 @@ type gatewayInfo struct {
 	// older Gateway has the dedicated object names this one needs.
 	nameConflict string
 	dedicated    bool
+	// udpIdle is the UDP session idle timeout the dedicated proxies use
+	// (CoxswainGatewayParameters streams.udpSessionIdleTimeout); zero
+	// leaves the proxy's default.
+	udpIdle snapshot.Duration
 	// proxyReady is the DedicatedProxyReady condition of a dedicated
 	// Gateway (provision.DedicatedProxyReady); ready is its status: the
 	// dedicated proxies serve it and the shared pool no longer does.
@@ -123,6 +128,7 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 			gi.served = true
 			if params != nil {
 				gi.dedicated = true
+				gi.udpIdle = dedicatedUDPIdle(gw, ci.gc, ix)
 				gi.proxyReady = provision.DedicatedProxyReady(gw, ix.dedDeploy[nn{Namespace: gw.Namespace, Name: dedicatedName(gw)}])
 				gi.ready = gi.proxyReady.Status == metav1.ConditionTrue
 			}
@@ -131,6 +137,22 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 	}
 	refuseDedicatedNameConflicts(out)
 	return out
+}
+
+// dedicatedUDPIdle is the streams.udpSessionIdleTimeout of a dedicated
+// Gateway's effective parameters (zero when unset or unresolvable).
+func dedicatedUDPIdle(gw *gwv1.Gateway, gc *gwv1.GatewayClass, ix *index) snapshot.Duration {
+	var params []gatewayv1alpha1.CoxswainGatewayParameters
+	for _, ref := range provision.ParamsRefs(gw, gc) {
+		if p := ix.gwParams[ref.NamespacedName]; p != nil && ref.IsParameters() {
+			params = append(params, *p)
+		}
+	}
+	eff, _, err := provision.Resolve(gw, gc, params)
+	if err != nil || eff.Streams == nil || eff.Streams.UDPSessionIdleTimeout == nil {
+		return 0
+	}
+	return snapshot.Duration(eff.Streams.UDPSessionIdleTimeout.Duration)
 }
 
 // refuseDedicatedNameConflicts refuses every Gateway whose dedicated object

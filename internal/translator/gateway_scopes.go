@@ -107,6 +107,9 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 			name += "/udp"
 		}
 		lb := sb.listener(bind, name, serv[0].protocol, external)
+		if serv[0].protocol == snapshot.ProtocolUDP && sb.scope.Kind == snapshot.ScopeGateway {
+			lb.l.UDPIdleTimeout = gi.udpIdle
+		}
 		if serv[0].protocol.Stream() {
 			t.emitStreamListeners(sb, lb, serv)
 		} else {

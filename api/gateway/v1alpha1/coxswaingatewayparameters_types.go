@@ -124,6 +124,29 @@ type CoxswainGatewayParametersSpec struct {
 	// +kubebuilder:validation:Minimum=4096
 	// +kubebuilder:validation:Maximum=67108864
 	MaxResponseHeaderBytes *int32 `json:"maxResponseHeaderBytes,omitempty"`
+
+	// streams tunes the proxy's TCP, TLS and UDP listeners (TCPRoute,
+	// TLSRoute, UDPRoute) where Gateway API has no field for it. When set
+	// on both layers, the Gateway's block replaces the class's block as a
+	// whole.
+	// +optional
+	Streams *Streams `json:"streams,omitempty"`
+}
+
+// Streams tunes the connection-level (L4) listeners of a proxy.
+type Streams struct {
+	// idleTimeout closes a TCP or TLS connection spliced to a backend after
+	// this long without a byte either way. Built-in default: 1h.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="idleTimeout must be between 1s and 168h"
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// udpSessionIdleTimeout ends a UDP session (the datagrams of one client
+	// address, relayed to one backend endpoint) after this long without a
+	// datagram either way. Built-in default: 10s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="udpSessionIdleTimeout must be between 1s and 1h"
+	UDPSessionIdleTimeout *metav1.Duration `json:"udpSessionIdleTimeout,omitempty"`
 }
 
 // Shutdown tunes the termination of a proxy pod. When the pod is deleted the
