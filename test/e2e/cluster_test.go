@@ -211,6 +211,7 @@ spec:
 		{"WeightedBackends", testWeightedBackends},
 		{"Ingress", testIngress},
 		{"TLSSNI", testTLSSNI},
+		{"L4Routes", testL4Routes},
 		{"ProxyImageIsTheInstalledImage", testProxyImageIsTheInstalledImage},
 		{"DedicatedProgrammedAfterBindAndAck", testDedicatedProgrammed},
 		{"SharedProgrammedAfterBindAndAck", testSharedProgrammedAfterBindAndAck},
