@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/coxswain-go/coxswain/internal/version"
 )
 
@@ -103,6 +105,42 @@ func TestFlagSpellings(t *testing.T) {
 		}
 		if got := relay.Flags().Lookup("infra-addr").Value.String(); got != "a:1" {
 			t.Errorf("--infra_addr set infra-addr to %q", got)
+		}
+	}
+}
+
+// TestProxyDataPlaneFlags: the L4 and retry options of the data plane are
+// flags with their documented defaults, spelled with "-" or "_".
+func TestProxyDataPlaneFlags(t *testing.T) {
+	defaults := map[string]string{"stream-idle-timeout": "1h0m0s", "udp-max-sessions": "16384", "retry-body-buffer-bytes": "65536"}
+	proxyCmd := func(t *testing.T) *cobra.Command {
+		t.Helper()
+		c, _, err := NewRootCommand().Find([]string{"serve", "proxy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := proxyCmd(t)
+	for name, want := range defaults {
+		f := c.Flags().Lookup(name)
+		if f == nil {
+			t.Fatalf("serve proxy has no --%s", name)
+		}
+		if f.DefValue != want {
+			t.Errorf("--%s defaults to %q, want %q", name, f.DefValue, want)
+		}
+	}
+	for _, sep := range []string{"-", "_"} {
+		c := proxyCmd(t)
+		args := []string{"--stream" + sep + "idle" + sep + "timeout=5m", "--udp" + sep + "max" + sep + "sessions=7", "--retry" + sep + "body" + sep + "buffer" + sep + "bytes=1024"}
+		if err := c.ParseFlags(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for name, want := range map[string]string{"stream-idle-timeout": "5m0s", "udp-max-sessions": "7", "retry-body-buffer-bytes": "1024"} {
+			if got := c.Flags().Lookup(name).Value.String(); got != want {
+				t.Errorf("%v set --%s to %q, want %q", args, name, got, want)
+			}
 		}
 	}
 }

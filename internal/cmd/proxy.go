@@ -112,6 +112,11 @@ func newProxyCommand() *cobra.Command {
 	f.DurationVar(&cfg.DataPlane.RequestBodyTimeout, "request-body-timeout", 60*time.Second, "How long a read of a request body may wait (nginx's client_body_timeout); a stalled body is answered 408.")
 	f.StringVar((*string)(&cfg.DataPlane.EscapedSlashes), "escaped-slashes", string(proxy.EscapedSlashRedirect),
 		"What a request whose path holds %2F or %5C gets: UnescapeAndRedirect (307 to the decoded, normalised path) or Reject (400).")
+	f.DurationVar(&cfg.DataPlane.StreamIdleTimeout, "stream-idle-timeout", time.Hour,
+		"How long a connection of a TLS or TCP listener may move no bytes either way before it is closed (UDP sessions have their listener's idle timeout).")
+	f.IntVar(&cfg.DataPlane.UDPMaxSessions, "udp-max-sessions", 16384, "Most sessions one UDP listener keeps; a datagram that would open one more is dropped and counted.")
+	f.IntVar(&cfg.DataPlane.RetryBodyBufferBytes, "retry-body-buffer-bytes", 64<<10,
+		"Largest request body kept in memory so a route's retry policy can send it again; a request with a larger body is streamed and never retried.")
 	disc.AddFlags(f)
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c

@@ -61,6 +61,8 @@ func (a *accessLogger) log(start time.Time, listener string, r *http.Request, ex
 	b = strconv.AppendFloat(b, float64(time.Since(start).Microseconds())/1000, 'f', 3, 64)
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, ex.bytes, 10)
+	b = append(b, `,"retries":`...)
+	b = strconv.AppendInt(b, int64(ex.retries), 10)
 	b = append(b, "}\n"...)
 	a.mu.Lock()
 	_, _ = a.w.Write(b)

@@ -40,34 +40,46 @@ type endpointSet struct {
 	name         string
 	h2c          bool
 	leastRequest bool
-	eps          []*endpoint
-	rr           *atomic.Uint64
+	// tls is how its endpoints are reached over TLS (nil: cleartext;
+	// upstreamtls.go).
+	tls *upstreamTLS
+	eps []*endpoint
+	rr  *atomic.Uint64
 }
 
 // endpoint is one upstream address with its requests in flight (for
 // least-request balancing).
 type endpoint struct {
-	addr     string
+	addr string
+	// key names the upstream connection pools of this endpoint: its
+	// address, and for a TLS set the fingerprint of the set's TLS
+	// settings, so that no connection opened under other settings (another
+	// CA, SNI, client certificate) is ever reused (poolKey).
+	key string
+	// tls is the set's, nil for cleartext.
+	tls      *upstreamTLS
 	inflight atomic.Int64
 }
 
 // compileEndpointSets compiles the snapshot's endpoint sets, each lent
-// the state of its namesake in prev (may be nil).
-func compileEndpointSets(in []snapshot.EndpointSet, prev *state) map[string]*endpointSet {
+// the state of its namesake in prev (may be nil); certs resolves the
+// client certificates of upstream TLS.
+func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) map[string]*endpointSet {
 	sets := make(map[string]*endpointSet, len(in))
 	for i := range in {
 		var old *endpointSet
 		if prev != nil {
 			old = prev.sets[in[i].Name]
 		}
-		sets[in[i].Name] = newEndpointSet(&in[i], old)
+		sets[in[i].Name] = newEndpointSet(&in[i], old, certs)
 	}
 	return sets
 }
 
 // newEndpointSet compiles an endpoint set; old (may be nil) lends its
-// round-robin position and the in-flight counts of endpoints that stay.
-func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
+// round-robin position, its compiled TLS settings when they are the same,
+// and the in-flight counts of endpoints that stay under the same pool key.
+func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet, certs map[string]*parsedCert) *endpointSet {
 	es := &endpointSet{
 		name:         in.Name,
 		h2c:          in.AppProtocol == snapshot.AppProtocolH2C,
@@ -79,16 +91,24 @@ func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
 		es.rr = old.rr
 		keep = make(map[string]*endpoint, len(old.eps))
 		for _, e := range old.eps {
-			keep[e.addr] = e
+			keep[e.key] = e
 		}
+	}
+	if in.TLS != nil {
+		var prevTLS *upstreamTLS
+		if old != nil {
+			prevTLS = old.tls
+		}
+		es.tls = compileUpstreamTLS(in.TLS, es.h2c, certs, prevTLS)
 	}
 	for _, e := range in.Endpoints {
 		addr := net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
-		if ke := keep[addr]; ke != nil {
+		key := poolKey(addr, es.tls)
+		if ke := keep[key]; ke != nil {
 			es.eps = append(es.eps, ke)
 			continue
 		}
-		es.eps = append(es.eps, &endpoint{addr: addr})
+		es.eps = append(es.eps, &endpoint{addr: addr, key: key, tls: es.tls})
 	}
 	return es
 }

@@ -63,6 +63,7 @@ type route struct {
 	direct          *snapshot.DirectResponse
 	weightedBackends
 	timeouts     snapshot.Timeouts
+	retry        *retryPolicy
 	maxBody      int64
 	accessLogOff bool
 	stats        *routeStats
@@ -86,7 +87,7 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 	st := &state{
 		version:   version,
 		router:    &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
-		sets:      compileEndpointSets(s.EndpointSets, prev),
+		sets:      compileEndpointSets(s.EndpointSets, prev, certs),
 		certs:     certs,
 		stats:     map[string]*routeStats{},
 		listeners: make(map[listenerAddr]listenerKind, len(s.Listeners)),
@@ -140,6 +141,10 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 	lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: c.routeStats(l.Name, "")}
 	if lr.tls {
 		lr.certs = compileCertSet(l.TLS.Certificates, c.st.certs)
+		lr.hosts = compileListenerHosts(l.TLS.Certificates)
+		if cv := l.TLS.ClientValidation; cv != nil {
+			lr.clientTLS = compileClientValidation(cv, lr)
+		}
 	}
 	for vi := range l.VirtualHosts {
 		vh, err := c.compileVHost(&l.VirtualHosts[vi], lr)
@@ -235,6 +240,7 @@ func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route,
 	if in.Timeouts != nil {
 		r.timeouts = *in.Timeouts
 	}
+	r.retry = compileRetry(in.Retry)
 	if err := r.compileMatch(&in.Match); err != nil {
 		return nil, err
 	}

@@ -33,11 +33,13 @@ import (
 
 // DataPlane applies snapshots atomically and binds and unbinds listeners.
 type DataPlane struct {
-	opts      Options
-	log       *slog.Logger
-	m         *metrics
-	alog      *accessLogger
-	state     atomic.Pointer[state]
+	opts  Options
+	log   *slog.Logger
+	m     *metrics
+	alog  *accessLogger
+	state atomic.Pointer[state]
+	// h1 and h2c are the transports of HTTP/1.1 and HTTP/2 upstreams (h2c
+	// in cleartext, h2 over TLS), per pool key.
 	h1, h2c   *addrTransports
 	lean      *h1Client
 	mirrorSem chan struct{}
@@ -79,8 +81,8 @@ func NewDataPlane(opts Options) *DataPlane {
 	d.ports.Store(&empty)
 	dialer := &net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}
 	d.dialer = dialer
-	newTransport := func(h2c bool) func() *http.Transport {
-		return func() *http.Transport { return newUpstreamTransport(opts, dialer, h2c) }
+	newTransport := func(h2 bool) func(*upstreamTLS) *http.Transport {
+		return func(u *upstreamTLS) *http.Transport { return newUpstreamTransport(opts, dialer, h2, u) }
 	}
 	d.h1, d.h2c = newAddrTransports(newTransport(false)), newAddrTransports(newTransport(true))
 	if !opts.DisableLeanClient {

@@ -28,16 +28,18 @@ limitations under the License.
 //     into an immutable state; each filter's compile half lives with its
 //     apply half (below); router.go holds the routing table, its lookup
 //     and the match compile; certs.go the certificates and their SNI
-//     selection.
+//     selection; clientauth.go the client certificate validation of HTTPS
+//     ports.
 //   - The request path: serve.go documents its steps in order and holds
 //     the entry points (portHandler for net/http, DataPlane.serve) and the
 //     exchange that records each response; normalize.go (path
-//     normalisation), cors.go, redirect.go, direct.go, balance.go
-//     (backend and endpoint pick), rewrite.go, hopheaders.go (what
-//     crosses a hop), headers.go (header modifiers), mirror.go,
-//     forward.go (build request, round trip, copy response), upgrade.go
-//     (WebSocket), body.go (request body wrappers: timeout, limit, send
-//     timer).
+//     normalisation), misdirected.go (421 for a Host another HTTPS
+//     listener of the port serves), cors.go, redirect.go, direct.go,
+//     balance.go (backend and endpoint pick), rewrite.go, hopheaders.go
+//     (what crosses a hop), headers.go (header modifiers), mirror.go,
+//     forward.go (build request, round trip, copy response), retry.go
+//     (retry policy, replayable bodies), upgrade.go (WebSocket), body.go
+//     (request body wrappers: timeout, limit, send timer).
 //   - The fast path for bodiless HTTP/1.1 GET and HEAD: fastpath.go (the
 //     connection loop), fasthead.go (head scan and parse), fastwriter.go,
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
@@ -51,6 +53,7 @@ limitations under the License.
 //     h1response.go (its response heads), headerfields.go (the field-line
 //     parser both fast parsers share), headlimit.go, h1reap.go, reaper.go
 //     and peerclosed_*.go (idle upstream connections), transports.go
-//     (net/http transports per upstream address).
+//     (net/http transports per upstream pool key), upstreamtls.go (TLS to
+//     backends: verification, pool keys).
 //   - Observability: metrics.go, accesslog.go.
 package proxy

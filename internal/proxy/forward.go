@@ -19,6 +19,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -33,17 +34,35 @@ import (
 // errUpstreamTimeout is the cancellation cause of a route timeout.
 var errUpstreamTimeout = errors.New("upstream timeout")
 
+// errBackendTimeout is the cause of the backend timeout of one try
+// (Timeouts.Backend), which Retry.BackendTimeouts retries; it is an
+// errUpstreamTimeout.
+var errBackendTimeout = fmt.Errorf("%w: backend request timeout", errUpstreamTimeout)
+
 // forward sends a request to its destination and relays the answer, steps
 // 10 to 12 of the request path (serve.go): buildRequest, roundTrip, then
-// copyResponse or upgrade.
+// copyResponse or upgrade. A route with a Retry policy goes through
+// forwardRetrying (retry.go) instead.
 func (d *DataPlane) forward(ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict) {
+	if dst.rt.retry != nil {
+		d.forwardRetrying(ex, r, dst, isTLS, cors)
+		return
+	}
+	dst.ep.inflight.Add(1)
+	defer dst.ep.inflight.Add(-1)
 	var at attempt
-	at.arm(r.Context(), dst.rt.timeouts)
+	at.arm(r.Context(), dst.rt.timeouts, false, false)
 	defer at.stop()
 	out := d.buildRequest(r, dst, isTLS)
 	resp, err := d.roundTrip(&at, r, dst, &out)
+	d.respond(ex, r, dst, &at, &out, resp, err, cors)
+}
+
+// respond relays the outcome of the last round trip: the error answered
+// by whose fault it was, a 101 spliced, else the response copied.
+func (d *DataPlane) respond(ex *exchange, r *http.Request, dst destination, at *attempt, out *outbound, resp *http.Response, err error, cors corsVerdict) {
 	if err != nil {
-		d.answerUpstreamError(ex, r, dst, &at, &out, err)
+		d.answerUpstreamError(ex, r, dst, at, out, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -51,7 +70,7 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, dst destination, isTL
 		d.upgrade(ex, r, dst.rt, resp, out.upgrade)
 		return
 	}
-	copyResponse(ex, r, dst, &at, resp, cors)
+	copyResponse(ex, r, dst, at, resp, cors)
 }
 
 // attempt is one upstream exchange's timers: the route's request and
@@ -66,19 +85,22 @@ type attempt struct {
 
 // arm derives the exchange's context from the client's, with the route's
 // request and backend timeouts, and a cancel for the read and send timers
-// when the route has either.
-func (a *attempt) arm(ctx context.Context, t snapshot.Timeouts) {
-	if d := t.Request.D(); d > 0 {
+// when the route has either. A try of a retried request (retry set) has
+// its request timeout in ctx already, bounding every try; withCancel
+// gives it a cancel even without timers (retry.go stops the drain of a
+// failed answer with it).
+func (a *attempt) arm(ctx context.Context, t snapshot.Timeouts, retry, withCancel bool) {
+	if d := t.Request.D(); d > 0 && !retry {
 		var c context.CancelFunc
 		ctx, c = context.WithTimeoutCause(ctx, d, errUpstreamTimeout)
 		a.cancelers = append(a.cancelers, c)
 	}
 	if d := t.Backend.D(); d > 0 {
 		var c context.CancelFunc
-		ctx, c = context.WithTimeoutCause(ctx, d, errUpstreamTimeout)
+		ctx, c = context.WithTimeoutCause(ctx, d, errBackendTimeout)
 		a.cancelers = append(a.cancelers, c)
 	}
-	if t.UpstreamRead > 0 || t.UpstreamSend > 0 {
+	if t.UpstreamRead > 0 || t.UpstreamSend > 0 || withCancel {
 		ctx, a.cancel = context.WithCancelCause(ctx)
 	}
 	a.ctx = ctx
@@ -122,6 +144,11 @@ type outbound struct {
 	// limited caps the request body at the route's limit; roundTrip sets
 	// it when it wraps the body.
 	limited *limitedBody
+	// replay is the request body of a retried request as retry.go read it
+	// (nil: the client's body as it comes); retried marks a try after the
+	// first, which sends no mirrors.
+	replay  *replayBody
+	retried bool
 }
 
 // buildRequest applies the request filters (step 10): URL rewrite, then
@@ -140,8 +167,12 @@ func (d *DataPlane) buildRequest(r *http.Request, dst destination, isTLS bool) o
 	// Without header filters or Connection tokens the lean client writes
 	// the filtered client headers straight to the upstream, no map built.
 	out.hdr = upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
-	if !out.lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 {
+	clientCert := isTLS && r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+	if !out.lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 || clientCert {
 		h := outboundHeader(r.Header, out.hdr.clientIP, proto, r.Host)
+		if clientCert {
+			setClientCertHeader(h, r.TLS)
+		}
 		rt.reqHdr.apply(h)
 		b.reqHdr.apply(h)
 		if out.upgrade != "" {
@@ -164,16 +195,30 @@ func (d *DataPlane) roundTrip(at *attempt, r *http.Request, dst destination, out
 		err  error
 	)
 	if out.lean {
-		resp, err = d.lean.roundTrip(at.ctx, dst.ep.addr, r.Method, out.requestURI(r), out.host, &out.hdr)
+		resp, err = d.lean.roundTrip(at.ctx, dst.ep, r.Method, out.requestURI(r), out.host, &out.hdr)
 	} else {
-		tr := d.h1
-		if dst.b.set.h2c {
-			tr = d.h2c
-		}
-		resp, err = tr.RoundTrip(d.transportRequest(at, r, dst, out))
+		resp, err = d.transports(dst.b.set).roundTrip(d.transportRequest(at, r, dst, out), dst.ep)
 	}
 	at.stopTimers()
 	return resp, err
+}
+
+// transports are the http.Transport pools of a set's protocol.
+func (d *DataPlane) transports(es *endpointSet) *addrTransports {
+	if es.h2c {
+		return d.h2c
+	}
+	return d.h1
+}
+
+// isUpstreamTLSError reports a failed TLS handshake or verification
+// toward an upstream (upstreamtls.go), or a TLS alert the upstream sent
+// (in TLS 1.3 a backend that refuses the proxy's client certificate says
+// so after the handshake, on the first read).
+func isUpstreamTLSError(err error) bool {
+	var te *upstreamTLSError
+	var ne *net.OpError
+	return errors.As(err, &te) || (errors.As(err, &ne) && ne.Op == "remote error")
 }
 
 // requestURI is the request target the lean client sends.
@@ -198,6 +243,9 @@ func (d *DataPlane) transportRequest(at *attempt, r *http.Request, dst destinati
 	outreq.Close = false
 	u := *r.URL
 	u.Scheme = "http"
+	if dst.ep.tls != nil {
+		u.Scheme = "https"
+	}
 	u.Host = dst.ep.addr
 	if out.rewritten {
 		u.Path, u.RawPath = out.path, ""
@@ -209,12 +257,16 @@ func (d *DataPlane) transportRequest(at *attempt, r *http.Request, dst destinati
 		outreq.Body = nil
 	}
 	outreq.GetBody = nil
-	if outreq.Body != nil && rt.maxBody > 0 {
+	switch {
+	case out.replay != nil:
+		// retry.go read the body (through the route's limit) already.
+		out.replay.attach(outreq, r)
+	case outreq.Body != nil && rt.maxBody > 0:
 		out.limited = &limitedBody{rc: outreq.Body, left: rt.maxBody}
 		outreq.Body = out.limited
 	}
-	if len(rt.mirrors) > 0 {
-		d.startMirrors(outreq, rt)
+	if len(rt.mirrors) > 0 && !out.retried {
+		d.startMirrors(outreq, rt, out.replay)
 	}
 	if t := rt.timeouts.UpstreamSend.D(); t > 0 && outreq.Body != nil {
 		outreq.Body = &sentBody{rc: outreq.Body, timer: at.startTimer(t)}
@@ -235,6 +287,7 @@ func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst desti
 		ex.Header()["Connection"] = []string{"close"}
 		answer(ex, http.StatusRequestTimeout, "request body timed out")
 	case errors.Is(context.Cause(at.ctx), errUpstreamTimeout) || errors.Is(err, context.DeadlineExceeded):
+		// errBackendTimeout is one too.
 		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
 		answer(ex, http.StatusGatewayTimeout, "upstream timed out")
 	case r.Context().Err() != nil:
@@ -244,6 +297,10 @@ func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst desti
 		// short: the fault is the client's, not the upstream's.
 		ex.Header()["Connection"] = []string{"close"}
 		answer(ex, http.StatusBadRequest, "malformed or incomplete request body")
+	case isUpstreamTLSError(err):
+		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "tls").Inc()
+		d.log.Warn("upstream TLS handshake or verification failed", "route", rt.id, "upstream", dst.ep.addr, "error", err)
+		answer(ex, http.StatusBadGateway, "upstream TLS handshake or verification failed")
 	default:
 		kind := "protocol"
 		var ne *net.OpError

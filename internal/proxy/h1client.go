@@ -39,16 +39,21 @@ type h1Client struct {
 	idleTimeout time.Duration
 	maxHead     int64
 
-	mu   sync.Mutex
+	mu sync.Mutex
+	// idle is keyed by the endpoint's pool key (address, plus the TLS
+	// fingerprint for a TLS set).
 	idle map[string][]*h1Conn
 }
 
 type h1Conn struct {
+	// nc is the connection requests are written to: raw, or a TLS client
+	// over raw. The reaper probes raw.
 	nc     net.Conn
+	raw    net.Conn
 	lim    headLimit // between nc and br
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	addr   string
+	key    string
 	idleAt time.Time
 }
 
@@ -66,18 +71,18 @@ func newH1Client(dialer *net.Dialer, maxIdle int, idleTimeout time.Duration, max
 	return &h1Client{dialer: dialer, maxIdle: maxIdle, idleTimeout: idleTimeout, maxHead: maxHead, idle: map[string][]*h1Conn{}}
 }
 
-func (c *h1Client) get(addr string) *h1Conn {
+func (c *h1Client) get(key string) *h1Conn {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		l := c.idle[addr]
+		l := c.idle[key]
 		if len(l) == 0 {
 			return nil
 		}
 		pc := l[len(l)-1]
 		l[len(l)-1] = nil
-		c.idle[addr] = l[:len(l)-1]
+		c.idle[key] = l[:len(l)-1]
 		if now.Sub(pc.idleAt) < c.idleTimeout {
 			return pc
 		}
@@ -88,8 +93,8 @@ func (c *h1Client) get(addr string) *h1Conn {
 func (c *h1Client) put(pc *h1Conn) {
 	pc.idleAt = time.Now()
 	c.mu.Lock()
-	if l := c.idle[pc.addr]; len(l) < c.maxIdle {
-		c.idle[pc.addr] = append(l, pc)
+	if l := c.idle[pc.key]; len(l) < c.maxIdle {
+		c.idle[pc.key] = append(l, pc)
 		c.mu.Unlock()
 		return
 	}
@@ -108,12 +113,12 @@ func (c *h1Client) closeIdle() {
 	}
 }
 
-func (c *h1Client) dial(ctx context.Context, addr string) (*h1Conn, error) {
-	nc, err := c.dialer.DialContext(ctx, "tcp", addr)
+func (c *h1Client) dial(ctx context.Context, ep *endpoint) (*h1Conn, error) {
+	nc, raw, err := dialTLS(ctx, c.dialer, ep.addr, ep.tls)
 	if err != nil {
 		return nil, err
 	}
-	pc := &h1Conn{nc: nc, bw: bufio.NewWriterSize(nc, 4<<10), addr: addr}
+	pc := &h1Conn{nc: nc, raw: raw, bw: bufio.NewWriterSize(nc, 4<<10), key: ep.key}
 	pc.lim = headLimit{r: nc, max: c.maxHead, left: -1}
 	pc.br = bufio.NewReaderSize(&pc.lim, 8<<10)
 	return pc, nil
@@ -121,14 +126,14 @@ func (c *h1Client) dial(ctx context.Context, addr string) (*h1Conn, error) {
 
 // roundTrip sends a bodiless request and returns the response whose Body
 // hands the connection back to the pool once it has been read to the end.
-func (c *h1Client) roundTrip(ctx context.Context, addr, method, uri, host string, h *upstreamHeaders) (*http.Response, error) {
+func (c *h1Client) roundTrip(ctx context.Context, ep *endpoint, method, uri, host string, h *upstreamHeaders) (*http.Response, error) {
 	mreq := methodRequests[method]
 	for attempt := 0; attempt < 2; attempt++ {
-		pc := c.get(addr)
+		pc := c.get(ep.key)
 		reused := pc != nil
 		if !reused {
 			var err error
-			if pc, err = c.dial(ctx, addr); err != nil {
+			if pc, err = c.dial(ctx, ep); err != nil {
 				return nil, err
 			}
 		}
@@ -222,6 +227,19 @@ func (b *h1Body) finish(ok bool) {
 		return
 	}
 	_ = b.pc.nc.Close()
+}
+
+// discard reads away the rest of a body nobody relays, at most limit
+// bytes for at most timeout, and pools the connection when the body ended
+// within both (retry.go).
+func (b *h1Body) discard(limit int64, timeout time.Duration) {
+	if b.done {
+		return
+	}
+	_ = b.pc.nc.SetReadDeadline(time.Now().Add(timeout))
+	_, err := io.CopyN(io.Discard, b.rc, limit+1)
+	_ = b.pc.nc.SetReadDeadline(time.Time{})
+	b.finish(errors.Is(err, io.EOF))
 }
 
 func (b *h1Body) Close() error {

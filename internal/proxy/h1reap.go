@@ -24,70 +24,72 @@ import (
 // is idle (that is what keeps its requests cheap), so nothing notices
 // when an upstream closes a pooled connection or leaves the snapshot:
 // without reaping, such sockets sit in CLOSE_WAIT until a request happens
-// to pick them. The data plane drops the pools of addresses that leave
+// to pick them. The data plane drops the pools whose keys (poolKey) leave
 // the snapshot on Apply and calls reap on a timer.
 
-// drop closes the idle connections of addrs and forgets their pools.
-func (c *h1Client) drop(addrs []string) {
+// drop closes the idle connections of the pools keyed by keys (poolKey)
+// and forgets those pools.
+func (c *h1Client) drop(keys []string) {
 	c.mu.Lock()
 	var closing []*h1Conn
-	for _, addr := range addrs {
-		closing = append(closing, c.idle[addr]...)
-		delete(c.idle, addr)
+	for _, key := range keys {
+		closing = append(closing, c.idle[key]...)
+		delete(c.idle, key)
 	}
 	c.mu.Unlock()
 	closeConns(closing)
 }
 
 // reap closes idle connections that are past the idle timeout, that the
-// upstream closed (or wrote to unasked), or whose address is not live.
-// It checks one address's pool at a time, out of the pool, so that no
-// request can pick a connection while it is being probed and requests to
-// other addresses never wait for the probes.
+// upstream closed (or wrote to unasked), or whose pool key is not live.
+// It checks one pool at a time, out of the pool, so that no request can
+// pick a connection while it is being probed and requests to other pools
+// never wait for the probes. A TLS connection is probed on its socket: a
+// close_notify, like any byte nobody asked for, makes it unusable.
 func (c *h1Client) reap(now time.Time, live map[string]struct{}) {
 	c.mu.Lock()
-	addrs := make([]string, 0, len(c.idle))
-	for addr := range c.idle {
-		addrs = append(addrs, addr)
+	keys := make([]string, 0, len(c.idle))
+	for key := range c.idle {
+		keys = append(keys, key)
 	}
 	c.mu.Unlock()
-	for _, addr := range addrs {
-		if _, ok := live[addr]; !ok {
-			c.drop([]string{addr})
+	for _, key := range keys {
+		if _, ok := live[key]; !ok {
+			c.drop([]string{key})
 			continue
 		}
 		c.mu.Lock()
-		taken := c.idle[addr]
-		delete(c.idle, addr)
+		taken := c.idle[key]
+		delete(c.idle, key)
 		c.mu.Unlock()
 		keep := taken[:0]
 		var closing []*h1Conn
 		for _, pc := range taken {
-			if now.Sub(pc.idleAt) >= c.idleTimeout || peerClosed(pc.nc) {
+			if now.Sub(pc.idleAt) >= c.idleTimeout || peerClosed(pc.raw) {
 				closing = append(closing, pc)
 				continue
 			}
 			keep = append(keep, pc)
 		}
 		closeConns(closing)
-		c.giveBack(addr, keep)
+		c.giveBack(key, keep)
 	}
 }
 
 // giveBack returns probed connections to the front of their pool: they
 // are older than any put there meanwhile, and get takes from the back.
-func (c *h1Client) giveBack(addr string, conns []*h1Conn) {
+func (c *h1Client) giveBack(key string, conns []*h1Conn) {
 	if len(conns) == 0 {
 		return
 	}
 	c.mu.Lock()
-	merged := append(conns, c.idle[addr]...)
+	merged := append(conns, c.idle[key]...)
 	var excess []*h1Conn
 	if len(merged) > c.maxIdle {
 		excess = merged[:len(merged)-c.maxIdle]
 		merged = merged[len(merged)-c.maxIdle:]
 	}
-	c.idle[addr] = merged
+	c.idle[key] = merged
 	c.mu.Unlock()
 	closeConns(excess)
 }

@@ -34,9 +34,11 @@ func isHop(k string) bool {
 	return false
 }
 
-// isClientForwarding reports headers a client must not be able to set.
+// isClientForwarding reports headers a client must not be able to set:
+// the forwarding headers, and the client certificate the proxy verified
+// (clientauth.go).
 func isClientForwarding(k string) bool {
-	return k == "Forwarded" || k == "X-Real-Ip" || strings.HasPrefix(k, "X-Forwarded-")
+	return k == "Forwarded" || k == "X-Real-Ip" || strings.HasPrefix(k, "X-Forwarded-") || k == clientCertHeader
 }
 
 // Shared, never mutated: header modifiers copy before appending.

@@ -274,6 +274,12 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 				return d.certificate(port, hello.ServerName)
 			},
+			// A port that validates client certificates has its own config
+			// in the state in force: its CA pool swaps with the snapshot
+			// (clientauth.go).
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				return d.clientValidationConfig(port), nil
+			},
 		}
 	}
 	bl.srv = srv

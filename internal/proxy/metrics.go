@@ -33,6 +33,7 @@ type metrics struct {
 	applies        *prometheus.CounterVec
 	activeConns    prometheus.Gauge
 	mirrorsDropped prometheus.Counter
+	retries        *prometheus.CounterVec
 	// The stream listeners' (stream.go).
 	streamConns  *prometheus.CounterVec
 	streamActive *prometheus.GaugeVec
@@ -56,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"listener"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "coxswain_proxy_upstream_errors_total",
-			Help: "Upstream failures by route ID and kind (connect, timeout, protocol, no_endpoints, invalid_backend).",
+			Help: "Upstream failures answered to clients, by route ID and kind (connect, timeout, protocol, tls, no_endpoints, invalid_backend).",
 		}, []string{"route", "kind"}),
 		snapshotInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "coxswain_proxy_snapshot_info",
@@ -74,6 +75,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "coxswain_proxy_mirror_dropped_total",
 			Help: "Mirrored requests not sent because the mirror queue was full or the body was above the tee cap.",
 		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_proxy_retries_total",
+			Help: "Requests sent again under their route's retry policy, by route ID and reason (status, connect, timeout).",
+		}, []string{"route", "reason"}),
 		streamConns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "coxswain_proxy_stream_connections_total",
 			Help: "Connections of TLS and TCP listeners and sessions of UDP listeners, by listener, route ID and outcome " +
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"listener", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.snapshotInfo, m.applies, m.activeConns, m.mirrorsDropped,
+		reg.MustRegister(m.requests, m.duration, m.upstreamErrors, m.snapshotInfo, m.applies, m.activeConns, m.mirrorsDropped, m.retries,
 			m.streamConns, m.streamActive, m.streamBytes, m.udpSessions, m.udpDropped)
 	}
 	return m

@@ -76,9 +76,11 @@ func (m *mirrorBody) Close() error { return m.rc.Close() }
 
 // startMirrors sends copies of the upstream request to the route's
 // mirrors (step 11 of the request path, serve.go): at once for a request
-// without a body, else once the body was read to its end, and not at all
-// when it was larger than MirrorBodyCap.
-func (d *DataPlane) startMirrors(outreq *http.Request, rt *route) {
+// without a body or whose body a retry policy read already (rb, may be
+// nil), else once the body was read to its end, and not at all when it
+// was larger than MirrorBodyCap. A retried request mirrors its first try
+// only.
+func (d *DataPlane) startMirrors(outreq *http.Request, rt *route, rb *replayBody) {
 	targets := rt.mirrorTargets()
 	if len(targets) == 0 {
 		return
@@ -88,8 +90,12 @@ func (d *DataPlane) startMirrors(outreq *http.Request, rt *route) {
 		hdr: outreq.Header.Clone(),
 	}
 	send := func(body []byte, truncated bool) { d.sendMirrors(targets, mc, body, truncated) }
-	if outreq.Body == nil {
+	switch {
+	case outreq.Body == nil:
 		send(nil, false)
+		return
+	case rb != nil && rb.whole:
+		send(rb.buf, len(rb.buf) > d.opts.MirrorBodyCap)
 		return
 	}
 	outreq.Body = &mirrorBody{rc: outreq.Body, cap: d.opts.MirrorBodyCap, send: send}
@@ -145,7 +151,11 @@ func (d *DataPlane) sendMirrors(targets []*endpointSet, mc *mirrorCopy, body []b
 func (d *DataPlane) sendMirror(es *endpointSet, ep *endpoint, mc *mirrorCopy, body []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.opts.MirrorTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, mc.method, "http://"+ep.addr, nil)
+	scheme := "http://"
+	if ep.tls != nil {
+		scheme = "https://"
+	}
+	req, err := http.NewRequestWithContext(ctx, mc.method, scheme+ep.addr, nil)
 	if err != nil {
 		return
 	}
@@ -154,11 +164,7 @@ func (d *DataPlane) sendMirror(es *endpointSet, ep *endpoint, mc *mirrorCopy, bo
 		req.Body = io.NopCloser(strings.NewReader(string(body)))
 		req.ContentLength = int64(len(body))
 	}
-	tr := d.h1
-	if es.h2c {
-		tr = d.h2c
-	}
-	resp, err := tr.RoundTrip(req)
+	resp, err := d.transports(es).roundTrip(req, ep)
 	if err != nil {
 		return
 	}

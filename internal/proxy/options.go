@@ -50,7 +50,8 @@ type Options struct {
 	DrainTimeout time.Duration
 	// MaxIdleConnsPerHost of the upstream pools (default 1024).
 	MaxIdleConnsPerHost int
-	// DialTimeout bounds connecting to an upstream (default 5s).
+	// DialTimeout bounds connecting to an upstream, and then its TLS
+	// handshake for an endpoint set with upstream TLS (default 5s).
 	DialTimeout time.Duration
 	// UpstreamIdleTimeout is how long an idle upstream connection is kept
 	// for reuse (default 90s).
@@ -66,6 +67,10 @@ type Options struct {
 	MirrorBodyCap int
 	// MirrorTimeout bounds one mirrored request (default 10s).
 	MirrorTimeout time.Duration
+	// RetryBodyBufferBytes is the largest request body kept in memory so
+	// that a route with a retry policy can send it again (default 64
+	// KiB); a request with a larger body is streamed and never retried.
+	RetryBodyBufferBytes int
 	// DisableFastPath serves every cleartext request with net/http's
 	// server instead of the fast path for bodiless HTTP/1.1 GET and HEAD.
 	DisableFastPath bool
@@ -147,6 +152,9 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.MirrorTimeout <= 0 {
 		opts.MirrorTimeout = 10 * time.Second
+	}
+	if opts.RetryBodyBufferBytes <= 0 {
+		opts.RetryBodyBufferBytes = 64 << 10
 	}
 	if opts.HeaderTimeout <= 0 {
 		opts.HeaderTimeout = 30 * time.Second

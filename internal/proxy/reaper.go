@@ -30,7 +30,8 @@ func reapInterval(idleTimeout time.Duration) time.Duration {
 	return min(idleTimeout/2, maxReapInterval)
 }
 
-// liveAddrs are the endpoint addresses a state may send requests to.
+// liveAddrs are the pool keys (poolKey: endpoint addresses, with the TLS
+// fingerprint of a TLS set) a state may send requests through.
 func liveAddrs(st *state) map[string]struct{} {
 	live := map[string]struct{}{}
 	if st == nil {
@@ -38,13 +39,14 @@ func liveAddrs(st *state) map[string]struct{} {
 	}
 	for _, es := range st.sets {
 		for _, ep := range es.eps {
-			live[ep.addr] = struct{}{}
+			live[ep.key] = struct{}{}
 		}
 	}
 	return live
 }
 
-// goneAddrs are the addresses of prev that next no longer has.
+// goneAddrs are the pool keys of prev that next no longer has: addresses
+// that left, and those whose set's TLS settings changed.
 func goneAddrs(prev, next *state) []string {
 	if prev == nil {
 		return nil
@@ -59,8 +61,10 @@ func goneAddrs(prev, next *state) []string {
 	return gone
 }
 
-// dropUpstreams closes the idle upstream connections of the addresses
-// that left the snapshot, in both upstream clients.
+// dropUpstreams closes the idle upstream connections of the pool keys
+// that left the snapshot, in both upstream clients: so a set whose TLS
+// settings changed (or whose client certificate rotated) never has a
+// connection made under the old ones reused.
 func (d *DataPlane) dropUpstreams(prev, next *state) {
 	gone := goneAddrs(prev, next)
 	if len(gone) == 0 {

@@ -169,7 +169,7 @@ func TestLeanClientReap(t *testing.T) {
 	c := newH1Client(&net.Dialer{Timeout: time.Second}, 16, time.Minute, 1<<20)
 	t.Cleanup(c.closeIdle)
 	pooled := func(idleAt time.Time) (*h1Conn, net.Conn) {
-		pc, err := c.dial(t.Context(), addr)
+		pc, err := c.dial(t.Context(), &endpoint{addr: addr, key: addr})
 		if err != nil {
 			t.Fatal(err)
 		}

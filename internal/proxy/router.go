@@ -17,6 +17,7 @@ limitations under the License.
 package proxy
 
 import (
+	"crypto/tls"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -45,6 +46,13 @@ type listenerRouter struct {
 	any  *vhost
 	// certs selects the certificate of an HTTPS listener by SNI.
 	certs *certSet
+	// clientTLS is the server config of an HTTPS port that validates
+	// client certificates (clientauth.go), nil for one that does not.
+	clientTLS *tls.Config
+	// hosts tells the listeners of an HTTPS port apart by hostname, for
+	// the misdirected request check (misdirected.go); nil when there is
+	// one.
+	hosts *listenerHosts
 	// notFound carries the metrics of requests that match no route.
 	notFound *route
 }

@@ -33,11 +33,11 @@ import (
 // crypto/tls over a recording connection, stream_sni.go), picks a backend
 // by weight and an endpoint (balance.go, shared with step 9 below), dials
 // it and is spliced both ways until each side has closed its direction or
-// it was idle for StreamIdleTimeout; what cannot be routed, picked or
-// dialed is reset (a TLS ClientHello no route serves gets an
-// unrecognized_name alert). stream_tcp.go lists its steps in order;
-// stream_udp.go does the same for UDP datagrams, in sessions keyed by the
-// client's address. stream.go compiles both.
+// it was idle for StreamIdleTimeout; what cannot be routed (a TLS
+// ClientHello no route serves included), picked or dialed is reset.
+// stream_tcp.go lists its steps in order; stream_udp.go does the same for
+// UDP datagrams, in sessions keyed by the client's address. stream.go
+// compiles both.
 //
 // The request path. Every request, whichever server parsed it (the fast
 // path of fastpath.go, or net/http through portHandler), is served by
@@ -52,7 +52,10 @@ import (
 //     (answerAsterisk);
 //  3. normalisation of the path: a malformed one gets 400, encoded
 //     slashes a 307 or 400 (normalizeRequest, normalize.go);
-//  4. host and route match, else 404 (listenerRouter.lookup, router.go);
+//  4. HTTPS only: a request whose Host selects another listener of the
+//     port than its connection's SNI did gets 421 (misdirected,
+//     misdirected.go); then host and route match, else 404
+//     (listenerRouter.lookup, router.go);
 //  5. CORS: a preflight is answered 204 (corsPolicy.check, cors.go);
 //  6. redirect, with the route's response header filter (writeRedirect,
 //     redirect.go);
@@ -63,13 +66,22 @@ import (
 //  9. backend pick by weight, then endpoint pick: 500 for an invalid
 //     backend, 503 for no endpoints (pickDestination, balance.go);
 // 10. request header filters (buildRequest, forward.go): URL rewrite
-//     (rewrite.go); hop-by-hop and client-set forwarding headers out,
-//     X-Forwarded-* in (hopheaders.go); the route's, then the backend's
-//     header modifier (headers.go);
+//     (rewrite.go); hop-by-hop and client-set forwarding headers out
+//     (X-SSL-Client-Cert among them), X-Forwarded-* in (hopheaders.go),
+//     the verified client certificate in X-SSL-Client-Cert
+//     (clientauth.go); the route's, then the backend's header modifier
+//     (headers.go);
 // 11. forward (roundTrip, forward.go): mirrors (mirror.go), the route's
-//     timeouts, the round trip; a failure is answered 413, 408, 504, 400
-//     or 502 by whose fault it was (answerUpstreamError); a 101 answer is
-//     spliced (upgrade.go);
+//     timeouts, the round trip, over TLS to a set with upstream TLS
+//     (upstreamtls.go). A route with a retry policy (retry.go) reads a
+//     body that fits the replay buffer first; while a try's status,
+//     connection error or backend timeout is one the policy retries,
+//     attempts are left and the request timeout allows, the try's answer
+//     is discarded and, after the backoff, steps 9 to 11 run again
+//     (another endpoint preferred); the last try's outcome goes on. A
+//     failure is answered 413, 408, 504, 400 or 502 by whose fault it
+//     was (answerUpstreamError; 502 too for a failed upstream TLS
+//     handshake or verification); a 101 answer is spliced (upgrade.go);
 // 12. response header filters (responseHeader, forward.go): hop-by-hop
 //     headers out, CORS headers (cors.go), the route's, then the
 //     backend's header modifier; then the body and its trailers
@@ -128,6 +140,8 @@ type exchange struct {
 	bytes       int64
 	wroteHeader bool
 	upstream    string
+	// retries counts the tries sent again (retry.go).
+	retries int32
 }
 
 var exchangePool = sync.Pool{New: func() any { return new(exchange) }}
@@ -192,7 +206,7 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 		ex.w = nil
 		exchangePool.Put(ex)
 	}()
-	if refuseMethod(ex, r) || answerAsterisk(ex, r) || !d.normalizeRequest(ex, r) {
+	if refuseMethod(ex, r) || answerAsterisk(ex, r) || !d.normalizeRequest(ex, r) || (isTLS && misdirected(ex, r, lr)) {
 		return
 	}
 	if rt = lr.lookup(r); rt == nil {
@@ -284,7 +298,5 @@ func (d *DataPlane) handle(ex *exchange, r *http.Request, rt *route, isTLS bool)
 		return
 	}
 	ex.upstream = dst.ep.addr
-	dst.ep.inflight.Add(1)
-	defer dst.ep.inflight.Add(-1)
 	d.forward(ex, r, dst, isTLS, cors)
 }

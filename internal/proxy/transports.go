@@ -17,54 +17,56 @@ limitations under the License.
 package proxy
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 )
 
-// addrTransports keeps one http.Transport per upstream address, so the
-// idle connections of an address that left the snapshot can be closed
-// without closing everyone else's (http.Transport can only close all of
-// its idle connections at once). It is the RoundTripper for requests the
-// lean client does not take: bodies, upgrades, h2c, mirrors.
+// addrTransports keeps one http.Transport per upstream pool key (poolKey:
+// the endpoint's address, plus the TLS fingerprint of a TLS set), so the
+// idle connections of an address that left the snapshot, or of TLS
+// settings that changed, can be closed without closing everyone else's
+// (http.Transport can only close all of its idle connections at once). It
+// is the RoundTripper for requests the lean client does not take: bodies,
+// upgrades, h2c and h2, mirrors.
 type addrTransports struct {
-	newTransport func() *http.Transport
-	byAddr       sync.Map // host:port → *http.Transport
+	newTransport func(*upstreamTLS) *http.Transport
+	byAddr       sync.Map // pool key → *http.Transport
 }
 
-func newAddrTransports(newTransport func() *http.Transport) *addrTransports {
+func newAddrTransports(newTransport func(*upstreamTLS) *http.Transport) *addrTransports {
 	return &addrTransports{newTransport: newTransport}
 }
 
-// RoundTrip sends req through the transport of req.URL.Host, the
-// endpoint's address.
-func (a *addrTransports) RoundTrip(req *http.Request) (*http.Response, error) {
-	return a.transport(req.URL.Host).RoundTrip(req)
+// roundTrip sends req through the transport of ep's pool key; req.URL is
+// ep.addr, with scheme https for a TLS set.
+func (a *addrTransports) roundTrip(req *http.Request, ep *endpoint) (*http.Response, error) {
+	return a.transport(ep).RoundTrip(req)
 }
 
-func (a *addrTransports) transport(addr string) *http.Transport {
-	if t, ok := a.byAddr.Load(addr); ok {
+func (a *addrTransports) transport(ep *endpoint) *http.Transport {
+	if t, ok := a.byAddr.Load(ep.key); ok {
 		return t.(*http.Transport)
 	}
-	t, _ := a.byAddr.LoadOrStore(addr, a.newTransport())
+	t, _ := a.byAddr.LoadOrStore(ep.key, a.newTransport(ep.tls))
 	return t.(*http.Transport)
 }
 
-// drop forgets the transports of addrs and closes their idle connections;
-// connections in use finish their exchange and are closed by their
-// transport's idle timeout, or by the next retain.
-func (a *addrTransports) drop(addrs []string) {
-	for _, addr := range addrs {
-		if t, ok := a.byAddr.LoadAndDelete(addr); ok {
+// drop forgets the transports of the pool keys and closes their idle
+// connections; connections in use finish their exchange and are closed by
+// their transport's idle timeout, or by the next retain.
+func (a *addrTransports) drop(keys []string) {
+	for _, key := range keys {
+		if t, ok := a.byAddr.LoadAndDelete(key); ok {
 			t.(*http.Transport).CloseIdleConnections()
 		}
 	}
 }
 
-// retain drops every address that is not live: the stragglers a request
-// still in flight on an older snapshot dialled after its address was
-// dropped.
+// retain drops every pool key that is not live: the stragglers a request
+// still in flight on an older snapshot dialled after its key was dropped.
 func (a *addrTransports) retain(live map[string]struct{}) {
 	var gone []string
 	a.byAddr.Range(func(k, _ any) bool {
@@ -76,7 +78,7 @@ func (a *addrTransports) retain(live map[string]struct{}) {
 	a.drop(gone)
 }
 
-// CloseIdleConnections closes the idle connections of every address.
+// CloseIdleConnections closes the idle connections of every pool.
 func (a *addrTransports) CloseIdleConnections() {
 	a.byAddr.Range(func(_, t any) bool {
 		t.(*http.Transport).CloseIdleConnections()
@@ -84,15 +86,20 @@ func (a *addrTransports) CloseIdleConnections() {
 	})
 }
 
-// newUpstreamTransport is the http.Transport of one upstream address.
-func newUpstreamTransport(opts Options, dialer *net.Dialer, h2c bool) *http.Transport {
+// newUpstreamTransport is the http.Transport of one upstream pool key:
+// HTTP/1.1, or HTTP/2 for an h2c set; over TLS with u (nil: cleartext),
+// whose handshake dialTLS makes (HTTP/2 then negotiated by ALPN h2).
+func newUpstreamTransport(opts Options, dialer *net.Dialer, h2 bool, u *upstreamTLS) *http.Transport {
 	var p http.Protocols
-	if h2c {
+	switch {
+	case h2 && u != nil:
+		p.SetHTTP2(true)
+	case h2:
 		p.SetUnencryptedHTTP2(true)
-	} else {
+	default:
 		p.SetHTTP1(true)
 	}
-	return &http.Transport{
+	t := &http.Transport{
 		DialContext:            dialer.DialContext,
 		Protocols:              &p,
 		MaxIdleConns:           0,
@@ -104,4 +111,11 @@ func newUpstreamTransport(opts Options, dialer *net.Dialer, h2c bool) *http.Tran
 		WriteBufferSize:        16 << 10,
 		ReadBufferSize:         16 << 10,
 	}
+	if u != nil {
+		t.DialTLSContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+			nc, _, err := dialTLS(ctx, dialer, addr, u)
+			return nc, err
+		}
+	}
+	return t
 }

@@ -1,0 +1,185 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
+)
+
+// httpsClient talks to the proxy's HTTPS listeners with SNI sni,
+// presenting cert when it is set, over HTTP/2 when h2 is set, on
+// connections of its own.
+func httpsClient(sni string, cert *tls.Certificate, h2 bool) *http.Client {
+	cfg := &tls.Config{ServerName: sni, InsecureSkipVerify: true}
+	if cert != nil {
+		// Presented whatever CAs the proxy names, so that a certificate
+		// that does not verify reaches the proxy's verification.
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
+	var p http.Protocols
+	if h2 {
+		p.SetHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	return &http.Client{Timeout: waitFor, Transport: &http.Transport{TLSClientConfig: cfg, Protocols: &p}}
+}
+
+// clientCertSeen decodes the X-SSL-Client-Cert a backend received to the
+// certificate's common name ("" for none).
+func clientCertSeen(t testing.TB, e echo) string {
+	t.Helper()
+	v := e.Header.Get("X-SSL-Client-Cert")
+	if v == "" {
+		return ""
+	}
+	raw, err := url.PathUnescape(v)
+	if err != nil {
+		t.Fatalf("X-SSL-Client-Cert %q does not unescape: %v", v, err)
+	}
+	blk, _ := pem.Decode([]byte(raw))
+	if blk == nil {
+		t.Fatalf("X-SSL-Client-Cert %q is not PEM", raw)
+	}
+	crt, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crt.Subject.CommonName
+}
+
+func clientValidationSnapshot(port, open int32, b *testBackend, srv snapshot.Certificate, cv *snapshot.ClientValidation) *snapshot.Snapshot {
+	vhs := []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{srv},
+		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+		Listeners: []snapshot.Listener{
+			{Name: "mtls", Port: port, Protocol: snapshot.ProtocolHTTPS, VirtualHosts: vhs,
+				TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: srv.Name}}, ClientValidation: cv}},
+			{Name: "open", Port: open, Protocol: snapshot.ProtocolHTTPS, VirtualHosts: vhs,
+				TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: srv.Name}}}},
+		}}
+	snapshot.Normalize(s)
+	return s
+}
+
+// TestClientCertificateValidation: AllowValidOnly refuses a client with
+// no certificate or one of another CA and serves one whose certificate
+// verifies, passing it upstream in X-SSL-Client-Cert (whatever the client
+// sent in that header); AllowInsecureFallback serves all three; a port
+// without validation asks for nothing; a swap of the CA bundle applies to
+// new handshakes at once while an open connection keeps being served.
+func TestClientCertificateValidation(t *testing.T) {
+	ca, otherCA := newTestCA(t, "clients"), newTestCA(t, "others")
+	alice, bob := keyPair(t, ca.issue(t, "ns/alice", "alice", nil)), keyPair(t, otherCA.issue(t, "ns/bob", "bob", nil))
+	srv := testCert(t, "app.example")
+	b := startBackend(t, "b", false, nil)
+	p := newTestPlane(t)
+	port, open := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
+	at := func(port int32) string { return fmt.Sprintf("https://127.0.0.1:%d/", port) }
+	get := func(c *http.Client, port int32) (result, error) {
+		req, _ := http.NewRequest(http.MethodGet, at(port), nil)
+		req.Header.Set("X-SSL-Client-Cert", "forged")
+		resp, err := c.Do(req)
+		if err != nil {
+			return result{}, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // so the connection is kept
+		_ = resp.Body.Close()
+		e, _ := b.last()
+		return result{code: resp.StatusCode, echo: e}, nil
+	}
+	type clientCase struct {
+		name string
+		cert *tls.Certificate
+		want string // "refused", or the client certificate the backend sees ("" none)
+	}
+	check := func(mode string, cases []clientCase) {
+		t.Helper()
+		for _, cc := range cases {
+			for _, h2 := range []bool{false, true} {
+				res, err := get(httpsClient("app.example", cc.cert, h2), port)
+				switch {
+				case cc.want == "refused" && err == nil:
+					t.Errorf("%s, %s (h2 %v): served %d, want the handshake refused", mode, cc.name, h2, res.code)
+				case cc.want == "refused":
+				case err != nil:
+					t.Errorf("%s, %s (h2 %v): %v", mode, cc.name, h2, err)
+				case res.code != 200:
+					t.Errorf("%s, %s (h2 %v): %d", mode, cc.name, h2, res.code)
+				case clientCertSeen(t, res.echo) != cc.want:
+					t.Errorf("%s, %s (h2 %v): backend saw client certificate %q, want %q", mode, cc.name, h2, clientCertSeen(t, res.echo), cc.want)
+				}
+			}
+		}
+	}
+
+	p.mustApply(t, clientValidationSnapshot(port, open, b, srv, &snapshot.ClientValidation{CAPEM: ca.pem}))
+	check("AllowValidOnly", []clientCase{{"no certificate", nil, "refused"}, {"another CA's", &bob, "refused"}, {"a valid one", &alice, "alice"}})
+	if res, err := get(httpsClient("app.example", nil, false), open); err != nil || res.code != 200 || clientCertSeen(t, res.echo) != "" {
+		t.Errorf("a port without validation: %v %d, client certificate %q", err, res.code, clientCertSeen(t, res.echo))
+	}
+
+	// A connection made under the old bundle, kept open across the swap.
+	kept := httpsClient("app.example", &alice, false)
+	if res, err := get(kept, port); err != nil || res.code != 200 {
+		t.Fatalf("before the swap: %v %d", err, res.code)
+	}
+	bound := p.BoundPorts()
+	p.mustApply(t, clientValidationSnapshot(port, open, b, srv, &snapshot.ClientValidation{CAPEM: otherCA.pem}))
+	check("after the CA swap", []clientCase{{"the old CA's", &alice, "refused"}, {"the new CA's", &bob, "bob"}})
+	if res, err := get(kept, port); err != nil || res.code != 200 {
+		t.Errorf("the connection opened before the swap: %v %d, want it still served", err, res.code)
+	}
+	if got := p.BoundPorts(); fmt.Sprint(got) != fmt.Sprint(bound) {
+		t.Errorf("bound ports changed across the swap: %v → %v", bound, got)
+	}
+
+	p.mustApply(t, clientValidationSnapshot(port, open, b, srv, &snapshot.ClientValidation{CAPEM: ca.pem, AllowInsecureFallback: true}))
+	check("AllowInsecureFallback", []clientCase{{"no certificate", nil, ""}, {"another CA's", &bob, ""}, {"a valid one", &alice, ""}})
+}
+
+// TestClientCertHeaderStripped: a client cannot hand the upstream an
+// X-SSL-Client-Cert of its own on any path: the fast path with the lean
+// client writing the client's headers, net/http's with a header map.
+func TestClientCertHeaderStripped(t *testing.T) {
+	b := startBackend(t, "b", false, nil)
+	p := newTestPlane(t)
+	port := testkit.FreePortInt32(t)
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}})
+	for path, mk := range leanAndTransport(t, fmt.Sprintf("http://127.0.0.1:%d/", port)) {
+		req := mk()
+		req.Header.Set("X-SSL-Client-Cert", "forged")
+		req.Header.Set("x-ssl-client-cert", "forged too")
+		if res := do(t, client(), req); res.code != 200 || len(res.echo.Header["X-Ssl-Client-Cert"]) != 0 {
+			t.Errorf("via %s: %d, upstream saw X-SSL-Client-Cert %q", path, res.code, res.echo.Header["X-Ssl-Client-Cert"])
+		}
+	}
+	if p.fastServed(port) == 0 {
+		t.Error("the fast path served none of them")
+	}
+}
