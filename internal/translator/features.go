@@ -69,6 +69,7 @@ var SupportedFeatures = sortedFeatures(
 	features.SupportGatewayFrontendClientCertificateValidation,
 	features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayBackendClientCertificate,
+	features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportGatewayStaticAddresses,
 	features.SupportGatewayAddressEmpty,
 	features.SupportGatewayInfrastructure,

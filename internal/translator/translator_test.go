@@ -194,8 +194,9 @@ func TestTranslateNilAndEmpty(t *testing.T) {
 }
 
 func TestSupportedFeaturesSortedAndComplete(t *testing.T) {
-	if len(SupportedFeatures) != 47 {
-		t.Fatalf("%d features, want 47", len(SupportedFeatures))
+	// Every non-mesh feature of Gateway API v1.6.3.
+	if len(SupportedFeatures) != 48 {
+		t.Fatalf("%d features, want 48", len(SupportedFeatures))
 	}
 	for i := 1; i < len(SupportedFeatures); i++ {
 		if SupportedFeatures[i-1] >= SupportedFeatures[i] {
