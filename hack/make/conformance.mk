@@ -7,7 +7,7 @@ CONFORMANCE_TEST_BIN ?= $(LOCALBIN)/conformance.test
 # Gateway API CRD channel installed in the cluster (standard or experimental).
 CONFORMANCE_CHANNEL ?= standard
 # Comma-separated conformance profiles (GATEWAY-HTTP, GATEWAY-GRPC, GATEWAY-TLS, ...).
-CONFORMANCE_PROFILES ?= GATEWAY-HTTP
+CONFORMANCE_PROFILES ?= GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP
 # default: GatewayClass coxswain (shared proxy pool); dedicated: GatewayClass
 # coxswain-dedicated, every Gateway gets its own proxy Deployment and Service.
 CONFORMANCE_MODE ?= default
