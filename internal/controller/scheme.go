@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,10 +30,12 @@ import (
 )
 
 // NewScheme returns a scheme with every kind the controller reads or writes:
-// the built-in kinds, Gateway API, and Coxswain's own CRDs.
+// the built-in kinds, CustomResourceDefinitions (the HTTPRoute CRD's
+// channel), Gateway API, and Coxswain's own CRDs.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(gatewayv1.Install(s))
 	utilruntime.Must(gatewayv1beta1.Install(s))
 	utilruntime.Must(gatewayparamsv1alpha1.AddToScheme(s))

@@ -93,6 +93,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		Sinks:            append([]provider.Sink{w, pool}, sinks...),
 		Log:              ctrl.Log.WithName("provider"),
 		Registerer:       ctrlmetrics.Registry,
+		APIReader:        mgr.GetAPIReader(),
 	})
 	if err := mgr.Add(p); err != nil {
 		return nil, nil, fmt.Errorf("adding provider: %w", err)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -53,9 +54,10 @@ var olderGatewayAPI = []string{
 }
 
 // TestAbsentKindsShrinkFeatures runs the provider against a real
-// apiserver that serves only olderGatewayAPI's kinds: it starts without an
-// error, reads the missing kinds as empty, records them, and the
-// GatewayClass advertises none of their features.
+// apiserver that serves only olderGatewayAPI's kinds, standard channel: it
+// starts without an error, reads the missing kinds as empty, records them,
+// reads the channel off the HTTPRoute CRD, and the GatewayClass advertises
+// none of the missing kinds' features nor the experimental-field ones.
 func TestAbsentKindsShrinkFeatures(t *testing.T) {
 	crds := t.TempDir()
 	src, err := testkit.GatewayAPICRDDir()
@@ -82,7 +84,7 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 	})
 	cfg := api.Config(t)
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwv1.Install, gwv1beta1.Install, gatewayv1alpha1.AddToScheme, ingressv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, gwv1.Install, gwv1beta1.Install, gatewayv1alpha1.AddToScheme, ingressv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +105,7 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 	}
 	go func() { _ = ca.Start(ctx) }()
 	results := make(chan *translator.Result, 8)
-	p := New(Options{Cache: ca, InstallNamespace: "coxswain-system", Log: logr.Discard(),
+	p := New(Options{Cache: ca, InstallNamespace: "coxswain-system", Log: logr.Discard(), APIReader: c,
 		Sinks: []Sink{SinkFunc(func(_ context.Context, r *translator.Result) {
 			select {
 			case results <- r:
@@ -124,6 +126,9 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Gather with kinds missing: %v", err)
 	}
+	if gathered.GatewayAPIChannel != "standard" {
+		t.Errorf("GatewayAPIChannel = %q, want standard (the HTTPRoute CRD's annotation)", gathered.GatewayAPIChannel)
+	}
 	for _, k := range []string{"TLSRoute", "TCPRoute", "UDPRoute", "ListenerSet", "BackendTLSPolicy"} {
 		if !slices.Contains(gathered.AbsentKinds, k) {
 			t.Errorf("AbsentKinds %v lacks %s", gathered.AbsentKinds, k)
@@ -141,7 +146,7 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 	for _, f := range res.GatewayClasses[0].Status.SupportedFeatures {
 		got = append(got, string(f.Name))
 	}
-	for _, gone := range []string{"TLSRoute", "TLSRouteModeTerminate", "TCPRoute", "UDPRoute", "ListenerSet", "BackendTLSPolicy", "BackendTLSPolicySANValidation"} {
+	for _, gone := range []string{"TLSRoute", "TLSRouteModeTerminate", "TCPRoute", "UDPRoute", "ListenerSet", "BackendTLSPolicy", "BackendTLSPolicySANValidation", "HTTPRouteRetry"} {
 		if slices.Contains(got, gone) {
 			t.Errorf("supportedFeatures %v advertises %s without its kind", got, gone)
 		}

@@ -84,12 +84,16 @@ type Options struct {
 	Log       logr.Logger
 	// Registerer receives the rebuild metrics; nil keeps them private.
 	Registerer prometheus.Registerer
+	// APIReader reads the HTTPRoute CRD's release channel
+	// (Resources.GatewayAPIChannel) live; nil leaves it unknown.
+	APIReader client.Reader
 }
 
 // Provider is a manager.Runnable. Every replica runs it, so a standby has
 // warm results; only the sinks decide what a non-leader may do.
 type Provider struct {
 	opts    Options
+	channel *channelReader
 	trigger chan struct{}
 	m       metrics
 
@@ -111,7 +115,7 @@ func New(opts Options) *Provider {
 	if opts.Translate == nil {
 		opts.Translate = translator.Translate
 	}
-	return &Provider{opts: opts, trigger: make(chan struct{}, 1), m: newMetrics(opts.Registerer)}
+	return &Provider{opts: opts, channel: &channelReader{reader: opts.APIReader}, trigger: make(chan struct{}, 1), m: newMetrics(opts.Registerer)}
 }
 
 // NeedLeaderElection is false: every replica gathers and translates.
@@ -364,6 +368,7 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 	}
 	r.DedicatedDeployments = deployments
 	r.SetServices(p.opts.InstallNamespace, services)
+	r.GatewayAPIChannel = p.channel.channel(ctx)
 	return r, nil
 }
 

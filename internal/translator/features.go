@@ -93,10 +93,23 @@ var featuresOfKind = map[string][]features.FeatureName{
 	kindBackendTLSPolicy: {features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation},
 }
 
+// experimentalFields are the features that need fields only the
+// experimental channel's CRDs have: on the standard channel the apiserver
+// drops HTTPRoute rules[].retry, so retries cannot be configured there.
+var experimentalFields = []features.FeatureName{
+	features.SupportHTTPRouteRetry, features.SupportHTTPRouteRetryBackendTimeout, features.SupportHTTPRouteRetryConnectionError,
+}
+
 // FeaturesFor is SupportedFeatures without the features of absent kinds
-// (Resources.AbsentKinds).
-func FeaturesFor(absent []string) []gwv1.FeatureName {
+// (Resources.AbsentKinds) and, unless the channel is experimental, of
+// experimental fields.
+func FeaturesFor(absent []string, channel string) []gwv1.FeatureName {
 	drop := map[gwv1.FeatureName]bool{}
+	if channel != "experimental" {
+		for _, f := range experimentalFields {
+			drop[gwv1.FeatureName(f)] = true
+		}
+	}
 	for _, k := range absent {
 		for _, f := range featuresOfKind[k] {
 			drop[gwv1.FeatureName(f)] = true
@@ -128,9 +141,9 @@ func sortedFeatures(names ...features.FeatureName) []gwv1.FeatureName {
 var dedicatedOnly = []gwv1.FeatureName{gwv1.FeatureName(features.SupportGatewayInfrastructure)}
 
 // supportedFeatureList is a class's status.supportedFeatures: FeaturesFor
-// absent, without dedicatedOnly unless the class is dedicated.
-func supportedFeatureList(absent []string, dedicated bool) []gwv1.SupportedFeature {
-	fs := FeaturesFor(absent)
+// absent and channel, without dedicatedOnly unless the class is dedicated.
+func supportedFeatureList(absent []string, channel string, dedicated bool) []gwv1.SupportedFeature {
+	fs := FeaturesFor(absent, channel)
 	out := make([]gwv1.SupportedFeature, 0, len(fs))
 	for _, n := range fs {
 		if !dedicated && slices.Contains(dedicatedOnly, n) {

@@ -83,7 +83,7 @@ func (t *translator) processGatewayClasses() {
 			Generation:     gen,
 			Status: gwv1.GatewayClassStatus{
 				Conditions:        []metav1.Condition{cond},
-				SupportedFeatures: supportedFeatureList(t.res.AbsentKinds, ci.params != nil),
+				SupportedFeatures: supportedFeatureList(t.res.AbsentKinds, t.res.GatewayAPIChannel, ci.params != nil),
 			},
 		})
 	}

@@ -62,6 +62,11 @@ type Resources struct {
 	// ...) whose CRD the cluster does not serve: they are read as empty,
 	// and the features that need them are not advertised.
 	AbsentKinds []string
+	// GatewayAPIChannel is the installed Gateway API release channel
+	// ("standard", "experimental"; "" unknown). Features that need fields
+	// only the experimental CRDs have are advertised on "experimental"
+	// only.
+	GatewayAPIChannel string
 
 	// DedicatedDeployments and DedicatedServices are the rendered objects of
 	// dedicated Gateways (labels names.DedicatedProxySelector), read for

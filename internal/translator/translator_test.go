@@ -18,6 +18,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -202,5 +203,23 @@ func TestSupportedFeaturesSortedAndComplete(t *testing.T) {
 		if SupportedFeatures[i-1] >= SupportedFeatures[i] {
 			t.Fatalf("not sorted/unique at %d: %v", i, SupportedFeatures)
 		}
+	}
+}
+
+// TestFeaturesFollowChannel: the retry features need HTTPRoute's
+// rules[].retry, which only the experimental channel's CRD has.
+func TestFeaturesFollowChannel(t *testing.T) {
+	has := func(fs []gwv1.FeatureName, f string) bool { return slices.Contains(fs, gwv1.FeatureName(f)) }
+	exp, std, unknown := FeaturesFor(nil, "experimental"), FeaturesFor(nil, "standard"), FeaturesFor(nil, "")
+	if len(exp) != len(SupportedFeatures) {
+		t.Errorf("experimental channel: %d features, want all %d", len(exp), len(SupportedFeatures))
+	}
+	for _, f := range []string{"HTTPRouteRetry", "HTTPRouteRetryBackendTimeout", "HTTPRouteRetryConnectionError"} {
+		if !has(exp, f) || has(std, f) || has(unknown, f) {
+			t.Errorf("%s: experimental %v, standard %v, unknown %v; want only experimental", f, has(exp, f), has(std, f), has(unknown, f))
+		}
+	}
+	if !has(std, "TLSRouteModeMixed") || !has(std, "HTTPRouteDestinationPortMatching") {
+		t.Error("experimental features that need no experimental field are not advertised on the standard channel")
 	}
 }
