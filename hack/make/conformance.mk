@@ -24,7 +24,7 @@ conformance-bin: | $(LOCALBIN) ## Compile the conformance test binary (its own m
 	cd $(CONFORMANCE_DIR) && go test -c -o $(CONFORMANCE_TEST_BIN) .
 
 .PHONY: conformance
-conformance: localcluster-deps localcluster-assets echo-basic coredns localcluster-bin coxswain-bin conformance-bin ## Run the Gateway API conformance suite (GATEWAY-HTTP) on the local cluster; writes the report YAML and prints the counts.
+conformance: localcluster-deps localcluster-assets echo-basic coredns localcluster-bin coxswain-bin conformance-bin ## Run the Gateway API conformance suite (the five Gateway profiles) on the local cluster; writes the report YAML and prints the counts.
 	LOCALCLUSTER=$(LOCALCLUSTER) COXSWAIN=$(LOCALBIN)/coxswain ECHO_BASIC=$(ECHO_BASIC) COREDNS=$(COREDNS) \
 	ASSETS="$(ENVTEST_ASSETS_DIR)" REPO=$(CURDIR) \
 	GATEWAY_API_CRDS="$$(go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/config/crd/$(CONFORMANCE_CHANNEL)" \
