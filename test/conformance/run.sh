@@ -30,7 +30,7 @@
 #   REPORT             where the conformance report YAML goes
 #   WORKDIR            work directory (cluster state, logs), wiped at start
 #   VERSION            Coxswain's version, recorded in the report
-#   PROFILES           conformance profiles (default GATEWAY-HTTP)
+#   PROFILES           conformance profiles (default: the five Gateway profiles)
 #   CONFORMANCE_ARGS   extra suite flags (e.g. -run-test=HTTPRouteSimpleSameNamespace)
 #   LOCK_WAIT          seconds to wait for another local cluster to stop (default 600)
 #   KEEP=1             leave the cluster running after the suite (Ctrl-C stops it)
@@ -48,7 +48,7 @@ set -euo pipefail
 : "${LOCALCLUSTER:?}" "${COXSWAIN:?}" "${ECHO_BASIC:?}" "${COREDNS:?}" "${ASSETS:?}" "${REPO:?}"
 : "${GATEWAY_API_CRDS:?}" "${TEST_BIN:?}" "${REPORT:?}" "${WORKDIR:?}"
 VERSION="${VERSION:-dev}"
-PROFILES="${PROFILES:-GATEWAY-HTTP}"
+PROFILES="${PROFILES:-GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP}"
 CONFORMANCE_ARGS="${CONFORMANCE_ARGS:-}"
 LOCK_WAIT="${LOCK_WAIT:-600}"
 MODE="${MODE:-default}"
