@@ -22,6 +22,7 @@ package kubeapply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -90,7 +91,7 @@ func PrepareClusterIP(ctx context.Context, c client.Client, desired *corev1.Serv
 	fallback.ResourceVersion, fallback.UID = "", ""
 	fallback.Spec.ClusterIP, fallback.Spec.ClusterIPs = "", nil
 	if ferr := c.Create(ctx, fallback); ferr != nil && !apierrors.IsAlreadyExists(ferr) {
-		return fmt.Errorf("static address %s for Service %s/%s refused (%v), and recreating it without: %w", ip, desired.Namespace, desired.Name, err, ferr)
+		return fmt.Errorf("static address %s for Service %s/%s refused, and recreating it without: %w", ip, desired.Namespace, desired.Name, errors.Join(err, ferr))
 	}
 	return fmt.Errorf("static address %s for Service %s/%s: the cluster refuses it: %w", ip, desired.Namespace, desired.Name, err)
 }

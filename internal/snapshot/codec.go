@@ -147,11 +147,11 @@ func Validate(s *Snapshot) error {
 		if l.ExternalPort != 0 && !validPort(l.ExternalPort) {
 			return fmt.Errorf("%s: externalPort %d out of range", where, l.ExternalPort)
 		}
-		if pk := ListenerKey(l); ports[pk] {
+		pk := ListenerKey(l)
+		if ports[pk] {
 			return fmt.Errorf("%s: port %d is used by another %s listener", where, l.Port, transportOf(l.Protocol))
-		} else {
-			ports[pk] = true
 		}
+		ports[pk] = true
 		if err := validateListener(l, certs, sets); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}

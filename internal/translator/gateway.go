@@ -215,9 +215,9 @@ func (t *translator) processGateways() {
 
 // allListeners are the Gateway's own listeners, then those of the
 // ListenerSets it takes, in precedence order.
-func (gi *gatewayInfo) allListeners() []*listenerInfo {
-	out := gi.listeners
-	for _, lsi := range gi.sets {
+func (g *gatewayInfo) allListeners() []*listenerInfo {
+	out := g.listeners
+	for _, lsi := range g.sets {
 		out = append(out[:len(out):len(out)], lsi.listeners...)
 	}
 	return out

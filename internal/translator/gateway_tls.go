@@ -170,16 +170,16 @@ func (t *translator) backendClientCertificate(gi *gatewayInfo) {
 // ResolvedRefs when it names a backend client certificate, and
 // InsecureFrontendValidationMode when a frontend validation allows
 // insecure fallback.
-func (gi *gatewayInfo) gatewayTLSConditions(gen int64) []metav1.Condition {
+func (g *gatewayInfo) gatewayTLSConditions(gen int64) []metav1.Condition {
 	var out []metav1.Condition
-	if gi.backendTLSSet {
-		if p := gi.backendCertProblem; p != nil {
+	if g.backendTLSSet {
+		if p := g.backendCertProblem; p != nil {
 			out = append(out, status.ResolvedRefs(false, p.reason, p.message, gen))
 		} else {
 			out = append(out, status.ResolvedRefs(true, string(gwv1.GatewayReasonResolvedRefs), "all references resolved", gen))
 		}
 	}
-	if insecureFrontend(gi.gw) {
+	if insecureFrontend(g.gw) {
 		out = append(out, metav1.Condition{
 			Type: string(gwv1.GatewayConditionInsecureFrontendValidationMode), Status: metav1.ConditionTrue,
 			Reason:             string(gwv1.GatewayReasonConfigurationChanged),

@@ -272,9 +272,9 @@ func ListenerSetListeners(gw *gwv1.Gateway, sets []*gwv1.ListenerSet, nsLabels m
 }
 
 // setListeners lists the listeners of the ListenerSets gi takes.
-func (gi *gatewayInfo) setListeners() []gwv1.Listener {
+func (g *gatewayInfo) setListeners() []gwv1.Listener {
 	var out []gwv1.Listener
-	for _, lsi := range gi.sets {
+	for _, lsi := range g.sets {
 		for i := range lsi.ls.Spec.Listeners {
 			out = append(out, setListener(&lsi.ls.Spec.Listeners[i]))
 		}
