@@ -139,7 +139,15 @@ func (o *olmEnv) createCSV(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVe
 	if err != nil {
 		t.Fatalf("csvrbac %s: %v\n%s", csv.Name, err, stderr.String())
 	}
-	if out, err := o.c.Kubectl(o.ctx, rbac, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
+	// One field manager per CSV, as the InstallPlan of each CSV adds its
+	// own owner reference: the ServiceAccount both releases use keeps the
+	// older CSV's owner reference while the newer one's is added. With one
+	// manager for both, the second apply would drop the first CSV's owner
+	// reference, and OLM, seeing the account owned by another CSV alone,
+	// would send the replaced CSV back to Pending (requirements not met)
+	// before the new one could replace it - a race the upgrade lost under
+	// load.
+	if out, err := o.c.Kubectl(o.ctx, rbac, "apply", "--server-side", "--force-conflicts", "--field-manager", "olm-installplan-"+csv.Name, "-f", "-"); err != nil {
 		t.Fatalf("applying the RBAC of CSV %s: %v\n%s\n%s", csv.Name, err, out, rbac)
 	}
 }
