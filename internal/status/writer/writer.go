@@ -279,19 +279,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, g.apply(orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
 	obj.Status.Addresses = d.Status.Addresses
 	obj.Status.AttachedListenerSets = d.Status.AttachedListenerSets
-	listeners := make([]gwv1.ListenerStatus, 0, len(d.Status.Listeners))
-	for _, dl := range d.Status.Listeners {
-		var existing []metav1.Condition
-		for _, ol := range orig.Status.Listeners {
-			if ol.Name == dl.Name {
-				existing = ol.Conditions
-			}
-		}
-		l := dl
-		l.Conditions, _ = status.MergeConditions(existing, g.apply(existing, dl.Conditions), obj.Generation, now)
-		listeners = append(listeners, l)
-	}
-	obj.Status.Listeners = listeners
+	obj.Status.Listeners = mergeListeners(orig.Status.Listeners, d.Status.Listeners, listenerName, listenerConditions, g.apply, obj.Generation, now)
 	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
 		return nil
 	}
@@ -307,24 +295,7 @@ func (w *Writer) backendTLSPolicy(ctx context.Context, d *translator.PolicyStatu
 	}
 	orig := obj.DeepCopy()
 	now := w.now()
-	out := []gwv1.PolicyAncestorStatus{}
-	for _, e := range obj.Status.Ancestors {
-		if string(e.ControllerName) != names.ControllerName {
-			out = append(out, e)
-		}
-	}
-	for _, da := range d.Status.Ancestors {
-		var prev []metav1.Condition
-		for _, e := range orig.Status.Ancestors {
-			if string(e.ControllerName) == names.ControllerName && apiequality.Semantic.DeepEqual(e.AncestorRef, da.AncestorRef) {
-				prev = e.Conditions
-			}
-		}
-		a := da
-		a.Conditions, _ = status.MergeConditions(prev, da.Conditions, obj.Generation, now)
-		out = append(out, a)
-	}
-	obj.Status.Ancestors = out
+	obj.Status.Ancestors = mergeOurs(orig.Status.Ancestors, d.Status.Ancestors, ancestorController, sameAncestor, ancestorConditions, obj.Generation, now)
 	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
 		return nil
 	}
@@ -339,19 +310,7 @@ func (w *Writer) listenerSet(ctx context.Context, d *translator.ListenerSetStatu
 	orig := obj.DeepCopy()
 	now := w.now()
 	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, d.Status.Conditions, obj.Generation, now)
-	listeners := make([]gwv1.ListenerEntryStatus, 0, len(d.Status.Listeners))
-	for _, dl := range d.Status.Listeners {
-		var existing []metav1.Condition
-		for _, ol := range orig.Status.Listeners {
-			if ol.Name == dl.Name {
-				existing = ol.Conditions
-			}
-		}
-		l := dl
-		l.Conditions, _ = status.MergeConditions(existing, dl.Conditions, obj.Generation, now)
-		listeners = append(listeners, l)
-	}
-	obj.Status.Listeners = listeners
+	obj.Status.Listeners = mergeListeners(orig.Status.Listeners, d.Status.Listeners, entryName, entryConditions, nil, obj.Generation, now)
 	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
 		return nil
 	}
@@ -361,27 +320,7 @@ func (w *Writer) listenerSet(ctx context.Context, d *translator.ListenerSetStatu
 // mergeParents replaces this controller's entries of status.parents with the
 // desired ones and leaves every other controller's entries untouched.
 func (w *Writer) mergeParents(existing, desired []gwv1.RouteParentStatus, generation int64) []gwv1.RouteParentStatus {
-	now := w.now()
-	// Never nil: the schema requires status.parents to be a list.
-	out := []gwv1.RouteParentStatus{}
-	for _, e := range existing {
-		if string(e.ControllerName) != names.ControllerName {
-			out = append(out, e)
-		}
-	}
-	for _, d := range desired {
-		var prev []metav1.Condition
-		for _, e := range existing {
-			if string(e.ControllerName) == names.ControllerName && apiequality.Semantic.DeepEqual(e.ParentRef, d.ParentRef) {
-				prev = e.Conditions
-			}
-		}
-		p := d
-		p.ControllerName = gwv1.GatewayController(names.ControllerName)
-		p.Conditions, _ = status.MergeConditions(prev, d.Conditions, generation, now)
-		out = append(out, p)
-	}
-	return out
+	return mergeOurs(existing, desired, parentController, sameParent, parentConditions, generation, w.now())
 }
 
 // routeKind is what the writer needs of one route kind: a fresh object, a
