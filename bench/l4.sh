@@ -52,12 +52,8 @@ for s in "${SHAPES[@]}"; do
   [[ -n ${UPSTREAM[$s]:-} ]] || { echo "unknown shape $s (tcp-conn tcp-bulk tls-passthrough-conn tls-passthrough-bulk)" >&2; exit 2; }
 done
 
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else echo "work directory kept: $WORK"; fi
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+source "$ROOT/bench/lib.sh"
 
 nginx_stream_dynamic() { nginx -V 2>&1 | grep -q -- '--with-stream=dynamic'; }
 
@@ -200,15 +196,6 @@ start() { # name, command...
   PID[$name]=$!
 }
 
-wait_port() {
-  for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
-
 # gen runs the load generator on CPU 1.
 gen() { GOMAXPROCS=1 taskset -c 1 "$WORK/l4load" "$@"; }
 
@@ -284,11 +271,6 @@ check_routes() {
   echo "every proxy routes every shape (and refuses an unrouted SNI)" >&2
 }
 
-cpu_ticks() {
-  [[ -r /proc/$1/stat ]] || { echo "process $1 exited" >&2; return 1; }
-  awk '{print $14 + $15}' "/proc/$1/stat"
-}
-
 run_one() { # proxy shape round
   local p=$1 s=$2 r=$3 pid=${PID[$1]}
   load_args "$s" "${PORT[$p-$s]}"
@@ -313,8 +295,6 @@ run_one() { # proxy shape round
   awk -v s="$s" -v p="$p" -v r="$r" -v d=$((t1 - t0)) -v hz="$hz" -v u="$units" -v secs="$secs" -v e="$errs" \
     'BEGIN { printf "%s %s %s %.2f %.1f %s\n", s, p, r, d / hz * 1e6 / u, u / secs, e }' >>"$WORK/results.txt"
 }
-
-median() { sort -g | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 report() {
   echo
@@ -345,15 +325,5 @@ build
 write_configs
 start_all
 check_routes
-: >"$WORK/results.txt"
-for r in $(seq 1 "$ROUNDS"); do
-  for s in "${SHAPES[@]}"; do
-    # Rotate the order each round so no proxy always runs first.
-    for i in 0 1 2; do
-      p=${PROXIES[$(((i + r) % 3))]}
-      run_one "$p" "$s" "$r"
-    done
-  done
-  echo "round $r/$ROUNDS done" >&2
-done
+run_rounds "${SHAPES[@]}"
 report

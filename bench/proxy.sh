@@ -33,12 +33,8 @@ PROXIES=(nginx haproxy coxswain)
 SCENARIOS=(1route 1000hosts)
 PIDS=()
 
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else echo "work directory kept: $WORK"; fi
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+source "$ROOT/bench/lib.sh"
 
 need() {
   local missing=()
@@ -144,15 +140,6 @@ start() { # name, command...
   eval "PID_${name//-/_}=$!"
 }
 
-wait_port() {
-  for _ in $(seq 1 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
-
 start_all() {
   GOMAXPROCS=1 start backend taskset -c 1 "$WORK/backend" -addr 127.0.0.1:$BACKEND_PORT
   wait_port $BACKEND_PORT
@@ -175,8 +162,6 @@ start_all() {
     done
   done
 }
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 to_ms() { # wrk latency like 512.00us, 1.20ms, 2.00s
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
@@ -201,8 +186,6 @@ run_one() { # proxy scenario round
   awk -v p="$p" -v s="$s" -v r="$3" -v d=$((t1 - t0)) -v hz="$hz" -v n="$reqs" -v p50="$p50" -v p99="$p99" -v dur="$DURATION" \
     'BEGIN { printf "%s %s %s %.2f %s %s %.0f\n", s, p, r, d / hz * 1e6 / n, p50, p99, n / dur }' >>"$WORK/results.txt"
 }
-
-median() { sort -g | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 report() {
   echo
@@ -232,15 +215,5 @@ need
 build
 write_configs
 start_all
-: >"$WORK/results.txt"
-for r in $(seq 1 "$ROUNDS"); do
-  for s in "${SCENARIOS[@]}"; do
-    # Rotate the order each round so no proxy always runs first.
-    for i in 0 1 2; do
-      p=${PROXIES[$(((i + r) % 3))]}
-      run_one "$p" "$s" "$r"
-    done
-  done
-  echo "round $r/$ROUNDS done" >&2
-done
+run_rounds "${SCENARIOS[@]}"
 report

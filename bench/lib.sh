@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# Copyright 2026 The Coxswain Authors.
+# Licensed under the Apache License, Version 2.0 (see the header of any .go file).
+#
+# bench/lib.sh: what bench/proxy.sh and bench/l4.sh share. Source it after
+# setting WORK (the work directory) and PIDS (an array); it installs the
+# EXIT trap that stops every started process and removes WORK (KEEP=1
+# keeps it).
+
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$WORK"; else echo "work directory kept: $WORK"; fi
+}
+trap cleanup EXIT
+
+# wait_port waits (10 s at most) until something listens on 127.0.0.1:$1.
+wait_port() {
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $1" >&2
+  return 1
+}
+
+# cpu_ticks is the user + system clock ticks process $1 used so far.
+cpu_ticks() {
+  [[ -r /proc/$1/stat ]] || { echo "process $1 exited" >&2; return 1; }
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# median of the numbers on stdin ("nan" for none).
+median() { sort -g | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# run_rounds runs run_one PROXY CASE ROUND for ROUNDS interleaved rounds
+# over the cases given as arguments and the three PROXIES, rotating the
+# order each round so no proxy always runs first.
+run_rounds() {
+  local r s i p
+  : >"$WORK/results.txt"
+  for r in $(seq 1 "$ROUNDS"); do
+    for s in "$@"; do
+      for i in 0 1 2; do
+        p=${PROXIES[$(((i + r) % 3))]}
+        run_one "$p" "$s" "$r"
+      done
+    done
+    echo "round $r/$ROUNDS done" >&2
+  done
+}
