@@ -67,12 +67,21 @@ type route struct {
 	maxBody      int64
 	accessLogOff bool
 	stats        *routeStats
+	// policies are the policy layer's filters (policies.go).
+	policies routePolicies
 }
 
 // compile validates a snapshot and builds its state. prev (may be nil)
 // lends parsed certificates, endpoint load-balancer state and metric
 // handles so they survive swaps.
 func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
+	return compileEnv(s, prev, m, nil)
+}
+
+// compileEnv is compile with the policy filters' long-lived state (nil in
+// tests that need none: remote JWKS, global rate limits and external
+// authorization then fail as their policies say).
+func compileEnv(s *snapshot.Snapshot, prev *state, m *metrics, env *policyEnv) (*state, error) {
 	if err := snapshot.Validate(s); err != nil {
 		return nil, err
 	}
@@ -93,7 +102,7 @@ func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
 		listeners: make(map[listenerAddr]listenerKind, len(s.Listeners)),
 		streams:   map[listenerAddr]*streamListener{},
 	}
-	c := &compiler{st: st, prev: prev, m: m}
+	c := &compiler{st: st, prev: prev, m: m, env: env}
 	for li := range s.Listeners {
 		l := &s.Listeners[li]
 		addr := addrOf(l)
@@ -121,6 +130,7 @@ type compiler struct {
 	st   *state
 	prev *state
 	m    *metrics
+	env  *policyEnv
 }
 
 // compileListener compiles one listener: its certificates by SNI and its
@@ -139,6 +149,11 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		wild:         map[string]*vhost{},
 	}
 	lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: c.routeStats(l.Name, "")}
+	ct, err := compileClientTraffic(l.ClientTraffic)
+	if err != nil {
+		return nil, fmt.Errorf("listener %s: clientTraffic: %w", l.Name, err)
+	}
+	lr.clientTraffic = ct
 	if lr.tls {
 		lr.certs = compileCertSet(l.TLS.Certificates, c.st.certs)
 		lr.hosts = compileListenerHosts(l.TLS.Certificates)
@@ -242,6 +257,9 @@ func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route,
 	}
 	r.retry = compileRetry(in.Retry)
 	if err := r.compileMatch(&in.Match); err != nil {
+		return nil, err
+	}
+	if err := c.compilePolicies(in, r, lr); err != nil {
 		return nil, err
 	}
 	r.mirrors = compileMirrors(in.Mirrors, c.st.sets)

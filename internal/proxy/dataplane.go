@@ -58,6 +58,9 @@ type DataPlane struct {
 
 	// drainFlag is set by BeginDrain (drain.go).
 	drainFlag atomic.Bool
+
+	// env is the policy filters' state across snapshots (policies.go).
+	env *policyEnv
 }
 
 // NewDataPlane builds a data plane with no listeners; Apply binds them.
@@ -88,6 +91,7 @@ func NewDataPlane(opts Options) *DataPlane {
 	if !opts.DisableLeanClient {
 		d.lean = newH1Client(dialer, opts.MaxIdleConnsPerHost, opts.UpstreamIdleTimeout, opts.MaxResponseHeaderBytes)
 	}
+	d.env = newPolicyEnv(d)
 	d.startReaper(opts.reapInterval)
 	return d
 }
@@ -120,7 +124,7 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 		return false, nil, errors.New("data plane is shut down")
 	}
 	prev := d.state.Load()
-	st, err := compile(s, prev, d.m)
+	st, err := compileEnv(s, prev, d.m, d.env)
 	if err != nil {
 		return false, nil, err
 	}

@@ -102,6 +102,10 @@ type Options struct {
 	// UDPMaxSessions bounds the sessions of one UDP listener (default
 	// 16384); a datagram that would open one more is dropped and counted.
 	UDPMaxSessions int
+	// RateLimitRedis is the address ("host:port") of the Redis that global
+	// rate limits count in; empty leaves them without a store (each fails
+	// open or closed as its policy says).
+	RateLimitRedis string
 
 	// reapInterval overrides how often idle upstream connections are
 	// reaped (tests).

@@ -39,7 +39,9 @@ type listenerRouter struct {
 	port         int32
 	externalPort int32
 	tls          bool
-	exact        map[string]*vhost
+	// clientTraffic is the port's ClientTraffic (clienttraffic.go).
+	clientTraffic *clientTrafficPolicy
+	exact         map[string]*vhost
 	// wild is keyed by the suffix of "*.<suffix>"; a host matches the
 	// longest suffix that follows at least one label.
 	wild map[string]*vhost

@@ -19,6 +19,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,6 +143,8 @@ type exchange struct {
 	upstream    string
 	// retries counts the tries sent again (retry.go).
 	retries int32
+	// clientIP is the client address the policies see (clientip.go).
+	clientIP netip.Addr
 }
 
 var exchangePool = sync.Pool{New: func() any { return new(exchange) }}
@@ -279,10 +282,14 @@ func answer(w http.ResponseWriter, code int, msg string) {
 
 // handle runs a matched route's filters, steps 5 to 12.
 func (d *DataPlane) handle(ex *exchange, r *http.Request, rt *route, isTLS bool) {
-	cors := rt.cors.check(ex, r)
-	switch {
-	case cors == corsPreflightAnswered:
+	if !d.admitBeforeCORS(ex, r, rt) {
 		return
+	}
+	cors := rt.cors.check(ex, r)
+	if cors == corsPreflightAnswered || !d.admitAfterCORS(ex, r, rt) {
+		return
+	}
+	switch {
 	case rt.redirect != nil:
 		writeRedirect(ex, r, rt, isTLS)
 		return
@@ -298,5 +305,8 @@ func (d *DataPlane) handle(ex *exchange, r *http.Request, rt *route, isTLS bool)
 		return
 	}
 	ex.upstream = dst.ep.addr
+	if c := rt.policies.compression; c != nil {
+		defer c.wrap(ex, r)()
+	}
 	d.forward(ex, r, dst, isTLS, cors)
 }

@@ -142,6 +142,9 @@ type Listener struct {
 	// UDPIdleTimeout ends a UDP session after this long without a datagram
 	// either way; zero means the proxy's default (10s). UDP only.
 	UDPIdleTimeout Duration `json:"udpIdleTimeout,omitempty"`
+	// ClientTraffic is how the port treats its clients (HTTP and HTTPS
+	// listeners; ClientTrafficPolicy); nil keeps the proxy's defaults.
+	ClientTraffic *ClientTraffic `json:"clientTraffic,omitempty"`
 }
 
 // StreamRoute is where the connections (or UDP sessions) of a stream
@@ -245,6 +248,19 @@ type Route struct {
 	MaxRequestBodyBytes int64 `json:"maxRequestBodyBytes,omitempty"`
 	// AccessLogOff suppresses access log lines for this route.
 	AccessLogOff bool `json:"accessLogOff,omitempty"`
+
+	// The policy layer (policies.go), applied in the order serve.go
+	// documents. ClientIP overrides the listener's detection for this
+	// route (Ingress forwarded-for annotations).
+	ClientIP    *ClientIPDetection `json:"clientIP,omitempty"`
+	IPAccess    *IPAccess          `json:"ipAccess,omitempty"`
+	RateLimit   *RateLimit         `json:"rateLimit,omitempty"`
+	BasicAuth   *BasicAuth         `json:"basicAuth,omitempty"`
+	JWT         *JWTAuth           `json:"jwt,omitempty"`
+	ExtAuth     *ExtAuth           `json:"extAuth,omitempty"`
+	Compression *Compression       `json:"compression,omitempty"`
+	// PathNormalization of the upstream path (after any rewrite).
+	PathNormalization *PathNormalization `json:"pathNormalization,omitempty"`
 }
 
 // PathMatchType as Gateway API defines it.
@@ -321,6 +337,11 @@ const (
 type PathModifier struct {
 	Type  PathModifierType `json:"type"`
 	Value string           `json:"value"`
+	// Pattern (ReplaceRegex only), when set, is the RE2 expression whose
+	// matches in the path Value replaces ("$1" refers to its groups;
+	// PathRewriteRegex); otherwise the route's RegularExpression path
+	// match is used, anchored.
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // Redirect as HTTPRequestRedirectFilter defines it; the proxy derives an
@@ -397,6 +418,13 @@ type Retry struct {
 	ConnectionErrors bool `json:"connectionErrors,omitempty"`
 	// BackendTimeouts retries a try that exceeded Timeouts.Backend.
 	BackendTimeouts bool `json:"backendTimeouts,omitempty"`
+	// MaxBackoff > 0 makes the backoff exponential (Backoff doubling per
+	// retry, capped at MaxBackoff); Jitter picks each pause uniformly in
+	// [0, backoff] (full jitter).
+	MaxBackoff Duration `json:"maxBackoff,omitempty"`
+	Jitter     bool     `json:"jitter,omitempty"`
+	// Budget caps the route's concurrent retries (RetryPolicy).
+	Budget *RetryBudget `json:"budget,omitempty"`
 }
 
 // Backend is one weighted backendRef.
@@ -446,6 +474,17 @@ type EndpointSet struct {
 	// and verify it (BackendTLSPolicy); a request whose backend fails
 	// verification is answered 502.
 	TLS *UpstreamTLS `json:"tls,omitempty"`
+
+	// CoxswainBackendPolicy (policies.go). Hash is the key of
+	// ConsistentHash. ConnectTimeout bounds a dial (502 when exceeded);
+	// IdleTimeout closes upstream connections idle this long. Zero keeps
+	// the proxy's defaults.
+	Hash           *HashPolicy       `json:"hash,omitempty"`
+	ConnectTimeout Duration          `json:"connectTimeout,omitempty"`
+	IdleTimeout    Duration          `json:"idleTimeout,omitempty"`
+	CircuitBreaker *CircuitBreaker   `json:"circuitBreaker,omitempty"`
+	Outlier        *OutlierDetection `json:"outlierDetection,omitempty"`
+	HealthCheck    *HealthCheck      `json:"healthCheck,omitempty"`
 }
 
 // UpstreamTLS is how the proxy opens TLS toward a backend and verifies it.

