@@ -22,3 +22,5 @@ package proxy
 type backendState struct{}
 
 func newBackendState(d *DataPlane) *backendState { return &backendState{} }
+
+func (b *backendState) close() {}

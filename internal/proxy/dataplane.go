@@ -213,6 +213,7 @@ func (d *DataPlane) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	d.env.close()
 	drained := make(chan struct{})
 	go func() { d.drains.Wait(); close(drained) }()
 	select {

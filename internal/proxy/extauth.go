@@ -28,6 +28,8 @@ type extAuthClients struct{}
 
 func newExtAuthClients(d *DataPlane) *extAuthClients { return &extAuthClients{} }
 
+func (c *extAuthClients) close() {}
+
 // extAuthPolicy is a route's compiled snapshot.ExtAuth.
 type extAuthPolicy struct{}
 

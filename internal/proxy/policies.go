@@ -68,6 +68,14 @@ func newPolicyEnv(d *DataPlane) *policyEnv {
 	}
 }
 
+// close stops the filters' background work (health checks, connections to
+// Redis and authorization servers) once the data plane shut down.
+func (e *policyEnv) close() {
+	e.rateStore.close()
+	e.extAuth.close()
+	e.backends.close()
+}
+
 // routePolicies are the compiled policy filters of one route.
 type routePolicies struct {
 	clientIP    *clientIPPolicy

@@ -28,6 +28,8 @@ type rateLimitStore struct{}
 
 func newRateLimitStore(d *DataPlane) *rateLimitStore { return &rateLimitStore{} }
 
+func (s *rateLimitStore) close() {}
+
 // rateLimitPolicy is a route's compiled snapshot.RateLimit.
 type rateLimitPolicy struct{}
 
