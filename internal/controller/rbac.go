@@ -45,6 +45,9 @@ package controller
 // Coxswain's own parameter CRDs.
 // +kubebuilder:rbac:groups=gateway.coxswain-labs.dev,resources=coxswaingatewayparameters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=gateway.coxswain-labs.dev,resources=coxswaingatewayparameters/status,verbs=get;update;patch
+// The policy CRDs (internal/translator/policy*.go); the status writer owns their status.ancestors entries.
+// +kubebuilder:rbac:groups=gateway.coxswain-labs.dev,resources=ipaccesscontrols;ratelimits;basicauths;jwtauths;coxswainexternalauths;compressions;requestsizelimits;pathrewriteregexes;retrypolicies;coxswainbackendpolicies;clienttrafficpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.coxswain-labs.dev,resources=ipaccesscontrols/status;ratelimits/status;basicauths/status;jwtauths/status;coxswainexternalauths/status;compressions/status;requestsizelimits/status;pathrewriteregexes/status;retrypolicies/status;coxswainbackendpolicies/status;clienttrafficpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ingress.coxswain-labs.dev,resources=coxswainingressclassparameters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ingress.coxswain-labs.dev,resources=coxswainingressclassparameters/status,verbs=get;update;patch
 
