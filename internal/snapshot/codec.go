@@ -403,6 +403,12 @@ func validatePathModifier(pm *PathModifier, match *PathMatch) error {
 			return fmt.Errorf("ReplacePrefixMatch needs a PathPrefix match")
 		}
 	case ReplaceRegex:
+		if pm.Pattern != "" {
+			if _, err := regexp.Compile(pm.Pattern); err != nil {
+				return fmt.Errorf("ReplaceRegex pattern: %w", err)
+			}
+			break
+		}
 		if match == nil || match.Type != PathRegularExpression {
 			return fmt.Errorf("ReplaceRegex needs a RegularExpression match")
 		}

@@ -166,6 +166,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	}
 	es := &snapshot.EndpointSet{Name: name, AppProtocol: proto}
 	t.applyTLSPolicy(es, svc, sp)
+	t.applyBackendPolicy(es, svc.Namespace, svc.Name, sp.Name)
 	type ep struct {
 		a string
 		p int32

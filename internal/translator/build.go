@@ -108,6 +108,9 @@ func (sb *scopeBuilder) use(r *snapshot.Route) {
 	for _, m := range r.Mirrors {
 		sb.sets[m.EndpointSet] = true
 	}
+	if r.ExtAuth != nil {
+		sb.sets[r.ExtAuth.EndpointSet] = true
+	}
 }
 
 func (sb *scopeBuilder) useBackends(bs []snapshot.Backend) {

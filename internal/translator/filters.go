@@ -32,7 +32,7 @@ import (
 // HTTPRoute's own. Nothing is converted from one kind to the other.
 
 // httpRuleFilters compiles an HTTPRoute rule's filters onto base.
-func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, filters []gwv1.HTTPRouteFilter) {
+func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, ri int, filters []gwv1.HTTPRouteFilter) {
 	for fi := range filters {
 		f := &filters[fi]
 		switch f.Type {
@@ -42,6 +42,8 @@ func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, fi
 			base.Rewrite = rewrite(cr, f.URLRewrite)
 		case gwv1.HTTPRouteFilterCORS:
 			base.CORS = cors(f.CORS)
+		case gwv1.HTTPRouteFilterExtensionRef:
+			t.extensionRef(cr, base, ri, f.ExtensionRef)
 		default:
 			if !t.sharedFilter(cr, base, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier, f.RequestMirror) {
 				cr.fail("filter type %q is not supported", f.Type)
@@ -58,12 +60,16 @@ func (t *translator) httpRuleFilters(cr *compiledRoute, base *snapshot.Route, fi
 // so it is the failure the route's status names (the first one wins).
 func (t *translator) grpcRuleFilters(cr *compiledRoute, base *snapshot.Route, ri int, filters []gwv1.GRPCRouteFilter) {
 	for fi := range filters {
-		if typ := filters[fi].Type; !sharedFilterType(string(typ)) {
+		if typ := filters[fi].Type; !sharedFilterType(string(typ)) && typ != gwv1.GRPCRouteFilterExtensionRef {
 			cr.fail("rule %d: filter type %q is not supported", ri, typ)
 		}
 	}
 	for fi := range filters {
 		f := &filters[fi]
+		if f.Type == gwv1.GRPCRouteFilterExtensionRef {
+			t.extensionRef(cr, base, ri, f.ExtensionRef)
+			continue
+		}
 		t.sharedFilter(cr, base, string(f.Type), f.RequestHeaderModifier, f.ResponseHeaderModifier, f.RequestMirror)
 	}
 }

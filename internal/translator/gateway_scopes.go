@@ -113,6 +113,9 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 		if serv[0].protocol.Stream() {
 			t.emitStreamListeners(sb, lb, serv)
 		} else {
+			if lb.l.ClientTraffic == nil {
+				lb.l.ClientTraffic = t.clientTrafficFor(gi, serv)
+			}
 			t.emitHTTPListeners(sb, gi, lb, serv)
 		}
 	}
@@ -153,9 +156,11 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 						t.markH2C(&e.route)
 					}
 					rt := t.withClientCertificate(sb, gi, &e.route)
+					rt = t.withPolicies(gi, li, cr, e.rule, rt)
 					vh.entries = append(vh.entries, entry{route: rt, key: &e.key})
 					sb.use(rt)
 					t.noteTLSAncestors(gi, rt)
+					t.notePolicyAncestors(gi, rt)
 				}
 			}
 		}

@@ -32,6 +32,9 @@ import (
 func (t *translator) compileGRPCRoute(r *gwv1.GRPCRoute) *compiledRoute {
 	cr := newCompiledRoute(kindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	for ri := range r.Spec.Rules {
+		cr.ruleNames = append(cr.ruleNames, sectionName(r.Spec.Rules[ri].Name))
+	}
+	for ri := range r.Spec.Rules {
 		t.compileGRPCRule(cr, ri, &r.Spec.Rules[ri])
 	}
 	return cr

@@ -30,6 +30,9 @@ import (
 func (t *translator) compileHTTPRoute(r *gwv1.HTTPRoute) *compiledRoute {
 	cr := newCompiledRoute(kindHTTPRoute, &r.ObjectMeta, r.Spec.Hostnames)
 	for ri := range r.Spec.Rules {
+		cr.ruleNames = append(cr.ruleNames, sectionName(r.Spec.Rules[ri].Name))
+	}
+	for ri := range r.Spec.Rules {
 		t.compileHTTPRule(cr, ri, &r.Spec.Rules[ri])
 	}
 	return cr
@@ -37,7 +40,7 @@ func (t *translator) compileHTTPRoute(r *gwv1.HTTPRoute) *compiledRoute {
 
 func (t *translator) compileHTTPRule(cr *compiledRoute, ri int, rule *gwv1.HTTPRouteRule) {
 	base := snapshot.Route{ID: "httproute/" + cr.meta.Namespace + "/" + cr.meta.Name + ":" + strconv.Itoa(ri)}
-	t.httpRuleFilters(cr, &base, rule.Filters)
+	t.httpRuleFilters(cr, &base, ri, rule.Filters)
 	base.Timeouts = ruleTimeouts(cr, rule.Timeouts)
 	base.Retry = ruleRetry(cr, ri, rule.Retry)
 	if base.Redirect == nil {

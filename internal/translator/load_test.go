@@ -281,9 +281,40 @@ func (in *loader) addDoc(doc []byte, strict bool) error {
 		}
 		res.DedicatedDeployments = append(res.DedicatedDeployments, o)
 	default:
+		if add := policyLoaders(res)[tm.Kind]; add != nil {
+			return add(un)
+		}
 		return fmt.Errorf("unknown kind %q", tm.Kind)
 	}
 	return nil
+}
+
+// policyLoaders append a policy object of each of our policy kinds to res.
+func policyLoaders(res *Resources) map[string]func(func(any) error) error {
+	return map[string]func(func(any) error) error{
+		gatewayv1alpha1.KindIPAccessControl:     loadInto(&res.IPAccessControls),
+		gatewayv1alpha1.KindRateLimit:           loadInto(&res.RateLimits),
+		gatewayv1alpha1.KindBasicAuth:           loadInto(&res.BasicAuths),
+		gatewayv1alpha1.KindJWTAuth:             loadInto(&res.JWTAuths),
+		gatewayv1alpha1.KindExternalAuth:        loadInto(&res.ExternalAuths),
+		gatewayv1alpha1.KindCompression:         loadInto(&res.Compressions),
+		gatewayv1alpha1.KindRequestSizeLimit:    loadInto(&res.RequestSizeLimits),
+		gatewayv1alpha1.KindPathRewriteRegex:    loadInto(&res.PathRewriteRegexes),
+		gatewayv1alpha1.KindRetryPolicy:         loadInto(&res.RetryPolicies),
+		gatewayv1alpha1.KindBackendPolicy:       loadInto(&res.BackendPolicies),
+		gatewayv1alpha1.KindClientTrafficPolicy: loadInto(&res.ClientTrafficPolicies),
+	}
+}
+
+func loadInto[T any](dst *[]*T) func(func(any) error) error {
+	return func(un func(any) error) error {
+		o := new(T)
+		if err := un(o); err != nil {
+			return err
+		}
+		*dst = append(*dst, o)
+		return nil
+	}
 }
 
 // checkGoldenService rejects a Service that looks like one Coxswain renders

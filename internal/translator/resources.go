@@ -58,6 +58,19 @@ type Resources struct {
 	IngressClassParameters []*ingressv1alpha1.CoxswainIngressClassParameters
 	GatewayParameters      []*gatewayv1alpha1.CoxswainGatewayParameters
 
+	// The policy CRDs of gateway.coxswain-labs.dev (policies.go).
+	IPAccessControls      []*gatewayv1alpha1.IpAccessControl
+	RateLimits            []*gatewayv1alpha1.RateLimit
+	BasicAuths            []*gatewayv1alpha1.BasicAuth
+	JWTAuths              []*gatewayv1alpha1.JwtAuth
+	ExternalAuths         []*gatewayv1alpha1.CoxswainExternalAuth
+	Compressions          []*gatewayv1alpha1.Compression
+	RequestSizeLimits     []*gatewayv1alpha1.RequestSizeLimit
+	PathRewriteRegexes    []*gatewayv1alpha1.PathRewriteRegex
+	RetryPolicies         []*gatewayv1alpha1.RetryPolicy
+	BackendPolicies       []*gatewayv1alpha1.CoxswainBackendPolicy
+	ClientTrafficPolicies []*gatewayv1alpha1.ClientTrafficPolicy
+
 	// AbsentKinds names the Gateway API kinds ("TLSRoute", "ListenerSet",
 	// ...) whose CRD the cluster does not serve: they are read as empty,
 	// and the features that need them are not advertised.
@@ -105,6 +118,11 @@ type Result struct {
 	// BackendTLSPolicies that have an ancestor (a Gateway of ours using a
 	// Service they select).
 	BackendTLSPolicies []PolicyStatus `json:",omitempty"`
+	// Policies is the status of our policy CRDs (gateway.coxswain-labs.dev)
+	// that have an ancestor, by kind, then namespace/name; the writer owns
+	// their ancestors entries of our controller name and drops ours from
+	// policies not listed.
+	Policies []KindPolicyStatus `json:",omitempty"`
 	// ListenerSetListeners are, per Gateway that takes ListenerSets, the
 	// listeners they add (for the Gateway's Services and proxies).
 	ListenerSetListeners []GatewayListeners `json:",omitempty"`
@@ -146,6 +164,13 @@ type RouteStatus struct {
 type IngressStatus struct {
 	types.NamespacedName
 	LoadBalancer networkingv1.IngressLoadBalancerStatus
+}
+
+// KindPolicyStatus is the desired status of one policy object of ours;
+// Kind is its kind in gateway.coxswain-labs.dev (gatewayv1alpha1.Kind*).
+type KindPolicyStatus struct {
+	Kind string
+	PolicyStatus
 }
 
 // Event is a Kubernetes Event the translation wants recorded.

@@ -40,6 +40,11 @@ type compiledRoute struct {
 	// stream is the compiled rule of a TLSRoute, TCPRoute or UDPRoute
 	// (entries stay empty); its Hostname is filled in per listener.
 	stream *snapshot.StreamRoute
+	// ruleNames are the rules' names ("" for none), for policies that
+	// target a rule by sectionName; ext are the policies each rule's
+	// ExtensionRef filters applied (policies.go).
+	ruleNames []string
+	ext       map[int][]*policy
 }
 
 type routeEntry struct {

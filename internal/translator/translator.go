@@ -137,6 +137,15 @@ type translator struct {
 	setPolicies  map[string][]*tlsPolicy
 
 	icParamsSeen map[string]bool
+
+	// The policy layer (policies.go): every policy by kind and name, in
+	// compile order (oldest first per kind), the winner of each attachment
+	// point, and the backend policy of each endpoint set.
+	policies         []*policy
+	policyByRef      map[policyRef]*policy
+	policyWinners    map[policyTarget]*policy
+	policyLosers     map[policyTarget][]*policy
+	setBackendPolicy map[string]*policy
 }
 
 // Translate computes the snapshots and desired status for one gathered set
@@ -160,9 +169,11 @@ func Translate(res *Resources) *Result {
 	t.processGatewayClasses()
 	t.processGateways()
 	t.processBackendTLSPolicies()
+	t.processPolicies()
 	t.processRoutes()
 	t.buildGatewayScopes()
 	t.processIngresses()
+	t.policyStatuses()
 	t.finish()
 	return t.out
 }
