@@ -137,7 +137,7 @@ func olderIngressesFirst(all []*networkingv1.Ingress) []*networkingv1.Ingress {
 // pool now, HTTPS on 443 once it has a certificate (see emit).
 func (t *translator) newIngressBuild() *ingressBuild {
 	sb := t.scope(snapshot.SharedPool())
-	return &ingressBuild{
+	b := &ingressBuild{
 		t:       t,
 		sb:      sb,
 		http:    sb.listener(ingressHTTPPort, "ingress/80", snapshot.ProtocolHTTP, 0),
@@ -145,6 +145,10 @@ func (t *translator) newIngressBuild() *ingressBuild {
 		sniSeen: map[snapshot.SNICertificate]bool{},
 		taken:   map[string]nn{},
 	}
+	if ct := t.ingressClientTraffic(); ct != nil {
+		b.http.l.ClientTraffic, b.https.l.ClientTraffic = ct, ct
+	}
+	return b
 }
 
 // addTLS adds the certificates of an Ingress's tls entries to the HTTPS
@@ -348,6 +352,9 @@ func (t *translator) ingressRoute(ing *networkingv1.Ingress, opts *ingressOpts, 
 		r.Backends = []snapshot.Backend{{EndpointSet: set, Weight: 1}}
 	} else {
 		r.DirectResponse = &snapshot.DirectResponse{StatusCode: 503}
+	}
+	for _, apply := range opts.policies {
+		apply(&r)
 	}
 	https := r
 	http := r

@@ -73,6 +73,8 @@ type ingressOpts struct {
 	// applies to them, so it never points at an HTTPS host we cannot serve.
 	tlsHosts map[string]bool
 	tlsAll   bool
+	// policies apply the policy annotations (ingress_policies.go).
+	policies []func(*snapshot.Route)
 }
 
 // ingressParams resolves IngressClass.spec.parameters. A broken reference
@@ -126,6 +128,7 @@ func (t *translator) ingressOptions(ing *networkingv1.Ingress, params *ingressv1
 	opts.send = a.duration(annSendTimeout)
 	opts.maxBody = a.size(annMaxBodySize)
 	opts.redirect = a.redirect()
+	a.policies(opts)
 	return opts
 }
 
@@ -154,8 +157,18 @@ func (a *annotationReader) get(k string) (string, bool) {
 
 // invalid reports an invalid value v of annotation k.
 func (a *annotationReader) invalid(k, v, why string) {
+	a.report(k, v, why, "using the default")
+}
+
+// refuse reports an invalid value v of an authentication annotation k,
+// whose Ingress then answers 503.
+func (a *annotationReader) refuse(k, v, why string) {
+	a.report(k, v, why, "the Ingress answers 503")
+}
+
+func (a *annotationReader) report(k, v, why, outcome string) {
 	a.t.warn(kindIngress, a.ing.Namespace, a.ing.Name, status.EventInvalidAnnotation,
-		fmt.Sprintf("annotation %s%s=%q is invalid: %s; using the default", ingressv1alpha1.AnnotationPrefix, k, v, why))
+		fmt.Sprintf("annotation %s%s=%q is invalid: %s; %s", ingressv1alpha1.AnnotationPrefix, k, v, why, outcome))
 }
 
 // flag reads a true/false annotation; unset is false.

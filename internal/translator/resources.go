@@ -71,6 +71,12 @@ type Resources struct {
 	BackendPolicies       []*gatewayv1alpha1.CoxswainBackendPolicy
 	ClientTrafficPolicies []*gatewayv1alpha1.ClientTrafficPolicy
 
+	// IngressProxyProtocol, when set, makes the Ingress listeners require a
+	// PROXY protocol header from these sources (and refuse everyone else):
+	// the controller's --ingress-accept-proxy-protocol and
+	// --ingress-proxy-trusted-sources.
+	IngressProxyProtocol []string
+
 	// AbsentKinds names the Gateway API kinds ("TLSRoute", "ListenerSet",
 	// ...) whose CRD the cluster does not serve: they are read as empty,
 	// and the features that need them are not advertised.
