@@ -30,5 +30,8 @@ func (e Effective) proxyArgs() []string {
 	if st := e.Streams; st != nil && st.IdleTimeout != nil {
 		args = append(args, "--stream-idle-timeout", st.IdleTimeout.Duration.String())
 	}
+	if rl := e.RateLimit; rl != nil && rl.RedisAddress != "" {
+		args = append(args, "--rate-limit-redis", rl.RedisAddress)
+	}
 	return args
 }

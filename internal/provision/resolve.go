@@ -73,6 +73,8 @@ type Effective struct {
 	// Streams tunes the L4 listeners; nil leaves the proxy's defaults
 	// (TCP idle 1h, UDP session idle 10s).
 	Streams *gatewayv1alpha1.Streams
+	// RateLimit is where Global RateLimits count; nil: no store.
+	RateLimit *gatewayv1alpha1.RateLimitStore
 	// Sources are the parameters objects that contributed, class first.
 	Sources []types.NamespacedName
 }
@@ -232,6 +234,9 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 		if in.Streams != nil {
 			s.Streams = in.Streams
 		}
+		if in.RateLimit != nil {
+			s.RateLimit = in.RateLimit
+		}
 		if in.PodTemplate != nil {
 			e.PodTemplates = append(e.PodTemplates, Layer{Source: sources[i], Patch: in.PodTemplate})
 		}
@@ -258,6 +263,7 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 	e.Shutdown = ResolveShutdown(s.Shutdown)
 	e.MaxResponseHeaderBytes = s.MaxResponseHeaderBytes
 	e.Streams = s.Streams
+	e.RateLimit = s.RateLimit
 	if a := s.Autoscaling; a != nil && a.Enabled {
 		as := a.DeepCopy()
 		if as.MinReplicas == nil {

@@ -131,6 +131,22 @@ type CoxswainGatewayParametersSpec struct {
 	// whole.
 	// +optional
 	Streams *Streams `json:"streams,omitempty"`
+
+	// rateLimit configures where Global RateLimits count. When set on both
+	// layers, the Gateway's block replaces the class's block as a whole.
+	// +optional
+	RateLimit *RateLimitStore `json:"rateLimit,omitempty"`
+}
+
+// RateLimitStore is the Redis the proxies share their Global RateLimit
+// counters in.
+type RateLimitStore struct {
+	// redisAddress is host:port of a Redis reachable from the proxies (for
+	// example a Service "redis.infra.svc:6379").
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$`
+	RedisAddress string `json:"redisAddress"`
 }
 
 // Streams tunes the connection-level (L4) listeners of a proxy.
