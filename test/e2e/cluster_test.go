@@ -148,7 +148,7 @@ func TestLocalCluster(t *testing.T) {
 	crds := gatewayAPICRDs(t)
 	t.Logf("binaries built in %s", time.Since(began).Round(time.Millisecond))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	e := startLocalCluster(ctx, t, localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain})
 	c := e.c
@@ -218,6 +218,12 @@ spec:
 		{"HitlessSharedRollout", testHitlessSharedRollout},
 		{"HitlessDedicatedRollout", testHitlessDedicatedRollout},
 		{"HitlessSharedScaleDown", testHitlessSharedScaleDown},
+		{"PolicyJWT", testPolicyJWT},
+		{"PolicyExtAuth", testPolicyExtAuth},
+		{"PolicyGlobalRateLimit", testPolicyGlobalRateLimit},
+		{"PolicyOutlierDetection", testPolicyOutlierDetection},
+		{"PolicyRetryRollout", testPolicyRetryRollout},
+		{"PolicyProxyProtocol", testPolicyProxyProtocol},
 		{"ControllerKilled", testControllerKilled},
 	} {
 		t0 := time.Now()
