@@ -127,6 +127,41 @@ func validIngressClassParameters(ms ...mutation) *unstructured.Unstructured {
 	return apply(u, ms...)
 }
 
+// validPolicy is a policy of ours (gateway.coxswain-labs.dev) of kind with
+// spec.
+func validPolicy(kind string, spec map[string]any, ms ...mutation) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gatewayparamsv1alpha1.GroupVersion.String(),
+		"kind":       kind,
+		"metadata":   map[string]any{"name": "p-" + uuid.NewString()[:8], "namespace": "default"},
+		"spec":       spec,
+	}}
+	return apply(u, ms...)
+}
+
+func validRateLimit(ms ...mutation) *unstructured.Unstructured {
+	return validPolicy(gatewayparamsv1alpha1.KindRateLimit, map[string]any{
+		"targetRefs": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "api"}},
+		"requests":   int64(100),
+		"period":     "1m",
+		"key":        map[string]any{"type": "Header", "header": "X-Api-Key"},
+	}, ms...)
+}
+
+func validJWTAuth(ms ...mutation) *unstructured.Unstructured {
+	return validPolicy(gatewayparamsv1alpha1.KindJWTAuth, map[string]any{
+		"issuer":  "https://issuer.example.com",
+		"jwksURI": "https://issuer.example.com/.well-known/jwks.json",
+	}, ms...)
+}
+
+func validBackendPolicy(ms ...mutation) *unstructured.Unstructured {
+	return validPolicy(gatewayparamsv1alpha1.KindBackendPolicy, map[string]any{
+		"targetRefs":   []any{map[string]any{"group": "", "kind": "Service", "name": "api"}},
+		"loadBalancer": map[string]any{"type": "ConsistentHash", "consistentHash": map[string]any{"header": "X-User"}},
+	}, ms...)
+}
+
 // createRejected creates obj and returns the apiserver's error. An object the
 // apiserver accepted is deleted again and reported as an error, so the
 // caller can retry while an admission policy is still being loaded.
@@ -141,7 +176,10 @@ func createRejected(obj *unstructured.Unstructured) error {
 
 var _ = Describe("API validation", func() {
 	It("accepts the valid base objects the rejection table starts from", func() {
-		for _, obj := range []*unstructured.Unstructured{validProject(), validGatewayParameters(), validIngressClassParameters()} {
+		for _, obj := range []*unstructured.Unstructured{
+			validProject(), validGatewayParameters(), validIngressClassParameters(),
+			validRateLimit(), validJWTAuth(), validBackendPolicy(),
+		} {
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "%s", obj.GetKind())
 			Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
 		}
@@ -258,6 +296,33 @@ var _ = Describe("API validation", func() {
 		Entry("CoxswainIngressClassParameters accessLog is not a boolean",
 			validIngressClassParameters(set("no", "spec", "accessLog")),
 			"spec.accessLog: Invalid value"),
+		Entry("RateLimit key of type Header without a header",
+			validRateLimit(unset("spec", "key", "header")),
+			"header is set exactly for type Header"),
+		Entry("RateLimit key of type ClientIP with a header",
+			validRateLimit(set("ClientIP", "spec", "key", "type")),
+			"header is set exactly for type Header"),
+		Entry("RateLimit targeting a Service",
+			validRateLimit(set([]any{map[string]any{"group": "", "kind": "Service", "name": "api"}}, "spec", "targetRefs")),
+			"targetRefs must be Gateways, HTTPRoutes or GRPCRoutes of gateway.networking.k8s.io"),
+		Entry("JwtAuth with both jwks and jwksURI",
+			validJWTAuth(set(`{"keys":[]}`, "spec", "jwks")),
+			"set exactly one of jwks and jwksURI"),
+		Entry("JwtAuth with neither jwks nor jwksURI",
+			validJWTAuth(unset("spec", "jwksURI")),
+			"set exactly one of jwks and jwksURI"),
+		Entry("JwtAuth jwksURI that is not http(s)",
+			validJWTAuth(set("ftp://issuer.example.com/jwks.json", "spec", "jwksURI")),
+			"jwksURI must be an http or https URL"),
+		Entry("CoxswainBackendPolicy targeting an HTTPRoute",
+			validBackendPolicy(set([]any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "api"}}, "spec", "targetRefs")),
+			"targetRefs must be core Services"),
+		Entry("CoxswainBackendPolicy ConsistentHash with two keys",
+			validBackendPolicy(set(true, "spec", "loadBalancer", "consistentHash", "sourceIP")),
+			"set exactly one of header, cookie and sourceIP"),
+		Entry("CoxswainBackendPolicy consistentHash without type ConsistentHash",
+			validBackendPolicy(set("RoundRobin", "spec", "loadBalancer", "type")),
+			"consistentHash is set exactly for type ConsistentHash"),
 	)
 
 	It("keeps spec.shardID immutable", func() {

@@ -53,30 +53,49 @@ var olderGatewayAPI = []string{
 	"gateway.networking.k8s.io_referencegrants.yaml",
 }
 
-// TestAbsentKindsShrinkFeatures runs the provider against a real
-// apiserver that serves only olderGatewayAPI's kinds, standard channel: it
-// starts without an error, reads the missing kinds as empty, records them,
-// reads the channel off the HTTPRoute CRD, and the GatewayClass advertises
-// none of the missing kinds' features nor the experimental-field ones.
-func TestAbsentKindsShrinkFeatures(t *testing.T) {
-	crds := t.TempDir()
-	src, err := testkit.GatewayAPICRDDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range olderGatewayAPI {
+// ourCRDsOfAnOlderChart are the CRDs of config/crd/bases a chart from
+// before the policy kinds installed.
+var ourCRDsOfAnOlderChart = []string{
+	"gateway.coxswain-labs.dev_coxswaingatewayparameters.yaml",
+	"ingress.coxswain-labs.dev_coxswainingressclassparameters.yaml",
+}
+
+// copyCRDs copies files of dir src into dst.
+func copyCRDs(t *testing.T, dst, src string, files []string) {
+	t.Helper()
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(crds, f), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dst, f), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	api := &testkit.Envtest{Adjust: func(env *envtest.Environment) error {
-		env.CRDDirectoryPaths = []string{crds, filepath.Join(testkit.RepoRoot(), "config", "crd", "bases")}
-		return nil
-	}}
+}
+
+// providerRun is a Provider running against an envtest apiserver of its
+// own, with a GatewayClass of ours.
+type providerRun struct {
+	ctx     context.Context
+	client  client.Client
+	p       *Provider
+	results chan *translator.Result
+	started chan error
+}
+
+// runProvider starts an apiserver serving the CRDs of crdDirs (nil: every
+// CRD of ours and the Gateway API standard channel's), a cache and a
+// Provider translating with translate (nil: translator.Translate).
+func runProvider(t *testing.T, crdDirs []string, translate func(*translator.Resources) *translator.Result) *providerRun {
+	t.Helper()
+	api := &testkit.Envtest{}
+	if crdDirs != nil {
+		api.Adjust = func(env *envtest.Environment) error {
+			env.CRDDirectoryPaths = crdDirs
+			return nil
+		}
+	}
 	t.Cleanup(func() {
 		if err := api.Stop(); err != nil {
 			t.Error(err)
@@ -94,7 +113,7 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	t.Cleanup(cancel)
 	gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "coxswain"}, Spec: gwv1.GatewayClassSpec{ControllerName: names.ControllerName}}
 	if err := c.Create(ctx, gc); err != nil {
 		t.Fatal(err)
@@ -104,24 +123,50 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = ca.Start(ctx) }()
-	results := make(chan *translator.Result, 8)
-	p := New(Options{Cache: ca, InstallNamespace: "coxswain-system", Log: logr.Discard(), APIReader: c,
+	run := &providerRun{ctx: ctx, client: c, results: make(chan *translator.Result, 8), started: make(chan error, 1)}
+	run.p = New(Options{Cache: ca, InstallNamespace: "coxswain-system", Log: logr.Discard(), APIReader: c, Translate: translate,
 		Sinks: []Sink{SinkFunc(func(_ context.Context, r *translator.Result) {
 			select {
-			case results <- r:
+			case run.results <- r:
 			default:
 			}
 		})}})
-	started := make(chan error, 1)
-	go func() { started <- p.Start(ctx) }()
-	var res *translator.Result
+	go func() { run.started <- run.p.Start(ctx) }()
+	return run
+}
+
+// next waits for the provider's next Result.
+func (r *providerRun) next(t *testing.T) *translator.Result {
+	t.Helper()
 	select {
-	case res = <-results:
-	case err := <-started:
-		t.Fatalf("the provider stopped before its first rebuild: %v", err)
+	case res := <-r.results:
+		return res
+	case err := <-r.started:
+		t.Fatalf("the provider stopped: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("no rebuild within 30s")
 	}
+	return nil
+}
+
+// TestAbsentKindsShrinkFeatures runs the provider against a real
+// apiserver that serves only olderGatewayAPI's kinds, standard channel, and
+// only ourCRDsOfAnOlderChart of ours: it starts without an error, reads
+// the missing kinds as empty, records the Gateway API ones, reads the
+// channel off the HTTPRoute CRD, and the GatewayClass advertises none of
+// the missing kinds' features nor the experimental-field ones. Our missing
+// policy kinds read as empty and are no AbsentKinds.
+func TestAbsentKindsShrinkFeatures(t *testing.T) {
+	crds := t.TempDir()
+	src, err := testkit.GatewayAPICRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyCRDs(t, crds, src, olderGatewayAPI)
+	copyCRDs(t, crds, filepath.Join(testkit.RepoRoot(), "config", "crd", "bases"), ourCRDsOfAnOlderChart)
+	run := runProvider(t, []string{crds}, nil)
+	ctx, p := run.ctx, run.p
+	res := run.next(t)
 	gathered, err := p.Gather(ctx)
 	if err != nil {
 		t.Fatalf("Gather with kinds missing: %v", err)
@@ -134,10 +179,13 @@ func TestAbsentKindsShrinkFeatures(t *testing.T) {
 			t.Errorf("AbsentKinds %v lacks %s", gathered.AbsentKinds, k)
 		}
 	}
-	for _, k := range []string{"HTTPRoute", "GRPCRoute", "ReferenceGrant"} {
+	for _, k := range []string{"HTTPRoute", "GRPCRoute", "ReferenceGrant", gatewayv1alpha1.KindRateLimit, gatewayv1alpha1.KindClientTrafficPolicy} {
 		if slices.Contains(gathered.AbsentKinds, k) {
-			t.Errorf("AbsentKinds %v has %s, which the cluster serves", gathered.AbsentKinds, k)
+			t.Errorf("AbsentKinds %v has %s, which is served or not a Gateway API kind", gathered.AbsentKinds, k)
 		}
+	}
+	if len(gathered.RateLimits)+len(gathered.ClientTrafficPolicies)+len(gathered.BackendPolicies) != 0 {
+		t.Errorf("policies gathered without their CRDs: %+v", gathered)
 	}
 	if len(res.GatewayClasses) != 1 {
 		t.Fatalf("GatewayClass statuses: %+v", res.GatewayClasses)

@@ -23,6 +23,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -123,13 +124,26 @@ func (p *Provider) NeedLeaderElection() bool { return false }
 
 // watched lists one empty object of every kind a rebuild reads.
 func watched() []client.Object {
-	return []client.Object{
+	return append([]client.Object{
 		&gwv1.GatewayClass{}, &gwv1.Gateway{}, &gwv1.HTTPRoute{}, &gwv1.GRPCRoute{},
 		&gwv1.TLSRoute{}, &gwv1.TCPRoute{}, &gwv1.UDPRoute{}, &gwv1.ListenerSet{}, &gwv1.BackendTLSPolicy{},
 		&gwv1beta1.ReferenceGrant{}, &corev1.Namespace{}, &corev1.Service{},
 		&discoveryv1.EndpointSlice{}, &corev1.Secret{}, &corev1.ConfigMap{}, &networkingv1.Ingress{},
 		&networkingv1.IngressClass{}, &ingressv1alpha1.CoxswainIngressClassParameters{},
 		&gatewayv1alpha1.CoxswainGatewayParameters{}, &appsv1.Deployment{},
+	}, policyObjects()...)
+}
+
+// policyObjects lists one empty object of every policy kind of ours
+// (gateway.coxswain-labs.dev). Their CRDs may be missing (an older chart):
+// such a kind reads as empty, and is not an AbsentKind (those are Gateway
+// API kinds, which decide the features advertised).
+func policyObjects() []client.Object {
+	return []client.Object{
+		&gatewayv1alpha1.IpAccessControl{}, &gatewayv1alpha1.RateLimit{}, &gatewayv1alpha1.BasicAuth{},
+		&gatewayv1alpha1.JwtAuth{}, &gatewayv1alpha1.CoxswainExternalAuth{}, &gatewayv1alpha1.Compression{},
+		&gatewayv1alpha1.RequestSizeLimit{}, &gatewayv1alpha1.PathRewriteRegex{}, &gatewayv1alpha1.RetryPolicy{},
+		&gatewayv1alpha1.CoxswainBackendPolicy{}, &gatewayv1alpha1.ClientTrafficPolicy{},
 	}
 }
 
@@ -217,7 +231,11 @@ func (p *Provider) burst() bool {
 func statusOnly(oldObj, newObj any) bool {
 	switch newObj.(type) {
 	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute,
-		*gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1.ListenerSet, *gwv1.BackendTLSPolicy, *networkingv1.Ingress:
+		*gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1.ListenerSet, *gwv1.BackendTLSPolicy, *networkingv1.Ingress,
+		*gatewayv1alpha1.IpAccessControl, *gatewayv1alpha1.RateLimit, *gatewayv1alpha1.BasicAuth,
+		*gatewayv1alpha1.JwtAuth, *gatewayv1alpha1.CoxswainExternalAuth, *gatewayv1alpha1.Compression,
+		*gatewayv1alpha1.RequestSizeLimit, *gatewayv1alpha1.PathRewriteRegex, *gatewayv1alpha1.RetryPolicy,
+		*gatewayv1alpha1.CoxswainBackendPolicy, *gatewayv1alpha1.ClientTrafficPolicy:
 	default:
 		return false
 	}
@@ -361,6 +379,9 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := gatherPolicies(ctx, c, r); err != nil {
+		return nil, err
+	}
 	deployments, err := list(ctx, c, &appsv1.DeploymentList{}, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
 		client.MatchingLabels(names.DedicatedProxySelector()))
 	if err != nil {
@@ -370,6 +391,49 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 	r.SetServices(p.opts.InstallNamespace, services)
 	r.GatewayAPIChannel = p.channel.channel(ctx)
 	return r, nil
+}
+
+// gatherPolicies lists our policy kinds (policyObjects) into r. A kind
+// whose CRD is missing reads as empty (list), and is not an AbsentKind.
+func gatherPolicies(ctx context.Context, c client.Reader, r *translator.Resources) error {
+	return errors.Join(
+		listInto(ctx, c, &r.IPAccessControls, &gatewayv1alpha1.IpAccessControlList{},
+			func(l *gatewayv1alpha1.IpAccessControlList) []gatewayv1alpha1.IpAccessControl { return l.Items }),
+		listInto(ctx, c, &r.RateLimits, &gatewayv1alpha1.RateLimitList{},
+			func(l *gatewayv1alpha1.RateLimitList) []gatewayv1alpha1.RateLimit { return l.Items }),
+		listInto(ctx, c, &r.BasicAuths, &gatewayv1alpha1.BasicAuthList{},
+			func(l *gatewayv1alpha1.BasicAuthList) []gatewayv1alpha1.BasicAuth { return l.Items }),
+		listInto(ctx, c, &r.JWTAuths, &gatewayv1alpha1.JwtAuthList{},
+			func(l *gatewayv1alpha1.JwtAuthList) []gatewayv1alpha1.JwtAuth { return l.Items }),
+		listInto(ctx, c, &r.ExternalAuths, &gatewayv1alpha1.CoxswainExternalAuthList{},
+			func(l *gatewayv1alpha1.CoxswainExternalAuthList) []gatewayv1alpha1.CoxswainExternalAuth {
+				return l.Items
+			}),
+		listInto(ctx, c, &r.Compressions, &gatewayv1alpha1.CompressionList{},
+			func(l *gatewayv1alpha1.CompressionList) []gatewayv1alpha1.Compression { return l.Items }),
+		listInto(ctx, c, &r.RequestSizeLimits, &gatewayv1alpha1.RequestSizeLimitList{},
+			func(l *gatewayv1alpha1.RequestSizeLimitList) []gatewayv1alpha1.RequestSizeLimit { return l.Items }),
+		listInto(ctx, c, &r.PathRewriteRegexes, &gatewayv1alpha1.PathRewriteRegexList{},
+			func(l *gatewayv1alpha1.PathRewriteRegexList) []gatewayv1alpha1.PathRewriteRegex { return l.Items }),
+		listInto(ctx, c, &r.RetryPolicies, &gatewayv1alpha1.RetryPolicyList{},
+			func(l *gatewayv1alpha1.RetryPolicyList) []gatewayv1alpha1.RetryPolicy { return l.Items }),
+		listInto(ctx, c, &r.BackendPolicies, &gatewayv1alpha1.CoxswainBackendPolicyList{},
+			func(l *gatewayv1alpha1.CoxswainBackendPolicyList) []gatewayv1alpha1.CoxswainBackendPolicy {
+				return l.Items
+			}),
+		listInto(ctx, c, &r.ClientTrafficPolicies, &gatewayv1alpha1.ClientTrafficPolicyList{},
+			func(l *gatewayv1alpha1.ClientTrafficPolicyList) []gatewayv1alpha1.ClientTrafficPolicy { return l.Items }),
+	)
+}
+
+// listInto is list into *dst.
+func listInto[T any, L any, PL interface {
+	*L
+	client.ObjectList
+}](ctx context.Context, c client.Reader, dst *[]*T, l PL, items func(PL) []T) error {
+	var err error
+	*dst, err = list(ctx, c, l, items)
+	return err
 }
 
 // listKind lists a Gateway API kind the cluster may not serve (its CRD

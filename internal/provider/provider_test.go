@@ -24,6 +24,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 )
 
 func TestStatusOnly(t *testing.T) {
@@ -39,6 +41,13 @@ func TestStatusOnly(t *testing.T) {
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
 		return s
 	}
+	rl := func(gen int64, accepted bool) *gatewayv1alpha1.RateLimit {
+		r := &gatewayv1alpha1.RateLimit{ObjectMeta: metav1.ObjectMeta{Name: "r", Generation: gen}}
+		if accepted {
+			r.Status.Ancestors = []gwv1.PolicyAncestorStatus{{ControllerName: "example.com/c"}}
+		}
+		return r
+	}
 	tests := []struct {
 		name     string
 		old, new any
@@ -48,6 +57,8 @@ func TestStatusOnly(t *testing.T) {
 		{"gateway spec change", gw(1, nil, false), gw(2, nil, false), false},
 		{"gateway label change", gw(1, nil, false), gw(1, map[string]string{"a": "b"}, false), false},
 		{"service status matters (addresses)", svc("1.1.1.1"), svc("2.2.2.2"), false},
+		{"policy status write", rl(1, false), rl(1, true), true},
+		{"policy spec change", rl(1, false), rl(2, false), false},
 	}
 	for _, tc := range tests {
 		if got := statusOnly(tc.old, tc.new); got != tc.want {

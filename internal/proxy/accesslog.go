@@ -52,7 +52,15 @@ func (a *accessLogger) log(start time.Time, listener string, r *http.Request, ex
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(ex.status), 10)
 	b = append(b, `,"client_ip":`...)
-	b = appendJSONString(b, clientIP(r.RemoteAddr))
+	if ex.clientIP.IsValid() {
+		// The detected client (clientip.go); a zoneless address needs no
+		// JSON escaping.
+		b = append(b, '"')
+		b = ex.clientIP.WithZone("").AppendTo(b)
+		b = append(b, '"')
+	} else {
+		b = appendJSONString(b, clientIP(r.RemoteAddr))
+	}
 	b = append(b, `,"route_id":`...)
 	b = appendJSONString(b, routeID)
 	b = append(b, `,"upstream_addr":`...)

@@ -16,11 +16,158 @@ limitations under the License.
 
 package proxy
 
-// backendState is what backend policies keep across snapshots: outlier
-// ejections and health-check results per endpoint, and the health
-// checkers' goroutines.
-type backendState struct{}
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
 
-func newBackendState(d *DataPlane) *backendState { return &backendState{} }
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
 
-func (b *backendState) close() {}
+// Backend policies (CoxswainBackendPolicy, on snapshot.EndpointSet), each
+// compiled with its set in newEndpointSet (balance.go):
+//
+//   - load balancing: RoundRobin, LeastRequest, Random and ConsistentHash
+//     (hashing.go) over the set's available endpoints (balance.go);
+//   - ConnectTimeout and IdleTimeout of the set's upstream connections
+//     (connectDialer and timeoutsKey, transports.go; h1client.go);
+//   - the circuit breaker, below;
+//   - passive outlier detection (outlier.go) and active health checks
+//     (healthcheck.go), whose state survives snapshot swaps on the
+//     endpoints and, for the checkers' goroutines, in backendState.
+//
+// validateBackendPolicies checks all of them (and the RetryPolicy
+// extensions of routes, retry.go) before anything is compiled: a bad
+// value fails the snapshot.
+//
+// The circuit breaker bounds the requests one proxy has in flight to one
+// endpoint set, across its endpoints, from the moment a try is sent until
+// its answer was relayed (or discarded, for a retried try). The proxy
+// keeps no queue of requests waiting for a connection (a request that
+// finds no idle one dials a new one), so the three bounds all apply to
+// that one count: MaxRequests bounds it; MaxConnections plus
+// MaxPendingRequests bounds it too (an HTTP/1.1 request in flight holds
+// one connection, and the pending ones are those Envoy would let wait for
+// one; idle pooled connections are not counted, and on h2c a request is a
+// stream rather than a connection, so the bound is stricter there);
+// MaxPendingRequests without MaxConnections bounds nothing, as no request
+// ever waits for a connection. The smallest bound wins. A request over it
+// is answered 503 at once with the header "X-Coxswain-Overloaded: true"
+// and counted in coxswain_proxy_upstream_errors_total{kind="overloaded"};
+// a retry over it is not sent (the last try's answer goes to the client).
+
+// overloadedHeader marks an answer of the circuit breaker.
+const overloadedHeader = "X-Coxswain-Overloaded"
+
+// backendState is what backend policies keep across snapshots beyond
+// the endpoints themselves: the health checkers' goroutines.
+type backendState struct {
+	d        *DataPlane
+	mu       sync.Mutex
+	closed   bool
+	checkers map[checkerKey]*checker
+	wg       sync.WaitGroup
+	// running counts the health check goroutines running, started every
+	// one ever started (tests).
+	running, started atomic.Int64
+}
+
+// newBackendState builds the backend policies' state of a data plane.
+func newBackendState(d *DataPlane) *backendState {
+	return &backendState{d: d, checkers: map[checkerKey]*checker{}}
+}
+
+// close stops every health checker and waits for them to return.
+func (b *backendState) close() {
+	b.mu.Lock()
+	b.closed = true
+	for k, c := range b.checkers {
+		c.cancel()
+		delete(b.checkers, k)
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+// validateBackendPolicies checks the backend policies of every endpoint
+// set and the retry extensions of every route of s.
+func validateBackendPolicies(s *snapshot.Snapshot) error {
+	for i := range s.EndpointSets {
+		es := &s.EndpointSets[i]
+		if err := validateEndpointSetPolicies(es); err != nil {
+			return fmt.Errorf("endpointSets[%d] (%s): %w", i, es.Name, err)
+		}
+	}
+	for li := range s.Listeners {
+		for vi := range s.Listeners[li].VirtualHosts {
+			for ri := range s.Listeners[li].VirtualHosts[vi].Routes {
+				r := &s.Listeners[li].VirtualHosts[vi].Routes[ri]
+				if err := validateRetry(r.Retry); err != nil {
+					return fmt.Errorf("route %s: retry: %w", r.ID, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validateEndpointSetPolicies checks one set's backend policies.
+func validateEndpointSetPolicies(es *snapshot.EndpointSet) error {
+	if es.ConnectTimeout < 0 || es.IdleTimeout < 0 {
+		return errors.New("connectTimeout and idleTimeout must not be negative")
+	}
+	if cb := es.CircuitBreaker; cb != nil && (cb.MaxConnections < 0 || cb.MaxPendingRequests < 0 || cb.MaxRequests < 0) {
+		return errors.New("circuitBreaker: bounds must not be negative")
+	}
+	if err := validateHash(es); err != nil {
+		return err
+	}
+	if err := validateOutlier(es.Outlier); err != nil {
+		return err
+	}
+	return validateHealthCheck(es.HealthCheck)
+}
+
+// circuitLimit is the circuit breaker's bound on a set's requests in
+// flight (0: none).
+func circuitLimit(cb *snapshot.CircuitBreaker) int64 {
+	if cb == nil {
+		return 0
+	}
+	limit := int64(cb.MaxRequests)
+	if cb.MaxConnections > 0 {
+		if c := int64(cb.MaxConnections) + int64(cb.MaxPendingRequests); limit <= 0 || c < limit {
+			limit = c
+		}
+	}
+	return limit
+}
+
+// admit counts a request in flight to the set; false, counting nothing,
+// when the circuit breaker is open. Each admit is followed by one done.
+func (es *endpointSet) admit() bool {
+	if es.maxInflight <= 0 {
+		return true
+	}
+	if es.load.Add(1) > es.maxInflight {
+		es.load.Add(-1)
+		return false
+	}
+	return true
+}
+
+// done ends a request admit counted.
+func (es *endpointSet) done() {
+	if es.maxInflight > 0 {
+		es.load.Add(-1)
+	}
+}
+
+// answerOverloaded answers a request the circuit breaker refused.
+func answerOverloaded(ex *exchange, rt *route) {
+	rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "overloaded").Inc()
+	ex.Header()[overloadedHeader] = []string{"true"}
+	answer(ex, http.StatusServiceUnavailable, "upstream overloaded")
+}

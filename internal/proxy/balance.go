@@ -22,7 +22,9 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -35,35 +37,64 @@ type backend struct {
 }
 
 // endpointSet is the compiled endpoints of one Service port with its load
-// balancer.
+// balancer and its backend policies (backendpolicy.go).
 type endpointSet struct {
-	name         string
-	h2c          bool
-	leastRequest bool
+	name string
+	h2c  bool
+	lb   snapshot.LoadBalancer
+	// hash is the key of ConsistentHash (hashing.go), nil for the other
+	// balancers.
+	hash *hashPolicy
+	// outlier ejects failing endpoints (outlier.go); health probes them
+	// (healthcheck.go). Either makes a pick skip the endpoints they
+	// exclude.
+	outlier *outlierPolicy
+	health  *healthPolicy
+	// maxInflight > 0 is the circuit breaker's bound on load, the set's
+	// requests in flight on this proxy (backendpolicy.go).
+	maxInflight int64
+	load        *atomic.Int64
 	// tls is how its endpoints are reached over TLS (nil: cleartext;
 	// upstreamtls.go).
 	tls *upstreamTLS
 	eps []*endpoint
 	rr  *atomic.Uint64
+	// ejectMu serialises outlier ejections, so MaxEjectionPercent holds
+	// (outlier.go).
+	ejectMu *sync.Mutex
 }
 
 // endpoint is one upstream address with its requests in flight (for
-// least-request balancing).
+// least-request balancing) and its outlier and health state, which
+// survive snapshot swaps with the endpoint (newEndpointSet).
 type endpoint struct {
 	addr string
 	// key names the upstream connection pools of this endpoint: its
-	// address, and for a TLS set the fingerprint of the set's TLS
-	// settings, so that no connection opened under other settings (another
-	// CA, SNI, client certificate) is ever reused (poolKey).
+	// address, for a TLS set the fingerprint of the set's TLS settings,
+	// and the set's connect and idle timeouts when it has its own, so that
+	// no connection opened under other settings (another CA, SNI, client
+	// certificate, timeout) is ever reused (poolKey, timeoutsKey).
 	key string
 	// tls is the set's, nil for cleartext.
-	tls      *upstreamTLS
+	tls *upstreamTLS
+	// dialer connects with the set's ConnectTimeout (nil: the data
+	// plane's); idleTimeout > 0 is the set's IdleTimeout.
+	dialer      *net.Dialer
+	idleTimeout time.Duration
+	// addrHash is the address's hash, for rendezvous hashing (hashing.go).
+	addrHash uint64
 	inflight atomic.Int64
+	// outlier counts failures and holds the ejection (outlier.go).
+	outlier outlierState
+	// health is the endpoint's health-check status (nil: unchecked, or
+	// healthy; healthcheck.go).
+	health atomic.Pointer[healthStatus]
 }
 
 // compileEndpointSets compiles the snapshot's endpoint sets, each lent
 // the state of its namesake in prev (may be nil); certs resolves the
-// client certificates of upstream TLS.
+// client certificates of upstream TLS. The backend policies were checked
+// by validateBackendPolicies.
 func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) map[string]*endpointSet {
 	sets := make(map[string]*endpointSet, len(in))
 	for i := range in {
@@ -77,18 +108,26 @@ func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[strin
 }
 
 // newEndpointSet compiles an endpoint set; old (may be nil) lends its
-// round-robin position, its compiled TLS settings when they are the same,
-// and the in-flight counts of endpoints that stay under the same pool key.
+// round-robin position, its circuit breaker's count, its compiled TLS
+// settings when they are the same, and the endpoints that stay under the
+// same pool key, with their in-flight counts, outlier ejections and
+// health.
 func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet, certs map[string]*parsedCert) *endpointSet {
 	es := &endpointSet{
-		name:         in.Name,
-		h2c:          in.AppProtocol == snapshot.AppProtocolH2C,
-		leastRequest: in.LoadBalancer == snapshot.LeastRequest,
-		rr:           new(atomic.Uint64),
+		name:        in.Name,
+		h2c:         in.AppProtocol == snapshot.AppProtocolH2C,
+		lb:          in.LoadBalancer,
+		hash:        compileHash(in),
+		outlier:     compileOutlier(in.Outlier),
+		health:      compileHealthCheck(in.HealthCheck),
+		maxInflight: circuitLimit(in.CircuitBreaker),
+		load:        new(atomic.Int64),
+		rr:          new(atomic.Uint64),
+		ejectMu:     new(sync.Mutex),
 	}
 	var keep map[string]*endpoint
 	if old != nil {
-		es.rr = old.rr
+		es.rr, es.load, es.ejectMu = old.rr, old.load, old.ejectMu
 		keep = make(map[string]*endpoint, len(old.eps))
 		for _, e := range old.eps {
 			keep[e.key] = e
@@ -101,14 +140,16 @@ func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet, certs map[string
 		}
 		es.tls = compileUpstreamTLS(in.TLS, es.h2c, certs, prevTLS)
 	}
+	dialer := connectDialer(in.ConnectTimeout.D())
+	tk := timeoutsKey(in)
 	for _, e := range in.Endpoints {
 		addr := net.JoinHostPort(e.Address, strconv.Itoa(int(e.Port)))
-		key := poolKey(addr, es.tls)
+		key := poolKey(addr, es.tls) + tk
 		if ke := keep[key]; ke != nil {
 			es.eps = append(es.eps, ke)
 			continue
 		}
-		es.eps = append(es.eps, &endpoint{addr: addr, key: key, tls: es.tls})
+		es.eps = append(es.eps, &endpoint{addr: addr, key: key, tls: es.tls, dialer: dialer, idleTimeout: in.IdleTimeout.D(), addrHash: hashString(addr)})
 	}
 	return es
 }
@@ -146,35 +187,54 @@ type destination struct {
 	rt *route
 	b  *backend
 	ep *endpoint
+	// cookie is the session affinity cookie the pick generated (nil for
+	// none), which a retry's pick hashes on again (hashing.go).
+	cookie *affinityCookie
+}
+
+// pickInput is what a request's endpoint pick may look at: the request
+// and its exchange (a ConsistentHash key; nil for the L4 path and
+// mirrors, which then balance round robin), the endpoint a retry avoids,
+// and the affinity cookie generated by an earlier pick of the request.
+type pickInput struct {
+	r      *http.Request
+	ex     *exchange
+	avoid  *endpoint
+	cookie *affinityCookie
 }
 
 // pickDestination picks the route's backend, then one of its endpoints
 // (step 9 of the request path, serve.go). Without one it answers, 500 for
 // an invalid backend and 503 for no endpoints, and returns false.
-func pickDestination(w http.ResponseWriter, rt *route) (destination, bool) {
-	b, ep := rt.pick()
+func pickDestination(ex *exchange, r *http.Request, rt *route) (destination, bool) {
+	in := pickInput{r: r, ex: ex}
+	b, ep := rt.pickFor(&in)
 	if b == nil || b.invalid {
 		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "invalid_backend").Inc()
-		answer(w, http.StatusInternalServerError, "no valid backend for this route")
+		answer(ex, http.StatusInternalServerError, "no valid backend for this route")
 		return destination{}, false
 	}
 	if ep == nil {
 		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "no_endpoints").Inc()
-		answer(w, http.StatusServiceUnavailable, "no healthy upstream")
+		answer(ex, http.StatusServiceUnavailable, "no healthy upstream")
 		return destination{}, false
 	}
-	return destination{rt: rt, b: b, ep: ep}, true
+	return destination{rt: rt, b: b, ep: ep, cookie: in.cookie}, true
 }
 
-// pick picks a backend by weight, then one of its endpoints. The backend
-// is nil when no weight is set, and the endpoint nil when the backend is
-// invalid or has no endpoints.
-func (wb *weightedBackends) pick() (*backend, *endpoint) {
+// pick picks a backend by weight, then one of its endpoints, with no
+// request to hash on (the L4 path). The backend is nil when no weight is
+// set, and the endpoint nil when the backend is invalid or has no
+// endpoints.
+func (wb *weightedBackends) pick() (*backend, *endpoint) { return wb.pickFor(nil) }
+
+// pickFor is pick for a request (in may be nil).
+func (wb *weightedBackends) pickFor(in *pickInput) (*backend, *endpoint) {
 	b := wb.pickBackend()
 	if b == nil || b.invalid {
 		return b, nil
 	}
-	return b, b.set.pick()
+	return b, b.set.pickFor(in)
 }
 
 // pickBackend picks a backend by weight (nil when no weight is set).
@@ -194,27 +254,102 @@ func (wb *weightedBackends) pickBackend() *backend {
 	return &wb.backends[len(wb.backends)-1]
 }
 
-// pick picks an endpoint: round robin, or the less loaded of two random
-// ones for least request (nil when there is none).
-func (es *endpointSet) pick() *endpoint {
+// pick picks an endpoint with no request to hash on (mirrors; nil when
+// there is none).
+func (es *endpointSet) pick() *endpoint { return es.pickFor(nil) }
+
+// pickFor picks an endpoint for a request (in may be nil; nil when the
+// set has none). ConsistentHash with a key hashes it over the available
+// endpoints; without a key, and for RoundRobin, it is round robin;
+// Random picks uniformly; LeastRequest takes the less loaded of two
+// random ones. Only available endpoints are candidates (not ejected by
+// outlier detection, not failing health checks, not the one a retry
+// avoids); when none is, every endpoint but the avoided one is (panic
+// mode).
+func (es *endpointSet) pickFor(in *pickInput) *endpoint {
 	n := len(es.eps)
-	switch {
-	case n == 0:
+	if n == 0 {
 		return nil
-	case n == 1:
+	}
+	key, hashed := es.hash.key(in)
+	var avoid *endpoint
+	if in != nil {
+		avoid = in.avoid
+	}
+	if n == 1 {
 		return es.eps[0]
-	case es.leastRequest:
+	}
+	cands := es.eps
+	if es.outlier != nil || es.health != nil || avoid != nil {
+		var buf [16]*endpoint
+		cands = es.available(buf[:0], avoid)
+	}
+	if hashed {
+		return rendezvous(cands, key)
+	}
+	return es.balance(cands)
+}
+
+// balance picks one of cands, which are not empty, by the set's balancer
+// (ConsistentHash without a key: round robin).
+func (es *endpointSet) balance(cands []*endpoint) *endpoint {
+	n := len(cands)
+	switch {
+	case n == 1:
+		return cands[0]
+	case es.lb == snapshot.Random:
+		return cands[rand.IntN(n)] //nolint:gosec // G404: load balancing needs spread, not unpredictability
+	case es.lb == snapshot.LeastRequest:
 		// Power of two choices: two distinct random endpoints, the one with
 		// fewer requests in flight wins.
 		i, j := rand.IntN(n), rand.IntN(n-1) //nolint:gosec // G404: load balancing needs spread, not unpredictability
 		if j >= i {
 			j++
 		}
-		a, b := es.eps[i], es.eps[j]
+		a, b := cands[i], cands[j]
 		if b.inflight.Load() < a.inflight.Load() {
 			return b
 		}
 		return a
 	}
-	return es.eps[es.rr.Add(1)%uint64(n)]
+	return cands[es.rr.Add(1)%uint64(n)]
+}
+
+// available appends to buf the endpoints a pick may take: neither
+// ejected nor unhealthy, nor avoid. When that leaves none, it is every
+// endpoint but avoid (panic mode: rather some traffic to endpoints
+// believed bad than none), and avoid itself in a set of one.
+func (es *endpointSet) available(buf []*endpoint, avoid *endpoint) []*endpoint {
+	now := time.Now().UnixNano()
+	for _, ep := range es.eps {
+		if ep != avoid && !es.excluded(ep, now) {
+			buf = append(buf, ep)
+		}
+	}
+	if len(buf) > 0 {
+		return buf
+	}
+	for _, ep := range es.eps {
+		if ep != avoid {
+			buf = append(buf, ep)
+		}
+	}
+	if len(buf) == 0 {
+		buf = append(buf, es.eps...)
+	}
+	return buf
+}
+
+// excluded reports whether the set's policies keep ep out of picks at
+// now (unix nanoseconds): ejected by outlier detection, or unhealthy.
+func (es *endpointSet) excluded(ep *endpoint, now int64) bool {
+	if es.outlier != nil && ep.outlier.ejectedAt(now) {
+		return true
+	}
+	if es.health != nil {
+		if hs := ep.health.Load(); hs != nil && hs.unhealthy.Load() {
+			return true
+		}
+	}
+	return false
 }

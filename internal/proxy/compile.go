@@ -93,6 +93,9 @@ func compileEnv(s *snapshot.Snapshot, prev *state, m *metrics, env *policyEnv) (
 	if err != nil {
 		return nil, err
 	}
+	if err := validateBackendPolicies(s); err != nil {
+		return nil, err
+	}
 	st := &state{
 		version:   version,
 		router:    &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},

@@ -135,6 +135,7 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 		return false, nil, err
 	}
 	d.state.Store(st)
+	d.env.backends.sync(st)
 	d.dropUpstreams(prev, st)
 	changed := len(opened) > 0
 	for _, bl := range opened {

@@ -55,7 +55,8 @@ type fastConn struct {
 }
 
 // fastIdleTimeout is how long a keep-alive connection may wait for its
-// next request, as net/http's IdleTimeout of the listener's server.
+// next request, as net/http's IdleTimeout of the listener's server,
+// unless the port's ClientTraffic says otherwise (clienttraffic.go).
 const fastIdleTimeout = 120 * time.Second
 
 func newFastServer(d *DataPlane, port int32, ln net.Listener) *fastServer {
@@ -169,10 +170,10 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 	s.bufs.bw.Reset(fc.nc)
 	s.w.bw = s.bufs.bw
 	defer s.end()
-	_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
+	_ = fc.nc.SetReadDeadline(time.Now().Add(fs.idleTimeout()))
 	for s.awaitRequest() {
 		fc.busy.Store(true)
-		headDeadline := time.Now().Add(fs.d.opts.HeaderTimeout)
+		headDeadline := time.Now().Add(fs.headerTimeout())
 		req, verdict := s.readHead(headDeadline)
 		switch verdict {
 		case headTimedOut:
@@ -185,7 +186,7 @@ func (fs *fastServer) serveConn(fc *fastConn) {
 			return
 		}
 		fc.busy.Store(false)
-		_ = fc.nc.SetReadDeadline(time.Now().Add(fastIdleTimeout))
+		_ = fc.nc.SetReadDeadline(time.Now().Add(fs.idleTimeout()))
 	}
 }
 
@@ -235,6 +236,9 @@ func (s *fastSession) readHead(deadline time.Time) (*http.Request, headVerdict) 
 	headLen, verdict := s.fs.scanHead(s.br, s.fc, deadline)
 	if verdict != headSimple {
 		return nil, verdict
+	}
+	if s.fs.keepsUnderscores(s.br, headLen) {
+		return nil, headNotSimple // the port keeps "_" fields: net/http's handler applies its policy
 	}
 	req, ok := parseSimpleRequest(s.br, headLen)
 	if !ok {

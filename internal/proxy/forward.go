@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,13 +42,20 @@ var errBackendTimeout = fmt.Errorf("%w: backend request timeout", errUpstreamTim
 
 // forward sends a request to its destination and relays the answer, steps
 // 10 to 12 of the request path (serve.go): buildRequest, roundTrip, then
-// copyResponse or upgrade. A route with a Retry policy goes through
-// forwardRetrying (retry.go) instead.
+// copyResponse or upgrade. The set's circuit breaker (backendpolicy.go)
+// admits the request first, else it is answered 503; the outcome is
+// recorded for outlier detection (outlier.go). A route with a Retry
+// policy goes through forwardRetrying (retry.go) instead.
 func (d *DataPlane) forward(ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict) {
+	if !dst.b.set.admit() {
+		answerOverloaded(ex, dst.rt)
+		return
+	}
 	if dst.rt.retry != nil {
 		d.forwardRetrying(ex, r, dst, isTLS, cors)
 		return
 	}
+	defer dst.b.set.done()
 	dst.ep.inflight.Add(1)
 	defer dst.ep.inflight.Add(-1)
 	var at attempt
@@ -55,6 +63,7 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, dst destination, isTL
 	defer at.stop()
 	out := d.buildRequest(r, dst, isTLS)
 	resp, err := d.roundTrip(&at, r, dst, &out)
+	d.recordOutcome(dst, r, &out, resp, err)
 	d.respond(ex, r, dst, &at, &out, resp, err, cors)
 }
 
@@ -286,8 +295,10 @@ func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst desti
 	case bodyFailed(r, errBodyTimeout):
 		ex.Header()["Connection"] = []string{"close"}
 		answer(ex, http.StatusRequestTimeout, "request body timed out")
-	case errors.Is(context.Cause(at.ctx), errUpstreamTimeout) || errors.Is(err, context.DeadlineExceeded):
-		// errBackendTimeout is one too.
+	case errors.Is(context.Cause(at.ctx), errUpstreamTimeout) || (errors.Is(err, context.DeadlineExceeded) && !isConnectFailure(err)):
+		// errBackendTimeout is one too. A dial that ran out of its own
+		// connect timeout (DialTimeout, ConnectTimeout) is a connect
+		// failure, answered 502 below.
 		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
 		answer(ex, http.StatusGatewayTimeout, "upstream timed out")
 	case r.Context().Err() != nil:
@@ -349,7 +360,15 @@ func copyResponse(ex *exchange, r *http.Request, dst destination, at *attempt, r
 // headers, the route's then the backend's header modifier, and the
 // trailers the upstream announced.
 func responseHeader(ex *exchange, r *http.Request, dst destination, resp *http.Response, cors corsVerdict) http.Header {
+	kept := proxySetHeaders(ex.Header(), resp.Header)
 	h := endToEndHeader(ex, resp.Header)
+	for _, kv := range kept {
+		if kv.name == "Set-Cookie" || kv.name == "Vary" {
+			h[kv.name] = append(slices.Clip(resp.Header[kv.name]), kv.values...)
+		} else {
+			h[kv.name] = kv.values
+		}
+	}
 	if cors == corsAllowed {
 		dst.rt.cors.actual(h, r.Header["Origin"][0])
 	}
@@ -363,6 +382,31 @@ func responseHeader(ex *exchange, r *http.Request, dst destination, resp *http.R
 		h["Trailer"] = []string{strings.Join(keys, ", ")}
 	}
 	return h
+}
+
+// setHeader is one header field the proxy set on an answer.
+type setHeader struct {
+	name   string
+	values []string
+}
+
+// proxySetHeaders are the fields already set on the client's answer
+// (before the upstream's was relayed: a session affinity cookie, a policy
+// filter's header) that the upstream's header also has, which
+// endToEndHeader would replace. responseHeader puts them back: the
+// proxy's value wins, except that Set-Cookie and Vary fields add up, the
+// upstream's first.
+func proxySetHeaders(set, upstream http.Header) []setHeader {
+	if len(set) == 0 {
+		return nil
+	}
+	var kept []setHeader
+	for k := range upstream {
+		if v, ok := set[k]; ok {
+			kept = append(kept, setHeader{name: k, values: v})
+		}
+	}
+	return kept
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

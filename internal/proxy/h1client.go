@@ -55,7 +55,14 @@ type h1Conn struct {
 	bw     *bufio.Writer
 	key    string
 	idleAt time.Time
+	// idleTimeout is how long the connection may idle in the pool: its
+	// endpoint set's IdleTimeout, else the client's.
+	idleTimeout time.Duration
 }
+
+// expired reports whether the connection idled past its idle timeout at
+// now.
+func (pc *h1Conn) expired(now time.Time) bool { return now.Sub(pc.idleAt) >= pc.idleTimeout }
 
 // errStaleConn marks a failure on a pooled connection before any byte of a
 // response arrived: the upstream closed it while idle, so a fresh
@@ -83,7 +90,7 @@ func (c *h1Client) get(key string) *h1Conn {
 		pc := l[len(l)-1]
 		l[len(l)-1] = nil
 		c.idle[key] = l[:len(l)-1]
-		if now.Sub(pc.idleAt) < c.idleTimeout {
+		if !pc.expired(now) {
 			return pc
 		}
 		_ = pc.nc.Close()
@@ -113,12 +120,21 @@ func (c *h1Client) closeIdle() {
 	}
 }
 
+// dial connects to ep: with its set's dialer (ConnectTimeout) when it has
+// one, else the client's.
 func (c *h1Client) dial(ctx context.Context, ep *endpoint) (*h1Conn, error) {
-	nc, raw, err := dialTLS(ctx, c.dialer, ep.addr, ep.tls)
+	dialer := c.dialer
+	if ep.dialer != nil {
+		dialer = ep.dialer
+	}
+	nc, raw, err := dialTLS(ctx, dialer, ep.addr, ep.tls)
 	if err != nil {
 		return nil, err
 	}
-	pc := &h1Conn{nc: nc, raw: raw, bw: bufio.NewWriterSize(nc, 4<<10), key: ep.key}
+	pc := &h1Conn{nc: nc, raw: raw, bw: bufio.NewWriterSize(nc, 4<<10), key: ep.key, idleTimeout: c.idleTimeout}
+	if ep.idleTimeout > 0 {
+		pc.idleTimeout = ep.idleTimeout
+	}
 	pc.lim = headLimit{r: nc, max: c.maxHead, left: -1}
 	pc.br = bufio.NewReaderSize(&pc.lim, 8<<10)
 	return pc, nil

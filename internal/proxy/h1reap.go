@@ -65,7 +65,7 @@ func (c *h1Client) reap(now time.Time, live map[string]struct{}) {
 		keep := taken[:0]
 		var closing []*h1Conn
 		for _, pc := range taken {
-			if now.Sub(pc.idleAt) >= c.idleTimeout || peerClosed(pc.raw) {
+			if pc.expired(now) || peerClosed(pc.raw) {
 				closing = append(closing, pc)
 				continue
 			}

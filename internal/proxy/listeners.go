@@ -27,7 +27,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -195,7 +194,7 @@ type boundListener struct {
 	pc net.PacketConn
 	// srv and fast serve HTTP and HTTPS; stream serves TLS and TCP; udp
 	// serves UDP.
-	srv    *http.Server
+	srv    *httpServers
 	fast   *fastServer
 	stream *streamServer
 	udp    *udpServer
@@ -251,54 +250,55 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 		return
 	}
 	isTLS := bl.kind == kindHTTPS
-	var p http.Protocols
-	p.SetHTTP1(true)
-	if isTLS {
-		p.SetHTTP2(true)
-	} else {
-		p.SetUnencryptedHTTP2(true)
-	}
-	srv := &http.Server{
-		Handler:           &portHandler{d: d, port: bl.port, tls: isTLS},
-		Protocols:         &p,
-		ReadHeaderTimeout: d.opts.HeaderTimeout,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
-		ConnState:         d.connState,
-	}
-	if isTLS {
-		port := bl.port
-		srv.TLSConfig = &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"h2", "http/1.1"},
-			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return d.certificate(port, hello.ServerName)
-			},
-			// A port that validates client certificates has its own config
-			// in the state in force: its CA pool swaps with the snapshot
-			// (clientauth.go).
-			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-				return d.clientValidationConfig(port), nil
-			},
+	// Connections enter through the PROXY protocol's accept path, and
+	// net/http serves each with the ClientTraffic settings in force when
+	// it got it (clienttraffic_servers.go).
+	ln := d.newProxyProtocolListener(bl.port, bl.ln)
+	srv := d.newHTTPServers(bl.port, isTLS, func(cs serverSettings) *http.Server {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		if isTLS {
+			p.SetHTTP2(true)
+		} else {
+			p.SetUnencryptedHTTP2(true)
 		}
-	}
+		srv := &http.Server{
+			Handler:           &portHandler{d: d, port: bl.port, tls: isTLS},
+			Protocols:         &p,
+			ReadHeaderTimeout: cs.headerTimeout,
+			IdleTimeout:       cs.idleTimeout,
+			HTTP2:             cs.http2Config(),
+			ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+			ConnState:         d.connState,
+		}
+		if isTLS {
+			port := bl.port
+			srv.TLSConfig = &tls.Config{
+				MinVersion: tls.VersionTLS12,
+				NextProtos: []string{"h2", "http/1.1"},
+				GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+					return d.certificate(port, hello.ServerName)
+				},
+				// A port that validates client certificates has its own config
+				// in the state in force: its CA pool swaps with the snapshot
+				// (clientauth.go).
+				GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+					return d.clientValidationConfig(port), nil
+				},
+			}
+		}
+		return srv
+	})
 	bl.srv = srv
+	var src net.Listener = ln
 	if !isTLS && !d.opts.DisableFastPath {
-		bl.fast = newFastServer(d, bl.port, bl.ln)
+		bl.fast = newFastServer(d, bl.port, ln)
 		go bl.fast.acceptLoop()
+		src = bl.fast.handoff
 	}
 	go func() {
 		defer close(bl.done)
-		var err error
-		switch {
-		case isTLS:
-			err = srv.ServeTLS(bl.ln, "", "")
-		case bl.fast != nil:
-			err = srv.Serve(bl.fast.handoff)
-		default:
-			err = srv.Serve(bl.ln)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.serve(src); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("listener stopped", "port", bl.port, "error", err)
 		}
 	}()

@@ -22,6 +22,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // Path normalisation happens before route matching, and the normalised
@@ -45,8 +47,8 @@ import (
 // by default the request is answered with a redirect to the path with
 // them decoded (then normalised), as Envoy Gateway does by default, so a
 // client that meant them as separators gets a path matched as it will be
-// served; Reject answers 400 instead. Keeping them encoded is left to the
-// policy layer.
+// served; Reject answers 400 instead. A listener's ClientTraffic may
+// decode or keep them instead (normalizeUnder).
 
 // EscapedSlashAction is what the proxy does with a request whose path
 // contains %2F or %5C.
@@ -213,6 +215,16 @@ func unescapeSlashes(p string) string {
 // rules above) and answers the requests normalisation refuses. It reports
 // whether the request goes on to routing.
 func (d *DataPlane) normalizeRequest(w http.ResponseWriter, r *http.Request) bool {
+	return d.normalizeUnder(w, r, nil)
+}
+
+// normalizeUnder is normalizeRequest with the EncodedSlashes action of a
+// listener's ClientTraffic (ct, nil for the proxy's default): Redirect
+// and Reject as above; Decode routes and forwards the path with them
+// decoded to "/" and normalised again; Keep routes on the decoded path
+// (r.URL.Path, where they are separators, so a backend that decodes them
+// cannot reach a path its route did not guard) and forwards them encoded.
+func (d *DataPlane) normalizeUnder(w http.ResponseWriter, r *http.Request, ct *clientTrafficPolicy) bool {
 	raw, originForm := requestPath(r)
 	np, err := normalizePath(raw)
 	if err != nil {
@@ -220,17 +232,23 @@ func (d *DataPlane) normalizeRequest(w http.ResponseWriter, r *http.Request) boo
 		return false
 	}
 	if np.encodedSlash {
-		if d.opts.EscapedSlashes == EscapedSlashReject {
+		switch ct.slashAction(d.opts.EscapedSlashes) {
+		case snapshot.EncodedSlashReject:
 			answer(w, http.StatusBadRequest, "encoded slash in the request path")
 			return false
+		case snapshot.EncodedSlashDecode:
+			np.escaped = decodeEncodedSlashes(np.escaped)
+			np.changed = np.escaped != raw
+		case snapshot.EncodedSlashKeep:
+		default:
+			loc := unescapeSlashes(np.escaped)
+			if r.URL.RawQuery != "" {
+				loc += "?" + r.URL.RawQuery
+			}
+			w.Header()["Location"] = []string{loc}
+			answer(w, http.StatusTemporaryRedirect, "the path's encoded slashes are path separators here")
+			return false
 		}
-		loc := unescapeSlashes(np.escaped)
-		if r.URL.RawQuery != "" {
-			loc += "?" + r.URL.RawQuery
-		}
-		w.Header()["Location"] = []string{loc}
-		answer(w, http.StatusTemporaryRedirect, "the path's encoded slashes are path separators here")
-		return false
 	}
 	if !np.changed {
 		return true

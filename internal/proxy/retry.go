@@ -20,11 +20,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,9 +39,18 @@ import (
 // response head arrived (dial error, reset, EOF, TLS handshake), or when
 // (BackendTimeouts) it ran past Timeouts.Backend. Each retry picks its
 // destination again by weight, and another endpoint than the failed one
-// when the set has more than one, after the route's backoff (doubling per
-// retry up to 8 times it, plus up to a quarter of jitter; never less than
-// Backoff). Timeouts.Request bounds the whole exchange, backoffs included.
+// when the set has more than one (nor one ejected or unhealthy,
+// balance.go), after the route's backoff (delay). Timeouts.Request
+// bounds the whole exchange, backoffs included.
+//
+// A retry is only sent when the route's retry budget (Retry.Budget)
+// allows it: the route's requests that are retrying (from their first
+// retry to their end) stay within max(MinConcurrent, Percent% of the
+// route's requests in flight); and when the circuit breaker of its
+// endpoint set admits it (backendpolicy.go; a retry to the set the
+// request already holds needs nothing more). Otherwise the try's answer
+// goes to the client as it is. The budget's counts are those of the
+// compiled route: a snapshot swap starts them afresh.
 //
 // A request is only sent twice if its body can be replayed: a bodiless one
 // always can; a body of at most RetryBodyBufferBytes is read whole before
@@ -60,24 +71,57 @@ const (
 type retryPolicy struct {
 	attempts   int
 	backoff    time.Duration
+	maxBackoff time.Duration
+	jitter     bool
 	connErrors bool
 	timeouts   bool
 	// codes has bit c-400 set for each retried status c (400-599).
 	codes [4]uint64
+	// budget bounds the route's concurrent retries (nil: unbounded).
+	budget *retryBudget
+}
+
+// retryBudget is a route's compiled RetryBudget with its counts.
+type retryBudget struct {
+	percent, minConcurrent int64
+	// active counts the route's requests in flight, retrying those of
+	// them past their first try.
+	active, retrying atomic.Int64
 }
 
 // compileRetry compiles a route's Retry; nil for none, or for no retries.
+// validateRetry checked it.
 func compileRetry(in *snapshot.Retry) *retryPolicy {
 	if in == nil || in.Attempts <= 0 {
 		return nil
 	}
-	p := &retryPolicy{attempts: int(in.Attempts), backoff: in.Backoff.D(), connErrors: in.ConnectionErrors, timeouts: in.BackendTimeouts}
+	p := &retryPolicy{attempts: int(in.Attempts), backoff: in.Backoff.D(), maxBackoff: in.MaxBackoff.D(), jitter: in.Jitter,
+		connErrors: in.ConnectionErrors, timeouts: in.BackendTimeouts}
+	if b := in.Budget; b != nil {
+		p.budget = &retryBudget{percent: int64(b.Percent), minConcurrent: int64(b.MinConcurrent)}
+	}
 	for _, c := range in.Codes {
 		if c >= 400 && c <= 599 {
 			p.codes[(c-400)/64] |= 1 << ((c - 400) % 64)
 		}
 	}
 	return p
+}
+
+// validateRetry checks the RetryPolicy extensions of a route's Retry
+// (validateBackendPolicies).
+func validateRetry(in *snapshot.Retry) error {
+	switch {
+	case in == nil:
+		return nil
+	case in.Backoff < 0 || in.MaxBackoff < 0:
+		return errors.New("backoff and maxBackoff must not be negative")
+	case in.Budget != nil && (in.Budget.Percent < 0 || in.Budget.Percent > 100):
+		return fmt.Errorf("budget: percent %d is not in [0, 100]", in.Budget.Percent)
+	case in.Budget != nil && in.Budget.MinConcurrent < 0:
+		return errors.New("budget: minConcurrent must not be negative")
+	}
+	return nil
 }
 
 // retriesStatus reports whether a response status is retried.
@@ -150,16 +194,116 @@ func isConnectionError(err error) bool {
 	return strings.Contains(err.Error(), "server closed idle connection")
 }
 
-// delay is the pause before retry n (0 for the first retry).
+// delay is the pause before retry n (0 for the first retry). With
+// MaxBackoff it is Backoff times 2^n, capped at MaxBackoff (exponential
+// backoff); without, Backoff times 2^min(n, 3). Jitter draws it uniformly
+// in [0, that] (full jitter); without Jitter and MaxBackoff it is that
+// plus up to a quarter more, never less than Backoff.
 func (p *retryPolicy) delay(n int) time.Duration {
 	if p.backoff <= 0 {
 		return 0
 	}
-	d := p.backoff << min(n, 3)
-	if d < p.backoff {
+	var d time.Duration
+	if p.maxBackoff > 0 {
+		d = expBackoff(p.backoff, p.maxBackoff, n)
+	} else if d = p.backoff << min(n, 3); d < p.backoff {
 		d = p.backoff // overflow
 	}
+	switch {
+	case p.jitter:
+		return rand.N(d + 1) //nolint:gosec // G404: backoff jitter needs spread, not unpredictability
+	case p.maxBackoff > 0:
+		return d
+	}
 	return d + rand.N(d/4+1) //nolint:gosec // G404: backoff jitter needs spread, not unpredictability
+}
+
+// expBackoff is base times 2^n, capped at limit (which it is when base
+// exceeds it).
+func expBackoff(base, limit time.Duration, n int) time.Duration {
+	d := base
+	for range n {
+		if d >= limit/2 {
+			return limit
+		}
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// budgetAllows reports whether a retry budget lets one more request
+// retry: retrying of active requests of the route retry already, and
+// they may be at most max(minConcurrent, percent% of active).
+func budgetAllows(retrying, active, percent, minConcurrent int64) bool {
+	return retrying+1 <= max(minConcurrent, percent*active/100)
+}
+
+// take counts a request of the route as retrying; false, counting
+// nothing, when the budget is spent.
+func (b *retryBudget) take() bool {
+	for {
+		n := b.retrying.Load()
+		if !budgetAllows(n, b.active.Load(), b.percent, b.minConcurrent) {
+			return false
+		}
+		if b.retrying.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// retryRun is one request's hold on the limits of its retries: the
+// endpoint set whose circuit breaker counts it and whether it counts as
+// retrying in the route's budget.
+type retryRun struct {
+	pol      *retryPolicy
+	held     *endpointSet
+	budgeted bool
+}
+
+// begin counts the request in the route's budget; held is the set that
+// admitted its first try.
+func (run *retryRun) begin(pol *retryPolicy, held *endpointSet) {
+	run.pol, run.held = pol, held
+	if pol.budget != nil {
+		pol.budget.active.Add(1)
+	}
+}
+
+// admit reports whether the request may retry to next: within the
+// route's budget and next's circuit breaker, which it then holds.
+func (run *retryRun) admit(next destination) bool {
+	b := run.pol.budget
+	took := false
+	if b != nil && !run.budgeted {
+		if !b.take() {
+			return false
+		}
+		run.budgeted, took = true, true
+	}
+	if es := next.b.set; es != run.held {
+		if !es.admit() {
+			if took {
+				b.retrying.Add(-1)
+				run.budgeted = false
+			}
+			return false
+		}
+		run.held.done()
+		run.held = es
+	}
+	return true
+}
+
+// end gives back what the request held.
+func (run *retryRun) end() {
+	run.held.done()
+	if b := run.pol.budget; b != nil {
+		b.active.Add(-1)
+		if run.budgeted {
+			b.retrying.Add(-1)
+		}
+	}
 }
 
 // replayBody is a retried request's body as readReplay read it.
@@ -238,8 +382,12 @@ func (p *prefixedBody) Close() error { return p.rc.Close() }
 // forwardRetrying is forward for a route with a Retry policy: the body
 // made replayable, then tries until one is not retried or the attempts
 // are spent, each after its backoff, all within the request timeout.
+// dst's set admitted the request (forward); forwardRetrying ends that.
 func (d *DataPlane) forwardRetrying(ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict) {
 	rt, pol := dst.rt, dst.rt.retry
+	var run retryRun
+	run.begin(pol, dst.b.set)
+	defer run.end()
 	ctx := r.Context()
 	if t := rt.timeouts.Request.D(); t > 0 {
 		var cancel context.CancelFunc
@@ -257,7 +405,7 @@ func (d *DataPlane) forwardRetrying(ex *exchange, r *http.Request, dst destinati
 	}
 	for n := 0; ; n++ {
 		ex.upstream = dst.ep.addr
-		next, reason := d.try(ctx, ex, r, dst, isTLS, cors, tryBody{rb: rb, limited: limited, retried: n > 0}, left > 0)
+		next, reason := d.try(ctx, ex, r, dst, isTLS, cors, tryBody{rb: rb, limited: limited, retried: n > 0}, left > 0, &run)
 		if reason == retryNone {
 			return
 		}
@@ -291,11 +439,12 @@ type tryBody struct {
 	retried bool
 }
 
-// try sends one try. When its outcome is retried (canRetry, the policy
-// says so and a destination can be picked), it discards the answer and
-// returns the next destination and the reason; otherwise it relays the
-// outcome to the client and returns retryNone.
-func (d *DataPlane) try(ctx context.Context, ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict, tb tryBody, canRetry bool) (destination, retryReason) {
+// try sends one try and records its outcome for outlier detection. When
+// the outcome is retried (canRetry, the policy says so, a destination can
+// be picked and run admits it), it discards the answer and returns the
+// next destination and the reason; otherwise it relays the outcome to the
+// client and returns retryNone.
+func (d *DataPlane) try(ctx context.Context, ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict, tb tryBody, canRetry bool, run *retryRun) (destination, retryReason) {
 	dst.ep.inflight.Add(1)
 	defer dst.ep.inflight.Add(-1)
 	out := d.buildRequest(r, dst, isTLS)
@@ -306,9 +455,10 @@ func (d *DataPlane) try(ctx context.Context, ex *exchange, r *http.Request, dst 
 	at.arm(ctx, dst.rt.timeouts, true, !out.lean)
 	defer at.stop()
 	resp, err := d.roundTrip(&at, r, dst, &out)
+	d.recordOutcome(dst, r, &out, resp, err)
 	if canRetry {
 		if reason := dst.rt.retry.classify(ctx, r, &at, &out, resp, err); reason != retryNone {
-			if next, ok := dst.rt.repick(dst); ok {
+			if next, ok := dst.rt.repick(dst, r, ex); ok && run.admit(next) {
 				if err != nil {
 					d.log.Debug("retrying after an upstream error", "route", dst.rt.id, "upstream", dst.ep.addr, "reason", reason.String(), "error", err)
 				}
@@ -340,27 +490,16 @@ func discardResponse(at *attempt, resp *http.Response) {
 	_ = resp.Body.Close()
 }
 
-// repick picks the destination of a retry: a backend by weight, then one
-// of its endpoints, another than the failed one when the set has more
-// than one. false when the pick lands on an invalid backend or one
-// without endpoints: the failed try's outcome then stands.
-func (rt *route) repick(prev destination) (destination, bool) {
-	for range 3 {
-		b, ep := rt.pick()
-		if b == nil || b.invalid || ep == nil {
-			return destination{}, false
-		}
-		if ep != prev.ep || len(b.set.eps) == 1 {
-			return destination{rt: rt, b: b, ep: ep}, true
-		}
+// repick picks the destination of a retry of r: a backend by weight,
+// then one of its endpoints, another than the failed one when the set has
+// more than one (pickInput.avoid), hashing on the same key as the first
+// pick. false when the pick lands on an invalid backend or one without
+// endpoints: the failed try's outcome then stands.
+func (rt *route) repick(prev destination, r *http.Request, ex *exchange) (destination, bool) {
+	in := pickInput{r: r, ex: ex, avoid: prev.ep, cookie: prev.cookie}
+	b, ep := rt.pickFor(&in)
+	if b == nil || b.invalid || ep == nil {
+		return destination{}, false
 	}
-	// The balancer keeps handing out the failed endpoint (least request,
-	// or other requests moving round robin on): take its neighbour.
-	eps := prev.b.set.eps
-	for i, ep := range eps {
-		if ep == prev.ep {
-			return destination{rt: rt, b: prev.b, ep: eps[(i+1)%len(eps)]}, true
-		}
-	}
-	return destination{rt: rt, b: prev.b, ep: eps[0]}, true
+	return destination{rt: rt, b: b, ep: ep, cookie: in.cookie}, true
 }

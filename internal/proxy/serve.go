@@ -99,7 +99,9 @@ type portHandler struct {
 // off, TLS listeners and HTTP/2.
 func (h *portHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.d.closeWhenDraining(w)
-	dropUnderscoreHeaders(r.Header)
+	if h.d.portTraffic(h.port).dropsUnderscores() {
+		dropUnderscoreHeaders(r.Header) // else step 3 applies the port's policy (clienttraffic.go)
+	}
 	var body *timedBody
 	if r.Body != nil && r.Body != http.NoBody {
 		body = &timedBody{rc: r.Body, ctl: http.NewResponseController(w), timeout: h.d.opts.RequestBodyTimeout}
@@ -209,7 +211,7 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 		ex.w = nil
 		exchangePool.Put(ex)
 	}()
-	if refuseMethod(ex, r) || answerAsterisk(ex, r) || !d.normalizeRequest(ex, r) || (isTLS && misdirected(ex, r, lr)) {
+	if refuseMethod(ex, r) || answerAsterisk(ex, r) || !d.normalizeOn(ex, r, lr) || (isTLS && misdirected(ex, r, lr)) {
 		return
 	}
 	if rt = lr.lookup(r); rt == nil {
@@ -300,7 +302,7 @@ func (d *DataPlane) handle(ex *exchange, r *http.Request, rt *route, isTLS bool)
 		answer(ex, http.StatusRequestEntityTooLarge, "request body too large")
 		return
 	}
-	dst, ok := pickDestination(ex, rt)
+	dst, ok := pickDestination(ex, r, rt)
 	if !ok {
 		return
 	}

@@ -22,14 +22,18 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // addrTransports keeps one http.Transport per upstream pool key (poolKey:
 // the endpoint's address, plus the TLS fingerprint of a TLS set), so the
 // idle connections of an address that left the snapshot, or of TLS
 // settings that changed, can be closed without closing everyone else's
-// (http.Transport can only close all of its idle connections at once). It
-// is the RoundTripper for requests the lean client does not take: bodies,
+// (http.Transport can only close all of its idle connections at once). An
+// endpoint set's own ConnectTimeout and IdleTimeout (EndpointSet) are
+// part of the key (timeoutsKey), so its transports dial and keep idle
+// connections as it says. It is the RoundTripper for requests the lean client does not take: bodies,
 // upgrades, h2c and h2, mirrors.
 type addrTransports struct {
 	newTransport func(*upstreamTLS) *http.Transport
@@ -50,8 +54,45 @@ func (a *addrTransports) transport(ep *endpoint) *http.Transport {
 	if t, ok := a.byAddr.Load(ep.key); ok {
 		return t.(*http.Transport)
 	}
-	t, _ := a.byAddr.LoadOrStore(ep.key, a.newTransport(ep.tls))
+	t, _ := a.byAddr.LoadOrStore(ep.key, a.transportFor(ep))
 	return t.(*http.Transport)
+}
+
+// transportFor is a new transport for ep's pool key: the data plane's,
+// with the set's connect and idle timeouts when it has its own.
+func (a *addrTransports) transportFor(ep *endpoint) *http.Transport {
+	t := a.newTransport(ep.tls)
+	if ep.idleTimeout > 0 {
+		t.IdleConnTimeout = ep.idleTimeout
+	}
+	if ep.dialer != nil {
+		setDialer(t, ep.dialer, ep.tls)
+	}
+	return t
+}
+
+// upstreamKeepAlive is the TCP keep-alive period of upstream connections.
+const upstreamKeepAlive = 30 * time.Second
+
+// connectDialer is the dialer of an endpoint set with its own
+// ConnectTimeout d (nil for none: the data plane's dialer, with
+// Options.DialTimeout). Like Options.DialTimeout, d bounds the connect and
+// then, separately, a TLS handshake.
+func connectDialer(d time.Duration) *net.Dialer {
+	if d <= 0 {
+		return nil
+	}
+	return &net.Dialer{Timeout: d, KeepAlive: upstreamKeepAlive}
+}
+
+// timeoutsKey is the part of a pool key (poolKey) that a set's own
+// ConnectTimeout and IdleTimeout add ("" for neither): connections are
+// not shared with a set of the same address that has other timeouts.
+func timeoutsKey(in *snapshot.EndpointSet) string {
+	if in.ConnectTimeout <= 0 && in.IdleTimeout <= 0 {
+		return ""
+	}
+	return "|ct:" + in.ConnectTimeout.D().String() + "|it:" + in.IdleTimeout.D().String()
 }
 
 // drop forgets the transports of the pool keys and closes their idle
@@ -100,7 +141,6 @@ func newUpstreamTransport(opts Options, dialer *net.Dialer, h2 bool, u *upstream
 		p.SetHTTP1(true)
 	}
 	t := &http.Transport{
-		DialContext:            dialer.DialContext,
 		Protocols:              &p,
 		MaxIdleConns:           0,
 		MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
@@ -111,11 +151,19 @@ func newUpstreamTransport(opts Options, dialer *net.Dialer, h2 bool, u *upstream
 		WriteBufferSize:        16 << 10,
 		ReadBufferSize:         16 << 10,
 	}
+	setDialer(t, dialer, u)
+	return t
+}
+
+// setDialer makes t connect with dialer, then over TLS with u (nil:
+// cleartext).
+func setDialer(t *http.Transport, dialer *net.Dialer, u *upstreamTLS) {
+	t.DialContext = dialer.DialContext
+	t.DialTLSContext = nil
 	if u != nil {
 		t.DialTLSContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
 			nc, _, err := dialTLS(ctx, dialer, addr, u)
 			return nc, err
 		}
 	}
-	return t
 }

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/promreg"
 	"github.com/coxswain-go/coxswain/internal/status"
@@ -193,6 +194,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			return errors.Join(errs...)
 		}
 	}
+	for i := range res.Policies {
+		if !record(w.policy(ctx, &res.Policies[i])) {
+			return errors.Join(errs...)
+		}
+	}
 	for i := range res.ListenerSets {
 		if !record(w.listenerSet(ctx, &res.ListenerSets[i])) {
 			return errors.Join(errs...)
@@ -203,7 +209,7 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			return errors.Join(errs...)
 		}
 	}
-	if !record(w.staleParents(ctx, res)) {
+	if !record(w.staleEntries(ctx, res)) {
 		return errors.Join(errs...)
 	}
 	if err := w.events(ctx, res.Events); err != nil {
@@ -289,17 +295,18 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 // backendTLSPolicy replaces this controller's entries of status.ancestors
 // with the desired ones and leaves every other controller's untouched.
 func (w *Writer) backendTLSPolicy(ctx context.Context, d *translator.PolicyStatus) error {
-	obj := &gwv1.BackendTLSPolicy{}
-	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
-		return err
-	}
-	orig := obj.DeepCopy()
-	now := w.now()
-	obj.Status.Ancestors = mergeOurs(orig.Status.Ancestors, d.Status.Ancestors, ancestorController, sameAncestor, ancestorConditions, obj.Generation, now)
-	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+	return writeOurs(ctx, w, backendTLSPolicyKind, d.NamespacedName, d.Status.Ancestors)
+}
+
+// policy writes the status.ancestors of one of our policy kinds, as
+// backendTLSPolicy does; a kind the writer does not know is skipped.
+func (w *Writer) policy(ctx context.Context, d *translator.KindPolicyStatus) error {
+	k, ok := policyKindsByName[d.Kind]
+	if !ok {
+		w.Log.Info("skipping the status of a policy of an unknown kind", "kind", d.Kind, "policy", d.NamespacedName)
 		return nil
 	}
-	return w.patch(ctx, "BackendTLSPolicy", obj, orig)
+	return writeOurs(ctx, w, k, d.NamespacedName, d.Status.Ancestors)
 }
 
 func (w *Writer) listenerSet(ctx context.Context, d *translator.ListenerSetStatus) error {
@@ -317,24 +324,64 @@ func (w *Writer) listenerSet(ctx context.Context, d *translator.ListenerSetStatu
 	return w.patch(ctx, "ListenerSet", obj, orig)
 }
 
-// mergeParents replaces this controller's entries of status.parents with the
-// desired ones and leaves every other controller's entries untouched.
-func (w *Writer) mergeParents(existing, desired []gwv1.RouteParentStatus, generation int64) []gwv1.RouteParentStatus {
-	return mergeOurs(existing, desired, parentController, sameParent, parentConditions, generation, w.now())
-}
-
-// routeKind is what the writer needs of one route kind: a fresh object, a
-// list, and where its status.parents live.
-type routeKind struct {
+// statusKind is what the writer needs of one kind whose status holds
+// per-controller entries E (a route's status.parents, a policy's
+// status.ancestors): a fresh object, a list, where the entries live, and how
+// to merge them (mergeOurs).
+type statusKind[E any] struct {
 	name    string
 	newObj  func() client.Object
 	newList func() client.ObjectList
 	items   func(client.ObjectList) []client.Object
-	parents func(client.Object) *[]gwv1.RouteParentStatus
+	entries func(client.Object) *[]E
+	entryOps[E]
 }
 
-// newRouteKind is the routeKind of route type R with list type L, whose
-// status.parents parents returns.
+// entryOps are mergeOurs' accessors of one entry type.
+type entryOps[E any] struct {
+	controller func(*E) *gwv1.GatewayController
+	same       func(a, b *E) bool
+	conds      func(*E) *[]metav1.Condition
+}
+
+var (
+	parentOps   = entryOps[gwv1.RouteParentStatus]{parentController, sameParent, parentConditions}
+	ancestorOps = entryOps[gwv1.PolicyAncestorStatus]{ancestorController, sameAncestor, ancestorConditions}
+)
+
+// routeKind is a route kind: its entries are status.parents.
+type routeKind = statusKind[gwv1.RouteParentStatus]
+
+// policyKind is a policy kind: its entries are status.ancestors.
+type policyKind = statusKind[gwv1.PolicyAncestorStatus]
+
+// newStatusKind is the statusKind of object type O with list type L, whose
+// entries entries returns.
+func newStatusKind[E any, O any, L any, PO interface {
+	*O
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}](name string, ops entryOps[E], items func(PL) []O, entries func(PO) *[]E) statusKind[E] {
+	return statusKind[E]{
+		name:    name,
+		newObj:  func() client.Object { return PO(new(O)) },
+		newList: func() client.ObjectList { return PL(new(L)) },
+		items: func(l client.ObjectList) []client.Object {
+			src := items(l.(PL))
+			out := make([]client.Object, len(src))
+			for i := range src {
+				out[i] = PO(&src[i])
+			}
+			return out
+		},
+		entries:  func(o client.Object) *[]E { return entries(o.(PO)) },
+		entryOps: ops,
+	}
+}
+
+// newRouteKind is the routeKind of route type R with list type L.
 func newRouteKind[R any, L any, PR interface {
 	*R
 	client.Object
@@ -342,20 +389,18 @@ func newRouteKind[R any, L any, PR interface {
 	*L
 	client.ObjectList
 }](name string, items func(PL) []R, parents func(PR) *[]gwv1.RouteParentStatus) routeKind {
-	return routeKind{
-		name:    name,
-		newObj:  func() client.Object { return PR(new(R)) },
-		newList: func() client.ObjectList { return PL(new(L)) },
-		items: func(l client.ObjectList) []client.Object {
-			src := items(l.(PL))
-			out := make([]client.Object, len(src))
-			for i := range src {
-				out[i] = PR(&src[i])
-			}
-			return out
-		},
-		parents: func(o client.Object) *[]gwv1.RouteParentStatus { return parents(o.(PR)) },
-	}
+	return newStatusKind(name, parentOps, items, parents)
+}
+
+// newPolicyKind is the policyKind of policy type P with list type L.
+func newPolicyKind[P any, L any, PP interface {
+	*P
+	client.Object
+}, PL interface {
+	*L
+	client.ObjectList
+}](name string, items func(PL) []P, status func(PP) *gwv1.PolicyStatus) policyKind {
+	return newStatusKind(name, ancestorOps, items, func(p PP) *[]gwv1.PolicyAncestorStatus { return &status(p).Ancestors })
 }
 
 var (
@@ -369,7 +414,50 @@ var (
 		func(r *gwv1.TCPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
 	udpRouteKind = newRouteKind("UDPRoute", func(l *gwv1.UDPRouteList) []gwv1.UDPRoute { return l.Items },
 		func(r *gwv1.UDPRoute) *[]gwv1.RouteParentStatus { return &r.Status.Parents })
+
+	backendTLSPolicyKind = newPolicyKind("BackendTLSPolicy", func(l *gwv1.BackendTLSPolicyList) []gwv1.BackendTLSPolicy { return l.Items },
+		func(p *gwv1.BackendTLSPolicy) *gwv1.PolicyStatus { return &p.Status })
 )
+
+// policyKinds are our policy kinds (gateway.coxswain-labs.dev), whose
+// statuses Result.Policies carries.
+var policyKinds = []policyKind{
+	newPolicyKind(gatewayv1alpha1.KindIPAccessControl, func(l *gatewayv1alpha1.IpAccessControlList) []gatewayv1alpha1.IpAccessControl { return l.Items },
+		func(p *gatewayv1alpha1.IpAccessControl) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindRateLimit, func(l *gatewayv1alpha1.RateLimitList) []gatewayv1alpha1.RateLimit { return l.Items },
+		func(p *gatewayv1alpha1.RateLimit) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindBasicAuth, func(l *gatewayv1alpha1.BasicAuthList) []gatewayv1alpha1.BasicAuth { return l.Items },
+		func(p *gatewayv1alpha1.BasicAuth) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindJWTAuth, func(l *gatewayv1alpha1.JwtAuthList) []gatewayv1alpha1.JwtAuth { return l.Items },
+		func(p *gatewayv1alpha1.JwtAuth) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindExternalAuth, func(l *gatewayv1alpha1.CoxswainExternalAuthList) []gatewayv1alpha1.CoxswainExternalAuth {
+		return l.Items
+	},
+		func(p *gatewayv1alpha1.CoxswainExternalAuth) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindCompression, func(l *gatewayv1alpha1.CompressionList) []gatewayv1alpha1.Compression { return l.Items },
+		func(p *gatewayv1alpha1.Compression) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindRequestSizeLimit, func(l *gatewayv1alpha1.RequestSizeLimitList) []gatewayv1alpha1.RequestSizeLimit { return l.Items },
+		func(p *gatewayv1alpha1.RequestSizeLimit) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindPathRewriteRegex, func(l *gatewayv1alpha1.PathRewriteRegexList) []gatewayv1alpha1.PathRewriteRegex { return l.Items },
+		func(p *gatewayv1alpha1.PathRewriteRegex) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindRetryPolicy, func(l *gatewayv1alpha1.RetryPolicyList) []gatewayv1alpha1.RetryPolicy { return l.Items },
+		func(p *gatewayv1alpha1.RetryPolicy) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindBackendPolicy, func(l *gatewayv1alpha1.CoxswainBackendPolicyList) []gatewayv1alpha1.CoxswainBackendPolicy {
+		return l.Items
+	},
+		func(p *gatewayv1alpha1.CoxswainBackendPolicy) *gwv1.PolicyStatus { return &p.Status }),
+	newPolicyKind(gatewayv1alpha1.KindClientTrafficPolicy, func(l *gatewayv1alpha1.ClientTrafficPolicyList) []gatewayv1alpha1.ClientTrafficPolicy { return l.Items },
+		func(p *gatewayv1alpha1.ClientTrafficPolicy) *gwv1.PolicyStatus { return &p.Status }),
+}
+
+// policyKindsByName indexes policyKinds by kind name.
+var policyKindsByName = func() map[string]policyKind {
+	m := make(map[string]policyKind, len(policyKinds))
+	for _, k := range policyKinds {
+		m[k.name] = k
+	}
+	return m
+}()
 
 // routeStatuses pairs every route kind with its desired statuses.
 func routeStatuses(res *translator.Result) []struct {
@@ -385,59 +473,98 @@ func routeStatuses(res *translator.Result) []struct {
 	}
 }
 
-// setParents replaces our entries of obj's status.parents with desired and
-// patches when that changed anything.
-func (w *Writer) setParents(ctx context.Context, k routeKind, obj client.Object, desired []gwv1.RouteParentStatus) error {
+// setOurs replaces our entries of obj's status (k.entries) with desired,
+// keeping every other controller's, and patches when that changed anything.
+func setOurs[E any](ctx context.Context, w *Writer, k statusKind[E], obj client.Object, desired []E) error {
 	orig := obj.DeepCopyObject().(client.Object)
-	ps := k.parents(obj)
-	*ps = w.mergeParents(*ps, desired, obj.GetGeneration())
-	if apiequality.Semantic.DeepEqual(*k.parents(orig), *ps) {
+	es := k.entries(obj)
+	*es = mergeOurs(*es, desired, k.controller, k.same, k.conds, obj.GetGeneration(), w.now())
+	if apiequality.Semantic.DeepEqual(*k.entries(orig), *es) {
 		return nil
 	}
 	return w.patch(ctx, k.name, obj, orig)
 }
 
-func (w *Writer) route(ctx context.Context, k routeKind, d *translator.RouteStatus) error {
+// writeOurs is setOurs on the object of kind k named key, if it exists.
+func writeOurs[E any](ctx context.Context, w *Writer, k statusKind[E], key types.NamespacedName, desired []E) error {
 	obj := k.newObj()
-	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+	if ok, err := w.get(ctx, key, obj); !ok || err != nil {
 		return err
 	}
-	return w.setParents(ctx, k, obj, d.Parents)
+	return setOurs(ctx, w, k, obj, desired)
 }
 
-// staleParents removes this controller's status.parents entries from routes
-// the translation no longer reports (their parentRefs left our Gateways).
-func (w *Writer) staleParents(ctx context.Context, res *translator.Result) error {
+func (w *Writer) route(ctx context.Context, k routeKind, d *translator.RouteStatus) error {
+	return writeOurs(ctx, w, k, d.NamespacedName, d.Parents)
+}
+
+// staleEntries removes this controller's status.parents entries from routes
+// the translation no longer reports (their parentRefs left our Gateways),
+// and its status.ancestors entries from our policies it no longer reports
+// (they no longer attach to anything of ours). BackendTLSPolicies are not
+// swept.
+func (w *Writer) staleEntries(ctx context.Context, res *translator.Result) error {
 	var errs []error
+	keep := func(err error) bool {
+		if errors.Is(err, ErrNotLeader) {
+			return false
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return true
+	}
 	for _, kind := range routeStatuses(res) {
 		seen := make(map[types.NamespacedName]bool, len(kind.reported))
 		for _, r := range kind.reported {
 			seen[r.NamespacedName] = true
 		}
-		list := kind.newList()
-		if err := w.Client.List(ctx, list); meta.IsNoMatchError(err) {
-			continue
-		} else if err != nil {
-			errs = append(errs, err)
-			continue
+		if err := dropStale(ctx, w, kind.routeKind, seen); !keep(err) {
+			return err
 		}
-		for _, obj := range kind.items(list) {
-			if seen[client.ObjectKeyFromObject(obj)] || !hasOurParent(*kind.parents(obj)) {
-				continue
-			}
-			if err := w.setParents(ctx, kind.routeKind, obj, nil); errors.Is(err, ErrNotLeader) {
-				return err
-			} else if err != nil {
-				errs = append(errs, err)
-			}
+	}
+	seen := make(map[string]map[types.NamespacedName]bool, len(policyKinds))
+	for _, p := range res.Policies {
+		if seen[p.Kind] == nil {
+			seen[p.Kind] = map[types.NamespacedName]bool{}
+		}
+		seen[p.Kind][p.NamespacedName] = true
+	}
+	for _, k := range policyKinds {
+		if err := dropStale(ctx, w, k, seen[k.name]); !keep(err) {
+			return err
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func hasOurParent(parents []gwv1.RouteParentStatus) bool {
-	for _, p := range parents {
-		if string(p.ControllerName) == names.ControllerName {
+// dropStale removes our entries from every object of kind k that seen
+// lacks. A kind the apiserver does not serve has none.
+func dropStale[E any](ctx context.Context, w *Writer, k statusKind[E], seen map[types.NamespacedName]bool) error {
+	list := k.newList()
+	if err := w.Client.List(ctx, list); meta.IsNoMatchError(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("list %s: %w", k.name, err)
+	}
+	var errs []error
+	for _, obj := range k.items(list) {
+		if seen[client.ObjectKeyFromObject(obj)] || !hasOurs(*k.entries(obj), k.controller) {
+			continue
+		}
+		if err := setOurs(ctx, w, k, obj, nil); errors.Is(err, ErrNotLeader) {
+			return err
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// hasOurs reports whether any of entries is this controller's.
+func hasOurs[E any](entries []E, controller func(*E) *gwv1.GatewayController) bool {
+	for i := range entries {
+		if string(*controller(&entries[i])) == names.ControllerName {
 			return true
 		}
 	}
@@ -520,6 +647,11 @@ func objectFor(kind string) client.Object {
 		return &networkingv1.Ingress{}
 	case "Service":
 		return &corev1.Service{}
+	case "BackendTLSPolicy":
+		return &gwv1.BackendTLSPolicy{}
+	}
+	if k, ok := policyKindsByName[kind]; ok {
+		return k.newObj()
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
@@ -61,6 +62,9 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		if err := gwv1.Install(scheme); err != nil {
+			return err
+		}
+		if err := gatewayv1alpha1.AddToScheme(scheme); err != nil {
 			return err
 		}
 		if kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
