@@ -259,6 +259,9 @@ func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route,
 		r.timeouts = *in.Timeouts
 	}
 	r.retry = compileRetry(in.Retry)
+	if err := compileRewrite(in.Rewrite, in.Redirect); err != nil {
+		return nil, err
+	}
 	if err := r.compileMatch(&in.Match); err != nil {
 		return nil, err
 	}

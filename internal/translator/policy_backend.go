@@ -16,6 +16,7 @@ limitations under the License.
 package translator
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,6 +116,9 @@ func (b *backendSettings) compile(s *gatewayv1alpha1.CoxswainBackendPolicySpec) 
 				if !snapshot.ValidToken(c.Name) {
 					return "spec.loadBalancer.consistentHash.cookie.name: not a cookie name"
 				}
+				if c.Path != "" && (c.Path[0] != '/' || strings.ContainsAny(c.Path, ";,\x00\r\n\t ")) {
+					return "spec.loadBalancer.consistentHash.cookie.path: must start with / and hold no ; , or spaces"
+				}
 				hp.Cookie, hp.CookiePath = c.Name, c.Path
 				if msg := dur("spec.loadBalancer.consistentHash.cookie.ttl", c.TTL, 0, &hp.CookieTTL); msg != "" {
 					return msg
@@ -170,8 +174,10 @@ func (b *backendSettings) compile(s *gatewayv1alpha1.CoxswainBackendPolicySpec) 
 			return msg
 		}
 		switch {
-		case hc.Path == "" || hc.Path[0] != '/':
-			return "spec.healthCheck.path: must start with /"
+		case hc.Path == "" || hc.Path[0] != '/' || strings.ContainsAny(hc.Path, "?# \t\r\n\x00"):
+			return "spec.healthCheck.path: must start with / and hold no query, fragment or spaces"
+		case hc.Hostname != "" && !validHostname(hc.Hostname):
+			return "spec.healthCheck.hostname: not a hostname"
 		case hc.Interval <= 0 || hc.Timeout <= 0:
 			return "spec.healthCheck: interval and timeout must be positive"
 		case hc.HealthyThreshold < 1 || hc.UnhealthyThreshold < 1:

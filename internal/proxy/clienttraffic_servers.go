@@ -1,0 +1,246 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// serverSettings are the net/http server settings a port's ClientTraffic
+// sets: its request header and keep-alive timeouts and its HTTP/2
+// settings (zero fields: net/http's defaults).
+type serverSettings struct {
+	headerTimeout time.Duration
+	idleTimeout   time.Duration
+	maxStreams    int32
+	streamWindow  int32
+	connWindow    int32
+}
+
+// serverSettings are the settings of the port's ClientTraffic in force.
+func (d *DataPlane) serverSettings(port int32) serverSettings {
+	ct := d.portTraffic(port)
+	s := serverSettings{headerTimeout: ct.requestHeaderTimeout(d.opts.HeaderTimeout), idleTimeout: ct.keepAliveTimeout()}
+	if ct != nil {
+		s.maxStreams = ct.http2.MaxConcurrentStreams
+		s.streamWindow = ct.http2.InitialStreamWindowSize
+		s.connWindow = ct.http2.InitialConnectionWindowSize
+	}
+	return s
+}
+
+// http2Config is the server's HTTP/2 configuration (nil: the defaults).
+// The windows are what the server advertises for data it receives:
+// SETTINGS_INITIAL_WINDOW_SIZE per stream, and the connection's window.
+func (s serverSettings) http2Config() *http.HTTP2Config {
+	if s.maxStreams == 0 && s.streamWindow == 0 && s.connWindow == 0 {
+		return nil
+	}
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          int(s.maxStreams),
+		MaxReceiveBufferPerStream:     int(s.streamWindow),
+		MaxReceiveBufferPerConnection: int(s.connWindow),
+	}
+}
+
+// httpServers is the net/http side of one HTTP or HTTPS listener: one
+// http.Server per serverSettings in use. http.Server reads its timeouts
+// and HTTP/2 settings for the life of its connections and cannot change
+// them safely while it serves, so instead each connection, as it is
+// given to net/http (accepted, or handed off by the fast path), goes to
+// the server built with the settings in force then; it keeps them until
+// it closes. A server that no longer matches the settings in force and
+// has no connections left is closed when the settings change again.
+type httpServers struct {
+	d     *DataPlane
+	tls   bool
+	port  int32
+	build func(serverSettings) *http.Server
+
+	mu      sync.Mutex
+	src     net.Listener
+	servers map[serverSettings]*settingsServer
+	current serverSettings
+	closed  bool
+}
+
+// settingsServer is one http.Server of a listener, fed by its own
+// listener of handed-over connections.
+type settingsServer struct {
+	srv *http.Server
+	ln  *handoffListener
+	// conns counts the connections given to srv and not yet closed or
+	// hijacked.
+	conns atomic.Int64
+}
+
+// newHTTPServers builds a listener's net/http side; build makes the
+// server of one set of settings (listeners.go).
+func (d *DataPlane) newHTTPServers(port int32, isTLS bool, build func(serverSettings) *http.Server) *httpServers {
+	return &httpServers{d: d, tls: isTLS, port: port, build: build, servers: map[serverSettings]*settingsServer{}}
+}
+
+// serve gives every connection accepted from src to the server of the
+// settings in force, until src or the servers close. It returns
+// http.ErrServerClosed after a close.
+func (hs *httpServers) serve(src net.Listener) error {
+	hs.mu.Lock()
+	hs.src = src
+	closed := hs.closed
+	hs.mu.Unlock()
+	if closed {
+		_ = src.Close()
+		return http.ErrServerClosed
+	}
+	var backoff time.Duration
+	for {
+		c, err := src.Accept()
+		if err != nil {
+			if hs.isClosed() || errors.Is(err, net.ErrClosed) {
+				return http.ErrServerClosed
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			hs.d.log.Debug("accept failed", "port", hs.port, "error", err, "retry", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		hs.give(c)
+	}
+}
+
+func (hs *httpServers) isClosed() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.closed
+}
+
+// give hands one connection to its server.
+func (hs *httpServers) give(c net.Conn) {
+	ss := hs.server(hs.d.serverSettings(hs.port))
+	if ss == nil {
+		_ = c.Close()
+		return
+	}
+	ss.conns.Add(1)
+	if ss.ln.give(c) != nil {
+		ss.conns.Add(-1)
+		_ = c.Close()
+	}
+}
+
+// server returns the server of settings s, started on first use (nil
+// once closed). When s is not the settings last used, the servers of
+// other settings without connections are closed.
+func (hs *httpServers) server(s serverSettings) *settingsServer {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.closed {
+		return nil
+	}
+	if s != hs.current {
+		for k, old := range hs.servers {
+			if k != s && old.conns.Load() == 0 {
+				delete(hs.servers, k)
+				_ = old.ln.Close() // its Serve returns; it has nothing to drain
+			}
+		}
+		hs.current = s
+	}
+	if ss := hs.servers[s]; ss != nil {
+		return ss
+	}
+	ss := &settingsServer{srv: hs.build(s), ln: &handoffListener{addr: hs.src.Addr(), ch: make(chan net.Conn), done: make(chan struct{})}}
+	hook := ss.srv.ConnState
+	ss.srv.ConnState = func(c net.Conn, cs http.ConnState) {
+		if hook != nil {
+			hook(c, cs)
+		}
+		if cs == http.StateClosed || cs == http.StateHijacked {
+			ss.conns.Add(-1)
+		}
+	}
+	hs.servers[s] = ss
+	go hs.run(ss)
+	return ss
+}
+
+// run serves one server's connections until its listener closes.
+func (hs *httpServers) run(ss *settingsServer) {
+	var err error
+	if hs.tls {
+		err = ss.srv.ServeTLS(ss.ln, "", "")
+	} else {
+		err = ss.srv.Serve(ss.ln)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		hs.d.log.Error("listener stopped", "port", hs.port, "error", err)
+	}
+}
+
+// stop marks the servers closed, closes the source and returns the
+// servers.
+func (hs *httpServers) stop() []*settingsServer {
+	hs.mu.Lock()
+	hs.closed = true
+	src := hs.src
+	out := make([]*settingsServer, 0, len(hs.servers))
+	for _, ss := range hs.servers {
+		out = append(out, ss)
+	}
+	hs.mu.Unlock()
+	if src != nil {
+		_ = src.Close()
+	}
+	return out
+}
+
+// Shutdown shuts every server down gracefully (http.Server.Shutdown),
+// bounded by ctx.
+func (hs *httpServers) Shutdown(ctx context.Context) error {
+	servers := hs.stop()
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, ss := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ss.srv.Shutdown(ctx); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close closes every server and its connections at once.
+func (hs *httpServers) Close() error {
+	var errs []error
+	for _, ss := range hs.stop() {
+		if err := ss.srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
