@@ -30,6 +30,13 @@ import (
 
 const installNamespace = "coxswain-system"
 
+// policyResources are the resources of our policy CRDs
+// (gateway.coxswain-labs.dev).
+var policyResources = []string{
+	"ipaccesscontrols", "ratelimits", "basicauths", "jwtauths", "coxswainexternalauths", "compressions",
+	"requestsizelimits", "pathrewriteregexes", "retrypolicies", "coxswainbackendpolicies", "clienttrafficpolicies",
+}
+
 func objectNames(objs []*unstructured.Unstructured) []string {
 	var names []string
 	for _, o := range objs {
@@ -54,10 +61,15 @@ func serviceAccountCan(sa string, attrs authorizationv1.ResourceAttributes) bool
 var _ = Describe("install manifests (kustomize build config/default)", Ordered, func() {
 	It("renders the namespace, CRDs, admission policy, RBAC and controller", func() {
 		Expect(objectNames(installObjectsOfKind("Namespace"))).To(ConsistOf(installNamespace))
-		Expect(objectNames(installObjectsOfKind("CustomResourceDefinition"))).To(ConsistOf(
+		crds := []string{
 			"coxswaingatewayparameters.gateway.coxswain-labs.dev",
 			"coxswainingressclassparameters.ingress.coxswain-labs.dev",
-			"projects.infra.apoxy.dev"))
+			"projects.infra.apoxy.dev",
+		}
+		for _, plural := range policyResources {
+			crds = append(crds, plural+".gateway.coxswain-labs.dev")
+		}
+		Expect(objectNames(installObjectsOfKind("CustomResourceDefinition"))).To(ConsistOf(crds))
 		Expect(objectNames(installObjectsOfKind("ClusterRole"))).To(ConsistOf(
 			"coxswain-manager-role",
 			"coxswain-infra-project-lifecycle", "coxswain-infra-project-status", "coxswain-infra-project-reader"))
@@ -112,6 +124,15 @@ var _ = Describe("install manifests (kustomize build config/default)", Ordered, 
 		Expect(serviceAccountCan("coxswain-controller", lease)).To(BeTrue())
 		Expect(serviceAccountCan("coxswain-controller", tokenReview)).To(BeTrue())
 		Expect(serviceAccountCan("coxswain-controller", gw("update", "httproutes", ""))).To(BeFalse(), "the controller never writes route specs")
+		for _, plural := range policyResources {
+			policy := func(verb, sub string) authorizationv1.ResourceAttributes {
+				return authorizationv1.ResourceAttributes{Group: "gateway.coxswain-labs.dev", Resource: plural, Subresource: sub, Verb: verb}
+			}
+			Expect(serviceAccountCan("coxswain-controller", policy("watch", ""))).To(BeTrue(), "watch %s", plural)
+			Expect(serviceAccountCan("coxswain-controller", policy("patch", "status"))).To(BeTrue(), "patch %s/status", plural)
+			Expect(serviceAccountCan("coxswain-controller", policy("update", ""))).To(BeFalse(), "the controller never writes %s specs", plural)
+			Expect(serviceAccountCan("coxswain-shared-proxy", policy("list", ""))).To(BeFalse(), "proxy must not list %s", plural)
+		}
 
 		for _, attrs := range []authorizationv1.ResourceAttributes{gw("watch", "httproutes", ""), gw("patch", "gateways", "status"), lease, tokenReview, secrets, projects} {
 			Expect(serviceAccountCan("coxswain-shared-proxy", attrs)).To(BeFalse(), "proxy must not %s %s", attrs.Verb, attrs.Resource)
