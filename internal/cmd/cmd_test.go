@@ -144,3 +144,29 @@ func TestProxyDataPlaneFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestIngressProxyProtocolFlags(t *testing.T) {
+	for _, tc := range []struct {
+		on      bool
+		sources []string
+		want    []string
+		err     string
+	}{
+		{},
+		{on: true, sources: []string{"10.0.0.0/8", "192.0.2.1"}, want: []string{"10.0.0.0/8", "192.0.2.1"}},
+		{on: true, err: "needs --ingress-proxy-trusted-sources"},
+		{sources: []string{"10.0.0.0/8"}, err: "needs --ingress-accept-proxy-protocol"},
+		{on: true, sources: []string{"not-an-ip"}, err: "is not a CIDR"},
+	} {
+		got, err := ingressProxyProtocol(controllerOptions{ingressProxyProtocol: tc.on, ingressTrustedSources: tc.sources})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: error %v, want one containing %q", tc, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%+v: %v %v, want %v", tc, got, err, tc.want)
+		}
+	}
+}

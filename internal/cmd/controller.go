@@ -17,7 +17,9 @@ limitations under the License.
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 
@@ -47,7 +49,11 @@ type controllerOptions struct {
 	proxyImage              string
 	manageSharedPool        bool
 	sharedProxyReplicas     int32
-	discovery               controlplane.Flags
+	// ingressProxyProtocol and ingressTrustedSources: the Ingress
+	// listeners take PROXY protocol headers from these sources only.
+	ingressProxyProtocol  bool
+	ingressTrustedSources []string
+	discovery             controlplane.Flags
 }
 
 func newControllerCommand() *cobra.Command {
@@ -72,6 +78,10 @@ func newControllerCommand() *cobra.Command {
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
 	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", envInt32("COXSWAIN_SHARED_PROXY_REPLICAS", 2),
 		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")
+	f.BoolVar(&o.ingressProxyProtocol, "ingress-accept-proxy-protocol", false,
+		"Make the Ingress listeners require a PROXY protocol (v1/v2) header from --ingress-proxy-trusted-sources and refuse other connections.")
+	f.StringSliceVar(&o.ingressTrustedSources, "ingress-proxy-trusted-sources", nil,
+		"CIDRs (or addresses) of the load balancers that send PROXY protocol headers to the Ingress listeners.")
 	o.discovery.AddFlags(f)
 	// The Helm chart sets these through the environment.
 	if v := os.Getenv("COXSWAIN_DISCOVERY_CA_MODE"); v != "" {
@@ -83,6 +93,10 @@ func newControllerCommand() *cobra.Command {
 
 func runController(cmd *cobra.Command, o controllerOptions) error {
 	log := ctrl.Log.WithName("controller")
+	ingressPP, err := ingressProxyProtocol(o)
+	if err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
@@ -130,11 +144,12 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		return fmt.Errorf("setting up discovery: %w", err)
 	}
 	routing := pipeline.Options{
-		InstallNamespace:    ns,
-		ManageSharedPool:    o.manageSharedPool,
-		ProxyImage:          proxyImage,
-		SharedProxyReplicas: o.sharedProxyReplicas,
-		Discovery:           disc,
+		InstallNamespace:     ns,
+		ManageSharedPool:     o.manageSharedPool,
+		ProxyImage:           proxyImage,
+		SharedProxyReplicas:  o.sharedProxyReplicas,
+		Discovery:            disc,
+		IngressProxyProtocol: ingressPP,
 	}
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)
@@ -190,4 +205,28 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// ingressProxyProtocol validates --ingress-accept-proxy-protocol and
+// --ingress-proxy-trusted-sources: the trusted sources when PROXY protocol
+// is on, nil when it is off.
+func ingressProxyProtocol(o controllerOptions) ([]string, error) {
+	if !o.ingressProxyProtocol {
+		if len(o.ingressTrustedSources) > 0 {
+			return nil, errors.New("--ingress-proxy-trusted-sources needs --ingress-accept-proxy-protocol")
+		}
+		return nil, nil
+	}
+	if len(o.ingressTrustedSources) == 0 {
+		return nil, errors.New("--ingress-accept-proxy-protocol needs --ingress-proxy-trusted-sources")
+	}
+	for _, s := range o.ingressTrustedSources {
+		if _, err := netip.ParsePrefix(s); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(s); err != nil {
+			return nil, fmt.Errorf("--ingress-proxy-trusted-sources: %q is not a CIDR or an IP address", s)
+		}
+	}
+	return o.ingressTrustedSources, nil
 }

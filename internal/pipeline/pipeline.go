@@ -54,6 +54,9 @@ type Options struct {
 	// Discovery, when set, receives every snapshot and gates Programmed on
 	// the data plane's binds and acks.
 	Discovery *discovery.Server
+	// IngressProxyProtocol are the sources the Ingress listeners take
+	// PROXY protocol headers from (nil: PROXY protocol off).
+	IngressProxyProtocol []string
 }
 
 // AddToManager adds the pipeline watch → gather → translate → sinks, and
@@ -88,12 +91,13 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		return nil, nil, fmt.Errorf("adding shared pool applier: %w", err)
 	}
 	p := provider.New(provider.Options{
-		Cache:            mgr.GetCache(),
-		InstallNamespace: o.InstallNamespace,
-		Sinks:            append([]provider.Sink{w, pool}, sinks...),
-		Log:              ctrl.Log.WithName("provider"),
-		Registerer:       ctrlmetrics.Registry,
-		APIReader:        mgr.GetAPIReader(),
+		Cache:                mgr.GetCache(),
+		InstallNamespace:     o.InstallNamespace,
+		Sinks:                append([]provider.Sink{w, pool}, sinks...),
+		Log:                  ctrl.Log.WithName("provider"),
+		Registerer:           ctrlmetrics.Registry,
+		APIReader:            mgr.GetAPIReader(),
+		IngressProxyProtocol: o.IngressProxyProtocol,
 	})
 	if err := mgr.Add(p); err != nil {
 		return nil, nil, fmt.Errorf("adding provider: %w", err)

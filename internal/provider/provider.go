@@ -88,6 +88,8 @@ type Options struct {
 	// APIReader reads the HTTPRoute CRD's release channel
 	// (Resources.GatewayAPIChannel) live; nil leaves it unknown.
 	APIReader client.Reader
+	// IngressProxyProtocol becomes Resources.IngressProxyProtocol.
+	IngressProxyProtocol []string
 }
 
 // Provider is a manager.Runnable. Every replica runs it, so a standby has
@@ -389,6 +391,7 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 	}
 	r.DedicatedDeployments = deployments
 	r.SetServices(p.opts.InstallNamespace, services)
+	r.IngressProxyProtocol = p.opts.IngressProxyProtocol
 	r.GatewayAPIChannel = p.channel.channel(ctx)
 	return r, nil
 }
