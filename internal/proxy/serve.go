@@ -45,18 +45,25 @@ import (
 // DataPlane.serve, which applies these steps in this order; a step that
 // answers ends the request.
 //
-//  0. at parse: header fields whose names hold "_" are dropped
+//  0. at accept, a port whose ClientTraffic asks for PROXY protocol reads
+//     the header from trusted peers and refuses the others
+//     (proxyprotocol.go); at parse, header fields whose names hold "_"
+//     are dropped unless the port's ClientTraffic allows or rejects them
 //     (dropUnderscoreHeaders; parseSimpleRequest on the fast path), and
 //     a request body gets its read timeout (timedBody, body.go);
 //  1. method refusal: CONNECT and TRACE get 405 (refuseMethod);
 //  2. asterisk form: OPTIONS * gets 200, any other method 400
 //     (answerAsterisk);
 //  3. normalisation of the path: a malformed one gets 400, encoded
-//     slashes a 307 or 400 (normalizeRequest, normalize.go);
+//     slashes a 307, a 400, or are decoded or kept as the port's
+//     ClientTraffic says (normalizeOn, normalize.go); underscore header
+//     fields a port rejects get 400;
 //  4. HTTPS only: a request whose Host selects another listener of the
 //     port than its connection's SNI did gets 421 (misdirected,
 //     misdirected.go); then host and route match, else 404
-//     (listenerRouter.lookup, router.go);
+//     (listenerRouter.lookup, router.go); then the policy filters of
+//     policies.go: client IP, IP access (403), and after the CORS
+//     preflight rate limit (429), basic auth, JWT and external auth;
 //  5. CORS: a preflight is answered 204 (corsPolicy.check, cors.go);
 //  6. redirect, with the route's response header filter (writeRedirect,
 //     redirect.go);

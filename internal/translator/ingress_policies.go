@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package translator
 
 import (
@@ -41,11 +42,11 @@ const (
 	annIPAccessControl        = "ip-access-control"
 	annCompression            = "compression"
 	annExtAuth                = "ext-auth"
-	annAuthBasicSecret        = "auth-basic-secret"
+	annAuthBasicSecret        = "auth-basic-secret" //nolint:gosec // G101: an annotation key, not a credential
 	annAuthJWT                = "auth-jwt"
-	annAuthTLSSecret          = "auth-tls-secret"
+	annAuthTLSSecret          = "auth-tls-secret" //nolint:gosec // G101: an annotation key, not a credential
 	annAuthTLSVerifyDepth     = "auth-tls-verify-depth"
-	annAuthTLSPassCertificate = "auth-tls-pass-certificate-to-upstream"
+	annAuthTLSPassCertificate = "auth-tls-pass-certificate-to-upstream" //nolint:gosec // G101: an annotation key, not a credential
 	annMirrorTarget           = "mirror-target"
 	annTrustForwardedFor      = "trust-forwarded-for"
 	annForwardedForHeader     = "forwarded-for-header"

@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package translator
 
 import (
@@ -73,7 +74,7 @@ func compileBasicAuths(t *translator) {
 func (t *translator) htpasswd(ns, name string) ([]snapshot.BasicAuthUser, error) {
 	sec := t.ix.secrets[nn{Namespace: ns, Name: name}]
 	if sec == nil {
-		return nil, fmt.Errorf("Secret %s/%s not found", ns, name)
+		return nil, fmt.Errorf("secret %s/%s not found", ns, name)
 	}
 	var data []byte
 	for _, k := range htpasswdKeys {
@@ -83,7 +84,7 @@ func (t *translator) htpasswd(ns, name string) ([]snapshot.BasicAuthUser, error)
 		}
 	}
 	if data == nil {
-		return nil, fmt.Errorf("Secret %s/%s has no key %s", ns, name, strings.Join(htpasswdKeys, " or "))
+		return nil, fmt.Errorf("secret %s/%s has no key %s", ns, name, strings.Join(htpasswdKeys, " or "))
 	}
 	seen := map[string]bool{}
 	var users []snapshot.BasicAuthUser
@@ -94,19 +95,19 @@ func (t *translator) htpasswd(ns, name string) ([]snapshot.BasicAuthUser, error)
 		}
 		user, hash, ok := strings.Cut(line, ":")
 		if !ok || user == "" || hash == "" {
-			return nil, fmt.Errorf("Secret %s/%s line %d is not user:hash", ns, name, i+1)
+			return nil, fmt.Errorf("secret %s/%s line %d is not user:hash", ns, name, i+1)
 		}
 		if !supportedPasswordHash(hash) {
-			return nil, fmt.Errorf("Secret %s/%s: user %q has an unsupported hash (use bcrypt or {SHA})", ns, name, user)
+			return nil, fmt.Errorf("secret %s/%s: user %q has an unsupported hash (use bcrypt or {SHA})", ns, name, user)
 		}
 		if seen[user] {
-			return nil, fmt.Errorf("Secret %s/%s: user %q is listed twice", ns, name, user)
+			return nil, fmt.Errorf("secret %s/%s: user %q is listed twice", ns, name, user)
 		}
 		seen[user] = true
 		users = append(users, snapshot.BasicAuthUser{Name: user, Hash: hash})
 	}
 	if len(users) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s lists no users", ns, name)
+		return nil, fmt.Errorf("secret %s/%s lists no users", ns, name)
 	}
 	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
 	return users, nil

@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package v1alpha1
 
 import (
@@ -26,7 +27,7 @@ import (
 // client in deny is refused; otherwise, when allow is set, a client outside
 // it is refused. Refused requests get 403.
 // +kubebuilder:validation:XValidation:rule="has(self.allow) || has(self.deny)",message="set allow, deny or both"
-type IpAccessControlSpec struct { //nolint:revive // the kind is IpAccessControl, as the reference implementation names it
+type IpAccessControlSpec struct {
 	RoutePolicyTargets `json:",inline"`
 	// Allow are CIDRs ("10.0.0.0/8") or addresses.
 	// +optional
@@ -49,7 +50,7 @@ type IpAccessControlSpec struct { //nolint:revive // the kind is IpAccessControl
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // IpAccessControl is an allow/deny list on the client IP.
-type IpAccessControl struct { //nolint:revive // kind name as in the reference implementation
+type IpAccessControl struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              IpAccessControlSpec `json:"spec"`
@@ -59,7 +60,7 @@ type IpAccessControl struct { //nolint:revive // kind name as in the reference i
 // +kubebuilder:object:root=true
 
 // IpAccessControlList is a list of IpAccessControl.
-type IpAccessControlList struct { //nolint:revive // kind name as in the reference implementation
+type IpAccessControlList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []IpAccessControl `json:"items"`

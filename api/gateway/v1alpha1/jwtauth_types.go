@@ -25,7 +25,7 @@ import (
 // JwtAuthSpec verifies a JSON Web Token on every request; a request
 // without a valid one gets 401.
 // +kubebuilder:validation:XValidation:rule="has(self.jwks) != has(self.jwksURI)",message="set exactly one of jwks and jwksURI"
-type JwtAuthSpec struct { //nolint:revive // kind name as in the reference implementation
+type JwtAuthSpec struct {
 	RoutePolicyTargets `json:",inline"`
 	// Issuer, when set, must equal the token's iss claim.
 	// +optional
