@@ -74,13 +74,7 @@ need() {
   elif nginx_stream_dynamic && [[ ! -e "$(nginx_modules_path)/ngx_stream_module.so" ]]; then
     missing+=(libnginx-mod-stream)
   fi
-  if ((${#missing[@]})); then
-    echo "installing ${missing[*]} from apt" >&2
-    local sudo=""
-    [[ $(id -u) == 0 ]] || sudo=sudo
-    $sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-      { $sudo apt-get update >/dev/null && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
-  fi
+  if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
   if [[ $(nproc) -lt 2 ]]; then echo "need at least 2 CPUs (proxy on CPU 0, load on CPU 1)" >&2; exit 1; fi
   # The conn shapes open thousands of connections a second from 127.0.0.1;
   # without TIME_WAIT reuse on loopback the ephemeral ports run out.

@@ -2,7 +2,7 @@
 # Copyright 2026 The Coxswain Authors.
 # Licensed under the Apache License, Version 2.0 (see the header of any .go file).
 #
-# bench/lib.sh: what bench/proxy.sh and bench/l4.sh share. Source it after
+# bench/lib.sh: what bench/proxy.sh, bench/l4.sh and bench/policies.sh share. Source it after
 # setting WORK (the work directory) and PIDS (an array); it installs the
 # EXIT trap that stops every started process and removes WORK (KEEP=1
 # keeps it).
@@ -34,18 +34,33 @@ cpu_ticks() {
 median() { sort -g | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 # run_rounds runs run_one PROXY CASE ROUND for ROUNDS interleaved rounds
-# over the cases given as arguments and the three PROXIES, rotating the
-# order each round so no proxy always runs first.
+# over the cases given as arguments and every entry of PROXIES, rotating
+# the order each round so no proxy always runs first.
 run_rounds() {
-  local r s i p
+  local r s i p n=${#PROXIES[@]}
   : >"$WORK/results.txt"
   for r in $(seq 1 "$ROUNDS"); do
     for s in "$@"; do
-      for i in 0 1 2; do
-        p=${PROXIES[$(((i + r) % 3))]}
+      for ((i = 0; i < n; i++)); do
+        p=${PROXIES[$(((i + r) % n))]}
         run_one "$p" "$s" "$r"
       done
     done
     echo "round $r/$ROUNDS done" >&2
   done
+}
+
+# apt_install installs the Debian packages given as arguments (with sudo
+# unless root), running apt-get update first only when the install fails.
+apt_install() {
+  echo "installing $* from apt" >&2
+  local sudo=""
+  [[ $(id -u) == 0 ]] || sudo=sudo
+  $sudo apt-get install -y "$@" >/dev/null 2>&1 ||
+    { $sudo apt-get update >/dev/null && $sudo apt-get install -y "$@" >/dev/null; }
+}
+
+# to_ms converts a wrk latency (512.00us, 1.20ms, 2.00s) to milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
 }

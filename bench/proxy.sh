@@ -41,13 +41,7 @@ need() {
   for tool in nginx:nginx haproxy:haproxy wrk:wrk taskset:util-linux curl:curl; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
   done
-  if ((${#missing[@]})); then
-    echo "installing ${missing[*]} from apt" >&2
-    local sudo=""
-    [[ $(id -u) == 0 ]] || sudo=sudo
-    $sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-      { $sudo apt-get update >/dev/null && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
-  fi
+  if ((${#missing[@]})); then apt_install "${missing[@]}"; fi
   if [[ $(nproc) -lt 2 ]]; then echo "need at least 2 CPUs (proxy on CPU 0, load on CPU 1)" >&2; exit 1; fi
 }
 
@@ -161,10 +155,6 @@ start_all() {
       [[ $code == 200 ]] || { echo "$p ($s) answered $code" >&2; cat "$WORK/$p-$s.log" >&2; exit 1; }
     done
   done
-}
-
-to_ms() { # wrk latency like 512.00us, 1.20ms, 2.00s
-  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
 }
 
 run_one() { # proxy scenario round
