@@ -51,6 +51,7 @@ type controllerOptions struct {
 	sharedProxyReplicas     int32
 	// ingressProxyProtocol and ingressTrustedSources: the Ingress
 	// listeners take PROXY protocol headers from these sources only.
+	sharedProxyRedis      string
 	ingressProxyProtocol  bool
 	ingressTrustedSources []string
 	discovery             controlplane.Flags
@@ -78,6 +79,8 @@ func newControllerCommand() *cobra.Command {
 	f.BoolVar(&o.manageSharedPool, "manage-shared-pool", true, "Apply the shared proxy Deployment, ServiceAccount and Services in the install namespace.")
 	f.Int32Var(&o.sharedProxyReplicas, "shared-proxy-replicas", envInt32("COXSWAIN_SHARED_PROXY_REPLICAS", 2),
 		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")
+	f.StringVar(&o.sharedProxyRedis, "shared-proxy-rate-limit-redis", os.Getenv("COXSWAIN_SHARED_PROXY_RATE_LIMIT_REDIS"),
+		"host:port of the Redis the shared proxies count Global RateLimits in (default $COXSWAIN_SHARED_PROXY_RATE_LIMIT_REDIS; empty: none).")
 	f.BoolVar(&o.ingressProxyProtocol, "ingress-accept-proxy-protocol", false,
 		"Make the Ingress listeners require a PROXY protocol (v1/v2) header from --ingress-proxy-trusted-sources and refuse other connections.")
 	f.StringSliceVar(&o.ingressTrustedSources, "ingress-proxy-trusted-sources", nil,
@@ -144,12 +147,13 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		return fmt.Errorf("setting up discovery: %w", err)
 	}
 	routing := pipeline.Options{
-		InstallNamespace:     ns,
-		ManageSharedPool:     o.manageSharedPool,
-		ProxyImage:           proxyImage,
-		SharedProxyReplicas:  o.sharedProxyReplicas,
-		Discovery:            disc,
-		IngressProxyProtocol: ingressPP,
+		InstallNamespace:          ns,
+		ManageSharedPool:          o.manageSharedPool,
+		ProxyImage:                proxyImage,
+		SharedProxyReplicas:       o.sharedProxyReplicas,
+		Discovery:                 disc,
+		IngressProxyProtocol:      ingressPP,
+		SharedProxyRateLimitRedis: o.sharedProxyRedis,
 	}
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)

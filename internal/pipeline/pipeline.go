@@ -51,6 +51,8 @@ type Options struct {
 	ManageSharedPool    bool
 	ProxyImage          string
 	SharedProxyReplicas int32
+	// SharedProxyRateLimitRedis is the shared proxies' --rate-limit-redis.
+	SharedProxyRateLimitRedis string
 	// Discovery, when set, receives every snapshot and gates Programmed on
 	// the data plane's binds and acks.
 	Discovery *discovery.Server
@@ -85,6 +87,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		ManagePool:       o.ManageSharedPool,
 		Image:            o.ProxyImage,
 		Replicas:         o.SharedProxyReplicas,
+		RateLimitRedis:   o.SharedProxyRateLimitRedis,
 		Log:              ctrl.Log.WithName("shared-pool"),
 	}
 	if err := mgr.Add(pool); err != nil {

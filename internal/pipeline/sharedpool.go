@@ -51,7 +51,9 @@ type SharedPoolApplier struct {
 	ManagePool bool
 	Image      string
 	Replicas   int32
-	Log        logr.Logger
+	// RateLimitRedis is the shared proxies' --rate-limit-redis.
+	RateLimitRedis string
+	Log            logr.Logger
 
 	latest atomic.Pointer[translator.Result]
 	notify chan struct{}
@@ -99,7 +101,7 @@ func (a *SharedPoolApplier) Start(ctx context.Context) error {
 func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) error {
 	var errs []error
 	if a.ManagePool {
-		for _, obj := range provision.RenderSharedPool(a.InstallNamespace, a.Image, a.Replicas) {
+		for _, obj := range provision.RenderSharedPool(a.InstallNamespace, a.Image, provision.SharedPoolOptions{Replicas: a.Replicas, RateLimitRedis: a.RateLimitRedis}) {
 			if _, ok := obj.(*corev1.ServiceAccount); ok {
 				// The install (config/rbac) owns the shared proxy's
 				// ServiceAccount; applying it here too would make two

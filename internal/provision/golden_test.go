@@ -85,7 +85,7 @@ func renderCase(t *testing.T, c goldenCase) goldenResult {
 	var objs []Object
 	switch {
 	case c.SharedPool != nil:
-		objs = RenderSharedPool(ns, image, c.SharedPool.Replicas)
+		objs = RenderSharedPool(ns, image, SharedPoolOptions{Replicas: c.SharedPool.Replicas})
 	case c.VIP != nil:
 		typ := c.VIP.ServiceType
 		if typ == "" {

@@ -49,13 +49,21 @@ func SharedPoolSelector() map[string]string {
 	}
 }
 
+// SharedPoolOptions tune the shared pool's proxies.
+type SharedPoolOptions struct {
+	Replicas int32
+	// RateLimitRedis is their --rate-limit-redis ("" for none).
+	RateLimitRedis string
+}
+
 // RenderSharedPool renders the shared proxy pool in installNS: the
 // ServiceAccount and Deployment coxswain-shared-proxy (running
 // `serve proxy --shared` with the discovery flags, under the same security
 // envelope as dedicated proxies) and the ClusterIP Service
 // coxswain-shared-proxy-internal exposing the pool's health and metrics
 // ports. The pool's traffic ports are per Gateway, on the VIP Services.
-func RenderSharedPool(installNS, image string, replicas int32) []Object {
+func RenderSharedPool(installNS, image string, o SharedPoolOptions) []Object {
+	replicas := o.Replicas
 	labels := SharedPoolLabels()
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: installNS, Labels: copyStrings(labels)}
@@ -68,6 +76,9 @@ func RenderSharedPool(installNS, image string, replicas int32) []Object {
 	shutdown := DefaultShutdown()
 	args := append([]string{"serve", "proxy", "--shared"}, discoveryArgs(installNS)...)
 	args = append(args, shutdown.proxyArgs()...)
+	if o.RateLimitRedis != "" {
+		args = append(args, "--rate-limit-redis", o.RateLimitRedis)
+	}
 	proxy := proxyContainer(image, args, DefaultResources())
 	proxy.Lifecycle = shutdown.lifecycle()
 	volumes := proxyVolumes(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

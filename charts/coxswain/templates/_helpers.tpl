@@ -17,5 +17,5 @@
 {{/* Environment variables the chart owns; config/manager's own values for
      them are replaced. */}}
 {{- define "coxswain.ownedEnv" -}}
-COXSWAIN_PROXY_IMAGE COXSWAIN_DISCOVERY_CA_MODE COXSWAIN_SHARED_PROXY_REPLICAS
+COXSWAIN_PROXY_IMAGE COXSWAIN_DISCOVERY_CA_MODE COXSWAIN_SHARED_PROXY_REPLICAS COXSWAIN_SHARED_PROXY_RATE_LIMIT_REDIS
 {{- end }}
