@@ -392,7 +392,7 @@ spec:
   infrastructure:
     parametersRef: {group: gateway.coxswain-labs.dev, kind: CoxswainGatewayParameters, name: rl}
   listeners:
-  - {name: http, protocol: HTTP, port: 8081}
+  - {name: http, protocol: HTTP, port: 8090}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -423,7 +423,7 @@ spec:
 	var urls []string
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			urls = append(urls, "http://"+net.JoinHostPort(p.Status.PodIP, "8081")+"/")
+			urls = append(urls, "http://"+net.JoinHostPort(p.Status.PodIP, "8090")+"/")
 		}
 	}
 	if len(urls) != 2 {
@@ -504,7 +504,9 @@ spec:
 }
 
 // testPolicyRetryRollout: a RetryPolicy keeps idempotent requests at 0
-// failures while the backend Deployment rolls.
+// failures while the backend Deployment rolls. A removed pod's address can
+// swallow packets (its network namespace is gone), so a try to it times
+// out rather than failing fast: the policy retries timeouts too.
 func testPolicyRetryRollout(t *testing.T, e *lcEnv) {
 	e.apply(t, echoBackend("rolling", 2)+`
 apiVersion: gateway.coxswain-labs.dev/v1alpha1
@@ -513,8 +515,8 @@ metadata: {name: rolling, namespace: e2e}
 spec:
   targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: rolling}]
   attempts: 3
-  perTryTimeout: 2s
-  retryOn: [connect-failure, reset, gateway-error]
+  perTryTimeout: 1s
+  retryOn: [connect-failure, reset, gateway-error, timeout]
   budget: {percent: 100}
 `)
 	testkit.EventuallyExplained(t, 2*time.Minute, func() string { return e.deploymentReady(e2eNS, "rolling", 2) })
