@@ -458,7 +458,7 @@ func (d *DataPlane) try(ctx context.Context, ex *exchange, r *http.Request, dst 
 	d.recordOutcome(dst, r, &out, resp, err)
 	if canRetry {
 		if reason := dst.rt.retry.classify(ctx, r, &at, &out, resp, err); reason != retryNone {
-			if next, ok := dst.rt.repick(dst, r, ex); ok && run.admit(next) {
+			if next, ok := dst.rt.repick(dst, r, ex, d.currentSets()); ok && run.admit(next) {
 				if err != nil {
 					d.log.Debug("retrying after an upstream error", "route", dst.rt.id, "upstream", dst.ep.addr, "reason", reason.String(), "error", err)
 				}
@@ -495,11 +495,33 @@ func discardResponse(at *attempt, resp *http.Response) {
 // more than one (pickInput.avoid), hashing on the same key as the first
 // pick. false when the pick lands on an invalid backend or one without
 // endpoints: the failed try's outcome then stands.
-func (rt *route) repick(prev destination, r *http.Request, ex *exchange) (destination, bool) {
+//
+// The endpoint comes from the namesake of the backend's set in sets (the
+// state in force now; nil: the route's own): a request that outlived a
+// snapshot is retried among the endpoints known now, not those of its
+// start, which a rollout may have replaced.
+func (rt *route) repick(prev destination, r *http.Request, ex *exchange, sets map[string]*endpointSet) (destination, bool) {
 	in := pickInput{r: r, ex: ex, avoid: prev.ep, cookie: prev.cookie}
-	b, ep := rt.pickFor(&in)
-	if b == nil || b.invalid || ep == nil {
+	b := rt.pickBackend()
+	if b == nil || b.invalid {
+		return destination{}, false
+	}
+	set := b.set
+	if fresh := sets[set.name]; fresh != nil {
+		set = fresh
+	}
+	ep := set.pickFor(&in)
+	if ep == nil {
 		return destination{}, false
 	}
 	return destination{rt: rt, b: b, ep: ep, cookie: in.cookie}, true
+}
+
+// currentSets are the endpoint sets of the state in force (nil before the
+// first snapshot).
+func (d *DataPlane) currentSets() map[string]*endpointSet {
+	if st := d.state.Load(); st != nil {
+		return st.sets
+	}
+	return nil
 }

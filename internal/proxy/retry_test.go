@@ -441,12 +441,52 @@ func TestRepickAvoidsTheFailedEndpoint(t *testing.T) {
 	eps[1].inflight.Store(100) // least request always prefers eps[0]
 	prev := destination{rt: two, b: &two.backends[0], ep: eps[0]}
 	for range 20 {
-		if next, ok := two.repick(prev, nil, nil); !ok || next.ep != eps[1] {
+		if next, ok := two.repick(prev, nil, nil, nil); !ok || next.ep != eps[1] {
 			t.Fatalf("repick after %s failed: %v %v, want %s", eps[0].addr, next.ep, ok, eps[1].addr)
 		}
 	}
 	only := st.sets["ns/one:80"].eps[0]
-	if next, ok := one.repick(destination{rt: one, b: &one.backends[0], ep: only}, nil, nil); !ok || next.ep != only {
+	if next, ok := one.repick(destination{rt: one, b: &one.backends[0], ep: only}, nil, nil, nil); !ok || next.ep != only {
 		t.Errorf("repick in a set of one: %v %v, want its endpoint again", next.ep, ok)
+	}
+}
+
+// TestRetryUsesTheEndpointsOfTheStateInForce: a request whose first try
+// hangs on an endpoint that a newer snapshot removed (a backend pod
+// replaced by a rollout) is retried on the endpoints of the state in force
+// now, not on those of the snapshot it started under.
+func TestRetryUsesTheEndpointsOfTheStateInForce(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	old := startBackend(t, "old", false, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	fresh := startBackend(t, "fresh", false, nil)
+	p := newTestPlane(t)
+	port := testkit.FreePortInt32(t)
+	route := snapshot.Route{ID: "r", Match: prefix("/"), Backends: to("ns/b:80"),
+		Timeouts: &snapshot.Timeouts{Backend: snapshot.Duration(300 * time.Millisecond)},
+		Retry:    &snapshot.Retry{Attempts: 2, BackendTimeouts: true, ConnectionErrors: true}}
+	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", old)}, route))
+	done := make(chan result, 1)
+	go func() { done <- fetch(t, client(), fmt.Sprintf("http://127.0.0.1:%d/", port)) }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first try never reached the old endpoint")
+	}
+	// The rollout: the old endpoint is gone, the fresh one serves.
+	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", fresh)}, route))
+	r := <-done
+	if r.code != http.StatusOK || r.echo.Backend != "fresh" {
+		t.Fatalf("retried request: %d from %q, want 200 from the fresh endpoint (%q)", r.code, r.echo.Backend, r.body)
 	}
 }
