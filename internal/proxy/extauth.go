@@ -480,3 +480,19 @@ func extAuthScheme(r *http.Request, rt *route) string {
 	}
 	return "http"
 }
+
+// setUpstreamFromAuth sets header k of the upstream request to v, as an
+// authorization server asked. A forwarding header name (X-Forwarded-User,
+// X-Real-Ip, ...) goes to ex.authForwarded, applied after the proxy strips
+// the client's forwarding headers; any other replaces the client's.
+func setUpstreamFromAuth(ex *exchange, r *http.Request, k string, v []string) {
+	if isClientForwarding(k) && k != clientCertHeader {
+		delete(r.Header, k)
+		if ex.authForwarded == nil {
+			ex.authForwarded = http.Header{}
+		}
+		ex.authForwarded[k] = v
+		return
+	}
+	r.Header[k] = v
+}

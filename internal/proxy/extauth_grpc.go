@@ -122,6 +122,11 @@ func (p *extAuthPolicy) applyOK(ex *exchange, r *http.Request, ok *authv3.OkHttp
 	p.stripUpstream(r.Header)
 	for _, o := range ok.GetHeaders() {
 		applyHeaderOption(r.Header, o)
+		if k := http.CanonicalHeaderKey(o.GetHeader().GetKey()); isClientForwarding(k) && k != clientCertHeader {
+			if v := r.Header[k]; len(v) > 0 {
+				setUpstreamFromAuth(ex, r, k, v)
+			}
+		}
 	}
 	for _, k := range ok.GetHeadersToRemove() {
 		if strings.HasPrefix(k, ":") || !httpguts.ValidHeaderFieldName(k) {

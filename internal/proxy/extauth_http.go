@@ -71,7 +71,7 @@ func (p *extAuthPolicy) checkHTTP(ctx context.Context, ex *exchange, r *http.Req
 		p.stripUpstream(r.Header)
 		for _, k := range p.upstreamHeaders {
 			if v := resp.Header[k]; len(v) > 0 {
-				r.Header[k] = slices.Clone(v)
+				setUpstreamFromAuth(ex, r, k, slices.Clone(v))
 			}
 		}
 		return extAuthAdmitted, nil

@@ -81,6 +81,7 @@ func (a *httpAuthServer) serve(w http.ResponseWriter, r *http.Request) {
 	switch auth := r.Header.Get("Authorization"); {
 	case auth == "Bearer good" || r.Header.Get("X-Api-Key") == "k":
 		h.Set("X-Auth-User", "alice")
+		h.Set("X-Forwarded-User", "alice")
 		h.Set("X-Not-Listed", "leak")
 		w.WriteHeader(http.StatusOK)
 	case auth == "Bearer anon":
@@ -153,18 +154,24 @@ func TestExtAuthHTTPAdmit(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app), epSet("ns/auth:80", auth.testBackend)},
-		extAuthRoute("app", "/app", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80", PathPrefix: "/check", UpstreamHeaders: []string{"x-auth-user"}}),
+		extAuthRoute("app", "/app", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80", PathPrefix: "/check", UpstreamHeaders: []string{"x-auth-user", "x-forwarded-user"}}),
 		extAuthRoute("keys", "/keys", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80", RequestHeaders: []string{"x-api-key"}}),
 	))
 	c := client()
 
 	res := do(t, c, extAuthRequest(t, http.MethodGet, port, "/app/x?y=1", nil, "Host", "app.example",
-		"Authorization", "Bearer good", "Cookie", "s=1", "X-Auth-User", "mallory", "X-Other", "o", "X-Forwarded-For", "6.6.6.6"))
+		"Authorization", "Bearer good", "Cookie", "s=1", "X-Auth-User", "mallory", "X-Other", "o", "X-Forwarded-For", "6.6.6.6",
+		"X-Forwarded-User", "mallory"))
 	if res.code != http.StatusOK || res.echo.Backend != "app" {
 		t.Fatalf("admitted GET: %d %q, want 200 from app", res.code, res.body)
 	}
 	if got := res.echo.Header["X-Auth-User"]; !slices.Equal(got, []string{"alice"}) {
 		t.Errorf("backend's X-Auth-User = %q, want only the server's [alice]", got)
+	}
+	// A forwarding header the server sets (oauth2-proxy's X-Forwarded-User)
+	// reaches the backend, the client's own never.
+	if got := res.echo.Header["X-Forwarded-User"]; !slices.Equal(got, []string{"alice"}) {
+		t.Errorf("backend's X-Forwarded-User = %q, want only the server's [alice]", got)
 	}
 	if got := res.echo.Header.Get("X-Not-Listed"); got != "" {
 		t.Errorf("backend got X-Not-Listed %q, a header of the answer not in UpstreamHeaders", got)
@@ -186,7 +193,7 @@ func TestExtAuthHTTPAdmit(t *testing.T) {
 			t.Errorf("server's %s = %q, want [%q]", k, got, v)
 		}
 	}
-	for _, k := range []string{"X-Other", "X-Auth-User", "User-Agent", "Accept-Encoding"} {
+	for _, k := range []string{"X-Other", "X-Auth-User", "X-Forwarded-User", "User-Agent", "Accept-Encoding"} {
 		if v, ok := seen.header[k]; ok {
 			t.Errorf("server got %s %q, not a header it is sent", k, v)
 		}

@@ -61,7 +61,7 @@ func (d *DataPlane) forward(ex *exchange, r *http.Request, dst destination, isTL
 	var at attempt
 	at.arm(r.Context(), dst.rt.timeouts, false, false)
 	defer at.stop()
-	out := d.buildRequest(r, dst, isTLS)
+	out := d.buildRequest(ex, r, dst, isTLS)
 	resp, err := d.roundTrip(&at, r, dst, &out)
 	d.recordOutcome(dst, r, &out, resp, err)
 	d.respond(ex, r, dst, &at, &out, resp, err, cors)
@@ -162,7 +162,7 @@ type outbound struct {
 
 // buildRequest applies the request filters (step 10): URL rewrite, then
 // the upstream's headers.
-func (d *DataPlane) buildRequest(r *http.Request, dst destination, isTLS bool) outbound {
+func (d *DataPlane) buildRequest(ex *exchange, r *http.Request, dst destination, isTLS bool) outbound {
 	rt, b := dst.rt, dst.b
 	proto := "http"
 	if isTLS {
@@ -177,10 +177,13 @@ func (d *DataPlane) buildRequest(r *http.Request, dst destination, isTLS bool) o
 	// the filtered client headers straight to the upstream, no map built.
 	out.hdr = upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
 	clientCert := isTLS && r.TLS != nil && len(r.TLS.VerifiedChains) > 0
-	if !out.lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 || clientCert {
+	if !out.lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 || clientCert || ex.authForwarded != nil {
 		h := outboundHeader(r.Header, out.hdr.clientIP, proto, r.Host)
 		if clientCert {
 			setClientCertHeader(h, r.TLS)
+		}
+		for k, v := range ex.authForwarded {
+			h[k] = v
 		}
 		rt.reqHdr.apply(h)
 		b.reqHdr.apply(h)

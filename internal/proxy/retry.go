@@ -447,7 +447,7 @@ type tryBody struct {
 func (d *DataPlane) try(ctx context.Context, ex *exchange, r *http.Request, dst destination, isTLS bool, cors corsVerdict, tb tryBody, canRetry bool, run *retryRun) (destination, retryReason) {
 	dst.ep.inflight.Add(1)
 	defer dst.ep.inflight.Add(-1)
-	out := d.buildRequest(r, dst, isTLS)
+	out := d.buildRequest(ex, r, dst, isTLS)
 	out.replay, out.limited, out.retried = tb.rb, tb.limited, tb.retried
 	var at attempt
 	// The lean client's body drains under a deadline of its own

@@ -154,6 +154,11 @@ type exchange struct {
 	retries int32
 	// clientIP is the client address the policies see (clientip.go).
 	clientIP netip.Addr
+	// authForwarded are forwarding headers (X-Forwarded-User, ...) an
+	// authorization server set for the upstream: the proxy strips every
+	// client-sent header of those names, so they are applied after that
+	// (buildRequest).
+	authForwarded http.Header
 }
 
 var exchangePool = sync.Pool{New: func() any { return new(exchange) }}
