@@ -22,6 +22,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -62,11 +63,28 @@ func compileClientValidation(cv *snapshot.ClientValidation, lr *listenerRouter) 
 		auth = tls.RequestClientCert
 	}
 	certs, port := lr.certs, lr.port
+	var verify func([][]byte, [][]*x509.Certificate) error
+	if depth := int(cv.VerifyDepth); depth > 0 {
+		verify = func(_ [][]byte, chains [][]*x509.Certificate) error {
+			if len(chains) == 0 {
+				return nil // no certificate, or one AllowInsecureFallback let through
+			}
+			for _, c := range chains {
+				// c is leaf, intermediates..., root: depth counts the CAs
+				// above the leaf but below the root's issuer.
+				if len(c)-1 <= depth {
+					return nil
+				}
+			}
+			return fmt.Errorf("client certificate chain is longer than the verify depth %d", depth)
+		}
+	}
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
-		ClientAuth: auth,
-		ClientCAs:  pool,
+		VerifyPeerCertificate: verify,
+		MinVersion:            tls.VersionTLS12,
+		NextProtos:            []string{"h2", "http/1.1"},
+		ClientAuth:            auth,
+		ClientCAs:             pool,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if c := certs.get(hello.ServerName); c != nil {
 				return c, nil
@@ -76,16 +94,82 @@ func compileClientValidation(cv *snapshot.ClientValidation, lr *listenerRouter) 
 	}
 }
 
-// clientValidationConfig is the server config of a handshake on port:
-// its listener's when that validates client certificates, else nil (the
-// listener's own config, which asks for none).
-func (d *DataPlane) clientValidationConfig(port int32) *tls.Config {
+// clientValidationConfig is the server config of a handshake on port for
+// serverName: its listener's when that validates client certificates,
+// else that of the SNI entry selected for serverName when it does, else
+// nil (the listener's own config, which asks for none).
+func (d *DataPlane) clientValidationConfig(port int32, serverName string) *tls.Config {
 	if st := d.state.Load(); st != nil {
 		if lr := st.router.ports[port]; lr != nil {
-			return lr.clientTLS
+			if lr.clientTLS != nil {
+				return lr.clientTLS
+			}
+			return lr.sniClientTLS.get(serverName)
 		}
 	}
 	return nil
+}
+
+// sniConfigs select a client-validating server config by SNI as certSet
+// selects certificates: exact, then the longest wildcard suffix, then the
+// default entry.
+type sniConfigs struct {
+	exact, wild map[string]*tls.Config
+	def         *tls.Config
+}
+
+// compileSNIClientValidation compiles the SNI entries that validate client
+// certificates; nil when none does.
+func compileSNIClientValidation(in []snapshot.SNICertificate, lr *listenerRouter) *sniConfigs {
+	var sc *sniConfigs
+	for _, e := range in {
+		if e.ClientValidation == nil {
+			continue
+		}
+		if sc == nil {
+			sc = &sniConfigs{exact: map[string]*tls.Config{}, wild: map[string]*tls.Config{}}
+		}
+		cfg := compileClientValidation(e.ClientValidation, lr)
+		switch h := e.Hostname; {
+		case h == "":
+			if sc.def == nil {
+				sc.def = cfg
+			}
+		case strings.HasPrefix(h, "*."):
+			if sc.wild[h[2:]] == nil {
+				sc.wild[h[2:]] = cfg
+			}
+		default:
+			if sc.exact[h] == nil {
+				sc.exact[h] = cfg
+			}
+		}
+	}
+	return sc
+}
+
+// get is the config for serverName; nil for none (or a nil set).
+func (sc *sniConfigs) get(serverName string) *tls.Config {
+	if sc == nil {
+		return nil
+	}
+	h := strings.ToLower(strings.TrimSuffix(serverName, "."))
+	if h != "" {
+		if c := sc.exact[h]; c != nil {
+			return c
+		}
+		for i := strings.IndexByte(h, '.'); i >= 0; {
+			if c := sc.wild[h[i+1:]]; c != nil {
+				return c
+			}
+			j := strings.IndexByte(h[i+1:], '.')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+		}
+	}
+	return sc.def
 }
 
 // setClientCertHeader passes the client's verified certificate upstream.

@@ -183,3 +183,69 @@ func TestClientCertHeaderStripped(t *testing.T) {
 		t.Error("the fast path served none of them")
 	}
 }
+
+// TestSNIClientCertificateValidation: client certificates verified for
+// one SNI entry of a port only (Ingress auth-tls-secret): that host's
+// handshakes need a valid certificate, the other host's need none, and a
+// request for the validating host over the other SNI gets 400 (its route
+// requires a verified certificate), so the check cannot be gone around.
+func TestSNIClientCertificateValidation(t *testing.T) {
+	ca, otherCA := newTestCA(t, "clients"), newTestCA(t, "others")
+	alice, bob := keyPair(t, ca.issue(t, "ns/alice", "alice", nil)), keyPair(t, otherCA.issue(t, "ns/bob", "bob", nil))
+	srv := testCert(t, "mtls.example", "open.example")
+	b := startBackend(t, "b", false, nil)
+	p := newTestPlane(t)
+	port := testkit.FreePortInt32(t)
+	cv := &snapshot.ClientValidation{CAPEM: ca.pem, VerifyDepth: 1}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{srv},
+		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+		Listeners: []snapshot.Listener{{Name: "ingress/443", Port: port, Protocol: snapshot.ProtocolHTTPS,
+			TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{
+				{Hostname: "mtls.example", Certificate: srv.Name, ClientValidation: cv},
+				{Hostname: "open.example", Certificate: srv.Name},
+			}},
+			VirtualHosts: []snapshot.VirtualHost{
+				{Hostname: "mtls.example", Routes: []snapshot.Route{{ID: "mtls", Backends: to("ns/b:80"), RequireClientCertificate: true}}},
+				{Hostname: "open.example", Routes: []snapshot.Route{{ID: "open", Backends: to("ns/b:80")}}},
+			}}}}
+	snapshot.Normalize(s)
+	p.mustApply(t, s)
+	get := func(sni, host string, cert *tls.Certificate) (result, error) {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/", port), nil)
+		req.Host = host
+		resp, err := httpsClient(sni, cert, false).Do(req)
+		if err != nil {
+			return result{}, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		e, _ := b.last()
+		return result{code: resp.StatusCode, echo: e}, nil
+	}
+	if _, err := get("mtls.example", "mtls.example", nil); err == nil {
+		t.Error("mtls.example without a certificate: served, want the handshake refused")
+	}
+	if _, err := get("mtls.example", "mtls.example", &bob); err == nil {
+		t.Error("mtls.example with another CA's certificate: served, want the handshake refused")
+	}
+	if res, err := get("mtls.example", "mtls.example", &alice); err != nil || res.code != 200 || clientCertSeen(t, res.echo) != "alice" {
+		t.Errorf("mtls.example with a valid certificate: %v %d, backend saw %q", err, res.code, clientCertSeen(t, res.echo))
+	}
+	if res, err := get("open.example", "open.example", nil); err != nil || res.code != 200 {
+		t.Errorf("open.example without a certificate: %v %d, want 200", err, res.code)
+	}
+	// The other SNI with mtls.example's Host: 421 (another entry of the
+	// port), and even where that check does not apply (plain HTTP, the
+	// Ingress's port 80) the route's requirement answers 400.
+	if res, err := get("open.example", "mtls.example", nil); err != nil || (res.code != http.StatusMisdirectedRequest && res.code != http.StatusBadRequest) {
+		t.Errorf("mtls.example's route over open.example's handshake: %v %d, want 421 or 400", err, res.code)
+	}
+	plain := testkit.FreePortInt32(t)
+	s.Listeners = append(s.Listeners, httpListener(plain, snapshot.VirtualHost{Hostname: "*",
+		Routes: []snapshot.Route{{ID: "mtls-http", Backends: to("ns/b:80"), RequireClientCertificate: true}}}))
+	snapshot.Normalize(s)
+	p.mustApply(t, s)
+	if res := fetch(t, client(), fmt.Sprintf("http://127.0.0.1:%d/", plain)); res.code != http.StatusBadRequest {
+		t.Errorf("a route that requires a client certificate over plain HTTP: %d, want 400", res.code)
+	}
+}

@@ -66,7 +66,11 @@ type route struct {
 	retry        *retryPolicy
 	maxBody      int64
 	accessLogOff bool
-	stats        *routeStats
+	// omitClientCert keeps X-SSL-Client-Cert out (OmitClientCertificate).
+	omitClientCert bool
+	// requireClientCert: RequireClientCertificate (policies.go).
+	requireClientCert bool
+	stats             *routeStats
 	// policies are the policy layer's filters (policies.go).
 	policies routePolicies
 }
@@ -162,6 +166,8 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		lr.hosts = compileListenerHosts(l.TLS.Certificates)
 		if cv := l.TLS.ClientValidation; cv != nil {
 			lr.clientTLS = compileClientValidation(cv, lr)
+		} else {
+			lr.sniClientTLS = compileSNIClientValidation(l.TLS.Certificates, lr)
 		}
 	}
 	for vi := range l.VirtualHosts {
@@ -238,22 +244,24 @@ func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*
 // in router.go).
 func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route, error) {
 	r := &route{
-		id:           in.ID,
-		listener:     lr.name,
-		port:         lr.port,
-		extPort:      lr.externalPort,
-		tls:          lr.tls,
-		method:       in.Match.Method,
-		path:         in.Match.Path,
-		reqHdr:       compileHeaderMod(in.RequestHeaders),
-		respHdr:      compileHeaderMod(in.ResponseHeaders),
-		redirect:     in.Redirect,
-		rewrite:      in.Rewrite,
-		cors:         compileCORS(in.CORS),
-		direct:       in.DirectResponse,
-		maxBody:      in.MaxRequestBodyBytes,
-		accessLogOff: in.AccessLogOff,
-		stats:        c.routeStats(lr.name, in.ID),
+		id:                in.ID,
+		listener:          lr.name,
+		port:              lr.port,
+		extPort:           lr.externalPort,
+		tls:               lr.tls,
+		method:            in.Match.Method,
+		path:              in.Match.Path,
+		reqHdr:            compileHeaderMod(in.RequestHeaders),
+		respHdr:           compileHeaderMod(in.ResponseHeaders),
+		redirect:          in.Redirect,
+		rewrite:           in.Rewrite,
+		cors:              compileCORS(in.CORS),
+		direct:            in.DirectResponse,
+		maxBody:           in.MaxRequestBodyBytes,
+		accessLogOff:      in.AccessLogOff,
+		omitClientCert:    in.OmitClientCertificate,
+		requireClientCert: in.RequireClientCertificate,
+		stats:             c.routeStats(lr.name, in.ID),
 	}
 	if in.Timeouts != nil {
 		r.timeouts = *in.Timeouts

@@ -176,7 +176,7 @@ func (d *DataPlane) buildRequest(ex *exchange, r *http.Request, dst destination,
 	// Without header filters or Connection tokens the lean client writes
 	// the filtered client headers straight to the upstream, no map built.
 	out.hdr = upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
-	clientCert := isTLS && r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+	clientCert := isTLS && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && !rt.omitClientCert
 	if !out.lean || rt.reqHdr != nil || b.reqHdr != nil || len(r.Header["Connection"]) > 0 || clientCert || ex.authForwarded != nil {
 		h := outboundHeader(r.Header, out.hdr.clientIP, proto, r.Host)
 		if clientCert {

@@ -282,8 +282,8 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 				// A port that validates client certificates has its own config
 				// in the state in force: its CA pool swaps with the snapshot
 				// (clientauth.go).
-				GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-					return d.clientValidationConfig(port), nil
+				GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+					return d.clientValidationConfig(port, hello.ServerName), nil
 				},
 			}
 		}

@@ -118,8 +118,14 @@ func (c *compiler) compilePolicies(in *snapshot.Route, r *route, lr *listenerRou
 	return nil
 }
 
-// admitBeforeCORS runs steps 4a and 4b; false when it answered.
+// admitBeforeCORS runs steps 4a and 4b, after refusing with 400 a request
+// without the verified client certificate its route requires; false when
+// it answered.
 func (d *DataPlane) admitBeforeCORS(ex *exchange, r *http.Request, rt *route) bool {
+	if rt.requireClientCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+		answer(ex, http.StatusBadRequest, "no required SSL certificate was sent")
+		return false
+	}
 	p := &rt.policies
 	ex.clientIP = p.clientIP.clientIP(r)
 	return p.ipAccess.admit(ex, ex.clientIP)

@@ -51,6 +51,10 @@ type listenerRouter struct {
 	// clientTLS is the server config of an HTTPS port that validates
 	// client certificates (clientauth.go), nil for one that does not.
 	clientTLS *tls.Config
+	// sniClientTLS are the server configs of the SNI entries that
+	// validate client certificates when the port as a whole does not
+	// (clientauth.go); nil for none.
+	sniClientTLS *sniConfigs
 	// hosts tells the listeners of an HTTPS port apart by hostname, for
 	// the misdirected request check (misdirected.go); nil when there is
 	// one.

@@ -189,6 +189,11 @@ type ClientValidation struct {
 	// certificate, or one that does not verify (mode AllowInsecureFallback);
 	// otherwise such a handshake fails (AllowValidOnly).
 	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
+	// VerifyDepth > 0 bounds the verified chain: at most this many CA
+	// certificates between the client's and the trusted root's issuer
+	// (nginx's ssl_verify_depth; 1: the client certificate signed by a
+	// trusted CA).
+	VerifyDepth int32 `json:"verifyDepth,omitempty"`
 }
 
 // SNICertificate binds a hostname ("" for any, "*.example.com" for a
@@ -196,6 +201,10 @@ type ClientValidation struct {
 type SNICertificate struct {
 	Hostname    string `json:"hostname,omitempty"`
 	Certificate string `json:"certificate"`
+	// ClientValidation, when set and the listener has none for the whole
+	// port, verifies the client certificates of the handshakes this entry
+	// is selected for (Ingress auth-tls-secret, per host).
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
 }
 
 // Certificate is a PEM certificate chain and key.
@@ -248,6 +257,14 @@ type Route struct {
 	MaxRequestBodyBytes int64 `json:"maxRequestBodyBytes,omitempty"`
 	// AccessLogOff suppresses access log lines for this route.
 	AccessLogOff bool `json:"accessLogOff,omitempty"`
+	// OmitClientCertificate keeps a verified client certificate out of the
+	// upstream request (no X-SSL-Client-Cert).
+	OmitClientCertificate bool `json:"omitClientCertificate,omitempty"`
+	// RequireClientCertificate answers 400 to a request whose connection
+	// carries no verified client certificate (plain HTTP included), as
+	// nginx does for ssl_verify_client: a client cannot reach a host that
+	// validates certificates through another SNI or port.
+	RequireClientCertificate bool `json:"requireClientCertificate,omitempty"`
 
 	// The policy layer (policies.go), applied in the order serve.go
 	// documents. ClientIP overrides the listener's detection for this

@@ -55,6 +55,9 @@ type ingressBuild struct {
 	routes       []ingressRoute
 	defaultRoute *ingressRoute
 	defaultOwner nn
+	// hostCA is the client certificate validation of each TLS host, from
+	// the oldest Ingress with auth-tls-secret serving it.
+	hostCA map[string]*snapshot.ClientValidation
 }
 
 // processIngresses translates every Ingress of our classes, oldest first
@@ -144,6 +147,7 @@ func (t *translator) newIngressBuild() *ingressBuild {
 		https:   &listenerBuilder{l: snapshot.Listener{Name: "ingress/443", Port: ingressHTTPSPort, Protocol: snapshot.ProtocolHTTPS}, vhosts: map[string]*vhostBuilder{}},
 		sniSeen: map[snapshot.SNICertificate]bool{},
 		taken:   map[string]nn{},
+		hostCA:  map[string]*snapshot.ClientValidation{},
 	}
 	if ct := t.ingressClientTraffic(); ct != nil {
 		b.http.l.ClientTraffic, b.https.l.ClientTraffic = ct, ct
@@ -179,6 +183,9 @@ func (b *ingressBuild) addTLS(ing *networkingv1.Ingress, opts *ingressOpts) {
 					opts.tlsHosts = map[string]bool{}
 				}
 				opts.tlsHosts[h] = true
+			}
+			if opts.clientCA != nil && b.hostCA[h] == nil {
+				b.hostCA[h] = opts.clientCA
 			}
 			sc := snapshot.SNICertificate{Hostname: h, Certificate: cert}
 			if !b.sniSeen[sc] {
@@ -268,6 +275,11 @@ func (b *ingressBuild) emit() {
 	if d := b.defaultRoute; d != nil {
 		b.addDefault(b.http, d.http, &d.key)
 		b.addDefault(b.https, d.https, &d.key)
+	}
+	for i := range b.https.sni {
+		if cv := b.hostCA[b.https.sni[i].Hostname]; cv != nil {
+			b.https.sni[i].ClientValidation = cv
+		}
 	}
 	if len(b.https.sni) > 0 {
 		b.sb.listeners[snapshot.ListenerKey(&b.https.l)] = b.https

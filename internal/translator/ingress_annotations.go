@@ -75,6 +75,9 @@ type ingressOpts struct {
 	tlsAll   bool
 	// policies apply the policy annotations (ingress_policies.go).
 	policies []func(*snapshot.Route)
+	// clientCA verifies client certificates on the Ingress's TLS hosts
+	// (auth-tls-secret); nil for none.
+	clientCA *snapshot.ClientValidation
 }
 
 // ingressParams resolves IngressClass.spec.parameters. A broken reference

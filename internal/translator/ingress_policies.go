@@ -112,20 +112,7 @@ func (a *annotationReader) policies(opts *ingressOpts) {
 			opts.policies = append(opts.policies, func(r *snapshot.Route) { v := ba; r.BasicAuth = &v })
 		}
 	}
-	if v, ok := a.get(annAuthTLSSecret); ok {
-		// Client certificates are verified per listener port (a Gateway's
-		// spec.tls.frontend); a per-host check for Ingress is not built
-		// yet, so the Ingress fails closed rather than serve unverified.
-		a.refuse(annAuthTLSSecret, v, "per-Ingress client certificate validation is not supported yet")
-		opts.policies = append(opts.policies, failClosedRoute)
-	}
-	for _, k := range []string{annAuthTLSVerifyDepth, annAuthTLSPassCertificate} {
-		if v, ok := a.get(k); ok {
-			if _, set := a.get(annAuthTLSSecret); !set {
-				a.invalid(k, v, "needs "+annAuthTLSSecret)
-			}
-		}
-	}
+	a.clientCertificates(opts)
 	if m := a.mirrorTarget(); m != nil {
 		opts.policies = append(opts.policies, func(r *snapshot.Route) { r.Mirrors = append(r.Mirrors, *m) })
 	}
@@ -233,4 +220,59 @@ func (t *translator) ingressClientTraffic() *snapshot.ClientTraffic {
 		return nil // the controller validates its flags at start
 	}
 	return &snapshot.ClientTraffic{ProxyProtocol: &snapshot.ProxyProtocol{TrustedCIDRs: c}}
+}
+
+// defaultVerifyDepth is auth-tls-verify-depth's default, as nginx's: the
+// client certificate is signed by a trusted CA directly.
+const defaultVerifyDepth = 1
+
+// clientCertificates reads auth-tls-secret (a Secret "name" or
+// "namespace/name" of the Ingress's namespace with the CA bundle in
+// ca.crt), auth-tls-verify-depth (1-10) and
+// auth-tls-pass-certificate-to-upstream. The HTTPS handshakes of the
+// Ingress's TLS hosts then ask for a client certificate and verify it; the
+// Ingress's routes answer 400 to a request whose connection carries none
+// (plain HTTP included, so a client cannot go around the check). A host
+// shared with another Ingress gets the check for both: the most
+// restrictive wins, the older Ingress's CA when two differ. A Secret that
+// cannot be used fails closed (503).
+func (a *annotationReader) clientCertificates(opts *ingressOpts) {
+	v, ok := a.get(annAuthTLSSecret)
+	if !ok {
+		for _, k := range []string{annAuthTLSVerifyDepth, annAuthTLSPassCertificate} {
+			if v, ok := a.get(k); ok {
+				a.invalid(k, v, "needs "+annAuthTLSSecret)
+			}
+		}
+		return
+	}
+	ns, name := a.ing.Namespace, strings.TrimSpace(v)
+	if n, rest, cut := strings.Cut(name, "/"); cut {
+		if n != ns {
+			a.refuse(annAuthTLSSecret, v, "the Secret must be in the Ingress's namespace "+ns)
+			opts.policies = append(opts.policies, failClosedRoute)
+			return
+		}
+		name = rest
+	}
+	ca, problem := a.t.caBundle(ns, "", kindSecret, name)
+	if problem != nil {
+		a.refuse(annAuthTLSSecret, v, problem.message)
+		opts.policies = append(opts.policies, failClosedRoute)
+		return
+	}
+	depth := defaultVerifyDepth
+	if d, ok := a.get(annAuthTLSVerifyDepth); ok {
+		n, err := strconv.Atoi(strings.TrimSpace(d))
+		if err != nil || n < 1 || n > 10 {
+			a.invalid(annAuthTLSVerifyDepth, d, "want a number from 1 to 10")
+		} else {
+			depth = n
+		}
+	}
+	opts.clientCA = &snapshot.ClientValidation{CAPEM: ca, VerifyDepth: int32(depth)} //nolint:gosec // G115: 1-10
+	pass := a.flag(annAuthTLSPassCertificate)
+	opts.policies = append(opts.policies, func(r *snapshot.Route) {
+		r.RequireClientCertificate, r.OmitClientCertificate = true, !pass
+	})
 }
