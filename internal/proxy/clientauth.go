@@ -63,9 +63,12 @@ func compileClientValidation(cv *snapshot.ClientValidation, lr *listenerRouter) 
 		auth = tls.RequestClientCert
 	}
 	certs, port := lr.certs, lr.port
-	var verify func([][]byte, [][]*x509.Certificate) error
+	// VerifyConnection, unlike VerifyPeerCertificate, also runs for resumed
+	// sessions.
+	var verify func(tls.ConnectionState) error
 	if depth := int(cv.VerifyDepth); depth > 0 {
-		verify = func(_ [][]byte, chains [][]*x509.Certificate) error {
+		verify = func(cs tls.ConnectionState) error {
+			chains := cs.VerifiedChains
 			if len(chains) == 0 {
 				return nil // no certificate, or one AllowInsecureFallback let through
 			}
@@ -80,11 +83,11 @@ func compileClientValidation(cv *snapshot.ClientValidation, lr *listenerRouter) 
 		}
 	}
 	return &tls.Config{
-		VerifyPeerCertificate: verify,
-		MinVersion:            tls.VersionTLS12,
-		NextProtos:            []string{"h2", "http/1.1"},
-		ClientAuth:            auth,
-		ClientCAs:             pool,
+		VerifyConnection: verify,
+		MinVersion:       tls.VersionTLS12,
+		NextProtos:       []string{"h2", "http/1.1"},
+		ClientAuth:       auth,
+		ClientCAs:        pool,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if c := certs.get(hello.ServerName); c != nil {
 				return c, nil

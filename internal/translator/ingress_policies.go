@@ -270,7 +270,7 @@ func (a *annotationReader) clientCertificates(opts *ingressOpts) {
 			depth = n
 		}
 	}
-	opts.clientCA = &snapshot.ClientValidation{CAPEM: ca, VerifyDepth: int32(depth)} //nolint:gosec // G115: 1-10
+	opts.clientCA = &snapshot.ClientValidation{CAPEM: ca, VerifyDepth: int32(depth)}
 	pass := a.flag(annAuthTLSPassCertificate)
 	opts.policies = append(opts.policies, func(r *snapshot.Route) {
 		r.RequireClientCertificate, r.OmitClientCertificate = true, !pass
