@@ -17,14 +17,20 @@ limitations under the License.
 package proxy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/testkit"
@@ -247,5 +253,58 @@ func TestSNIClientCertificateValidation(t *testing.T) {
 	p.mustApply(t, s)
 	if res := fetch(t, client(), fmt.Sprintf("http://127.0.0.1:%d/", plain)); res.code != http.StatusBadRequest {
 		t.Errorf("a route that requires a client certificate over plain HTTP: %d, want 400", res.code)
+	}
+}
+
+// intermediate is a CA signed by ca.
+func (ca *testCA) intermediate(t testing.TB, cn string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, _ := x509.ParseCertificate(der)
+	return &testCA{cert: crt, key: key, pem: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}
+}
+
+// TestClientCertificateVerifyDepth: a client certificate issued by an
+// intermediate CA (chain leaf, intermediate, root) is refused at verify
+// depth 1 and accepted at depth 2; one issued by the root passes both.
+func TestClientCertificateVerifyDepth(t *testing.T) {
+	root := newTestCA(t, "root")
+	mid := root.intermediate(t, "intermediate")
+	deep := keyPair(t, mid.issue(t, "ns/deep", "deep", nil))
+	deep.Certificate = append(deep.Certificate, mid.cert.Raw)
+	direct := keyPair(t, root.issue(t, "ns/direct", "direct", nil))
+	srv := testCert(t, "app.example")
+	b := startBackend(t, "b", false, nil)
+	p := newTestPlane(t)
+	port, open := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
+	served := func(cert *tls.Certificate) bool {
+		resp, err := httpsClient("app.example", cert, false).Get(fmt.Sprintf("https://127.0.0.1:%d/", port))
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	for _, tc := range []struct {
+		depth        int32
+		deep, direct bool
+	}{{1, false, true}, {2, true, true}} {
+		p.mustApply(t, clientValidationSnapshot(port, open, b, srv, &snapshot.ClientValidation{CAPEM: root.pem, VerifyDepth: tc.depth}))
+		if got := served(&deep); got != tc.deep {
+			t.Errorf("depth %d, intermediate-issued certificate: served %v, want %v", tc.depth, got, tc.deep)
+		}
+		if got := served(&direct); got != tc.direct {
+			t.Errorf("depth %d, root-issued certificate: served %v, want %v", tc.depth, got, tc.direct)
+		}
 	}
 }
