@@ -117,6 +117,7 @@ func newProxyCommand() *cobra.Command {
 	f.IntVar(&cfg.DataPlane.UDPMaxSessions, "udp-max-sessions", 16384, "Most sessions one UDP listener keeps; a datagram that would open one more is dropped and counted.")
 	f.IntVar(&cfg.DataPlane.RetryBodyBufferBytes, "retry-body-buffer-bytes", 64<<10,
 		"Largest request body kept in memory so a route's retry policy can send it again; a request with a larger body is streamed and never retried.")
+	f.BoolVar(&cfg.EnablePprof, "enable-pprof", false, "Serve Go's profiles under /debug/pprof/ on the health port.")
 	f.StringVar(&cfg.DataPlane.RateLimitRedis, "rate-limit-redis", "",
 		"Address (host:port) of the Redis that Global RateLimits count in, shared by every proxy replica; without it they fail open or closed as each policy says.")
 	disc.AddFlags(f)

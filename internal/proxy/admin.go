@@ -70,6 +70,9 @@ type Config struct {
 	// ShutdownTimeout bounds, after the drain window, how long in-flight
 	// requests may finish once the listeners are closed (default 25s).
 	ShutdownTimeout time.Duration
+	// EnablePprof serves Go's profiles under /debug/pprof/ on the health
+	// port (debug.go).
+	EnablePprof bool
 }
 
 // Validate reports a clear error for a configuration the proxy cannot run with.
@@ -150,7 +153,13 @@ type Admin struct {
 	cfg       Config
 	readiness *Readiness
 	registry  *prometheus.Registry
+	// dp, once set (AttachDataPlane), adds the debug endpoints (debug.go).
+	dp *DataPlane
 }
+
+// AttachDataPlane serves dp's /debug/snapshot and /statusz on the health
+// port; call it before Serve.
+func (a *Admin) AttachDataPlane(dp *DataPlane) { a.dp = dp }
 
 // NewAdmin builds the admin endpoints of a proxy with its own metrics registry.
 func NewAdmin(cfg Config, readiness *Readiness) *Admin {
@@ -198,6 +207,9 @@ func (a *Admin) HealthHandler() http.Handler {
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	})
+	if a.dp != nil {
+		addDebugHandlers(mux, a.cfg, a.dp, a.readiness)
+	}
 	return mux
 }
 
@@ -261,6 +273,7 @@ func Run(ctx context.Context, cfg Config, readiness *Readiness) error {
 	opts.Registry = admin.Registry()
 	opts.Readiness = readiness
 	dp := NewDataPlane(opts)
+	admin.AttachDataPlane(dp)
 
 	// Neither the sources nor the admin endpoints stop with ctx: during the
 	// drain the data plane keeps taking snapshots (endpoints still change)

@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -38,6 +39,10 @@ type state struct {
 	// streams are the compiled TLS, TCP and UDP listeners (stream.go);
 	// router holds the HTTP and HTTPS ones.
 	streams map[listenerAddr]*streamListener
+	// source is the snapshot compiled (never mutated after Apply) and
+	// applied when it was published, for /debug/snapshot (debug.go).
+	source  *snapshot.Snapshot
+	applied time.Time
 }
 
 // route is one compiled snapshot route.
@@ -102,6 +107,7 @@ func compileEnv(s *snapshot.Snapshot, prev *state, m *metrics, env *policyEnv) (
 	}
 	st := &state{
 		version:   version,
+		source:    s,
 		router:    &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
 		sets:      compileEndpointSets(s.EndpointSets, prev, certs),
 		certs:     certs,

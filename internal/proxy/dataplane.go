@@ -61,6 +61,8 @@ type DataPlane struct {
 
 	// env is the policy filters' state across snapshots (policies.go).
 	env *policyEnv
+	// lastApplyError is the latest refused snapshot's reason (debug.go).
+	lastApplyError atomic.Pointer[applyError]
 }
 
 // NewDataPlane builds a data plane with no listeners; Apply binds them.
@@ -126,14 +128,17 @@ func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
 	prev := d.state.Load()
 	st, err := compileEnv(s, prev, d.m, d.env)
 	if err != nil {
+		d.noteApplyError(err)
 		return false, nil, err
 	}
 	// Bind what is new before publishing, so a bind failure leaves the old
 	// state and every old listener untouched.
 	opened, err := d.bindListeners(st)
 	if err != nil {
+		d.noteApplyError(err)
 		return false, nil, err
 	}
+	st.applied = time.Now()
 	d.state.Store(st)
 	d.env.backends.sync(st)
 	d.dropUpstreams(prev, st)
