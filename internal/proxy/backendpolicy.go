@@ -167,7 +167,7 @@ func (es *endpointSet) done() {
 
 // answerOverloaded answers a request the circuit breaker refused.
 func answerOverloaded(ex *exchange, rt *route) {
-	rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "overloaded").Inc()
+	ex.upstreamError(rt, "overloaded")
 	ex.Header()[overloadedHeader] = []string{"true"}
 	answer(ex, http.StatusServiceUnavailable, "upstream overloaded")
 }

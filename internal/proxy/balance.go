@@ -210,12 +210,12 @@ func pickDestination(ex *exchange, r *http.Request, rt *route) (destination, boo
 	in := pickInput{r: r, ex: ex}
 	b, ep := rt.pickFor(&in)
 	if b == nil || b.invalid {
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "invalid_backend").Inc()
+		ex.upstreamError(rt, "invalid_backend")
 		answer(ex, http.StatusInternalServerError, "no valid backend for this route")
 		return destination{}, false
 	}
 	if ep == nil {
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "no_endpoints").Inc()
+		ex.upstreamError(rt, "no_endpoints")
 		answer(ex, http.StatusServiceUnavailable, "no healthy upstream")
 		return destination{}, false
 	}

@@ -219,7 +219,7 @@ func TestCompressionAlgorithms(t *testing.T) {
 			continue
 		}
 		var m struct {
-			Bytes int64 `json:"bytes"`
+			Bytes int64 `json:"bytes_sent"`
 		}
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatal(err)

@@ -282,7 +282,7 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatalf("access log line %q is not JSON: %v", line, err)
 			}
-			for _, k := range []string{"host", "method", "path", "status", "client_ip", "route_id", "upstream_addr", "duration_ms", "bytes"} {
+			for _, k := range []string{"host", "method", "path", "status", "client_ip", "route_id", "upstream", "upstream_addr", "duration_ms", "bytes_sent", "error"} {
 				if _, ok := m[k]; !ok {
 					t.Errorf("access log line lacks %q: %s", k, line)
 				}
@@ -295,6 +295,15 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 			}
 			if m["route_id"] == "dead" && m["status"] != float64(502) {
 				t.Errorf("dead route logged %v", m["status"])
+			}
+			if m["route_id"] == "dead" && m["error"] == "" {
+				t.Errorf("dead route logged no error: %s", line)
+			}
+			if m["route_id"] == "" && m["status"] == float64(404) && m["error"] != "no_route" {
+				t.Errorf("an unrouted request logged error %v, want no_route", m["error"])
+			}
+			if m["upstream_addr"] != "" && !strings.Contains(fmt.Sprint(m["upstream"]), "/") {
+				t.Errorf("a proxied request logged upstream %v, want its endpoint set (%s)", m["upstream"], line)
 			}
 		}
 		if !found {

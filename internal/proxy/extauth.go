@@ -392,7 +392,7 @@ func (p *extAuthPolicy) failed(ex *exchange, r *http.Request, rt *route, err err
 		ex.status = 499 // the client went away; nothing to send
 		return false
 	}
-	countExtAuthFailure(rt)
+	countExtAuthFailure(ex, rt)
 	if p.clients != nil {
 		p.clients.log.Debug("external authorization failed", "route", rt.id, "failOpen", p.failOpen, "error", err)
 	}
@@ -405,10 +405,8 @@ func (p *extAuthPolicy) failed(ex *exchange, r *http.Request, rt *route, err err
 }
 
 // countExtAuthFailure counts a failed authorization call of rt.
-func countExtAuthFailure(rt *route) {
-	if rt.stats != nil && rt.stats.m != nil {
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "ext_auth").Inc()
-	}
+func countExtAuthFailure(ex *exchange, rt *route) {
+	ex.upstreamError(rt, "ext_auth")
 }
 
 // stripUpstream removes the client's copies of the UpstreamHeaders.

@@ -108,7 +108,7 @@ func (p *extAuthPolicy) checkGRPC(ctx context.Context, ex *exchange, r *http.Req
 		if p.failOpen {
 			return extAuthFailed, fmt.Errorf("%s: the authorization server answered an error: %s", ep.addr, resp.GetStatus().GetMessage())
 		}
-		countExtAuthFailure(rt)
+		countExtAuthFailure(ex, rt)
 		p.writeDenied(ex, er, http.StatusServiceUnavailable)
 		return extAuthAnswered, nil
 	}

@@ -302,7 +302,7 @@ func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst desti
 		// errBackendTimeout is one too. A dial that ran out of its own
 		// connect timeout (DialTimeout, ConnectTimeout) is a connect
 		// failure, answered 502 below.
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "timeout").Inc()
+		ex.upstreamError(rt, "timeout")
 		answer(ex, http.StatusGatewayTimeout, "upstream timed out")
 	case r.Context().Err() != nil:
 		ex.status = 499 // the client went away; nothing to send
@@ -312,7 +312,7 @@ func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst desti
 		ex.Header()["Connection"] = []string{"close"}
 		answer(ex, http.StatusBadRequest, "malformed or incomplete request body")
 	case isUpstreamTLSError(err):
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "tls").Inc()
+		ex.upstreamError(rt, "tls")
 		d.log.Warn("upstream TLS handshake or verification failed", "route", rt.id, "upstream", dst.ep.addr, "error", err)
 		answer(ex, http.StatusBadGateway, "upstream TLS handshake or verification failed")
 	default:
@@ -321,7 +321,7 @@ func (d *DataPlane) answerUpstreamError(ex *exchange, r *http.Request, dst desti
 		if errors.As(err, &ne) && ne.Op == "dial" {
 			kind = "connect"
 		}
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, kind).Inc()
+		ex.upstreamError(rt, kind)
 		d.log.Debug("upstream error", "route", rt.id, "upstream", dst.ep.addr, "error", err)
 		answer(ex, http.StatusBadGateway, "upstream connect or protocol error")
 	}
@@ -340,7 +340,7 @@ func copyResponse(ex *exchange, r *http.Request, dst destination, at *attempt, r
 	}
 	if err := copyBody(ex, resp.Body, flush); err != nil {
 		if errors.Is(context.Cause(at.ctx), errUpstreamTimeout) {
-			dst.rt.stats.m.upstreamErrors.WithLabelValues(dst.rt.id, "timeout").Inc()
+			ex.upstreamError(dst.rt, "timeout")
 		}
 		if r.Context().Err() == nil {
 			// The response is half sent: abort the client stream so it

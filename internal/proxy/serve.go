@@ -159,6 +159,18 @@ type exchange struct {
 	// client-sent header of those names, so they are applied after that
 	// (buildRequest).
 	authForwarded http.Header
+	// upstreamName is the endpoint set the request went to, errKind why no
+	// upstream answered it (the access log's upstream and error fields).
+	upstreamName, errKind string
+}
+
+// upstreamError counts an upstream failure of kind under rt and records it
+// for the access log.
+func (e *exchange) upstreamError(rt *route, kind string) {
+	e.errKind = kind
+	if rt.stats != nil && rt.stats.m != nil {
+		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, kind).Inc()
+	}
 }
 
 var exchangePool = sync.Pool{New: func() any { return new(exchange) }}
@@ -227,6 +239,7 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 		return
 	}
 	if rt = lr.lookup(r); rt == nil {
+		ex.errKind = "no_route"
 		answer(ex, http.StatusNotFound, "no route matches this request")
 		return
 	}
@@ -318,7 +331,7 @@ func (d *DataPlane) handle(ex *exchange, r *http.Request, rt *route, isTLS bool)
 	if !ok {
 		return
 	}
-	ex.upstream = dst.ep.addr
+	ex.upstream, ex.upstreamName = dst.ep.addr, dst.b.set.name
 	if c := rt.policies.compression; c != nil {
 		defer c.wrap(ex, r)()
 	}

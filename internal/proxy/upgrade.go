@@ -46,7 +46,7 @@ func (d *DataPlane) upgrade(ex *exchange, r *http.Request, rt *route, resp *http
 	resUp := upgradeType(resp.Header)
 	backConn, ok := resp.Body.(io.ReadWriteCloser)
 	if reqUp == "" || !strings.EqualFold(reqUp, resUp) || !ok {
-		rt.stats.m.upstreamErrors.WithLabelValues(rt.id, "protocol").Inc()
+		ex.upstreamError(rt, "protocol")
 		answer(ex, http.StatusBadGateway, "upstream switched to an unexpected protocol")
 		return
 	}
