@@ -75,6 +75,8 @@ func (a *accessLogger) log(start time.Time, listener string, r *http.Request, ex
 	b = appendJSONString(b, ex.errKind)
 	b = append(b, `,"retries":`...)
 	b = strconv.AppendInt(b, int64(ex.retries), 10)
+	b = append(b, `,"request_id":`...)
+	b = appendJSONString(b, ex.requestID)
 	b = append(b, "}\n"...)
 	a.mu.Lock()
 	_, _ = a.w.Write(b)

@@ -162,6 +162,8 @@ type exchange struct {
 	// upstreamName is the endpoint set the request went to, errKind why no
 	// upstream answered it (the access log's upstream and error fields).
 	upstreamName, errKind string
+	// requestID is the request's X-Request-Id (requestid.go).
+	requestID string
 }
 
 // upstreamError counts an upstream failure of kind under rt and records it
@@ -224,7 +226,7 @@ func (e *exchange) Unwrap() http.ResponseWriter { return e.w }
 func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, isTLS bool) {
 	start := time.Now()
 	ex := exchangePool.Get().(*exchange)
-	*ex = exchange{w: w}
+	*ex = exchange{w: w, requestID: requestID(r)}
 	var lr *listenerRouter
 	if st := d.state.Load(); st != nil {
 		lr = st.router.ports[port]
