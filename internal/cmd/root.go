@@ -56,7 +56,7 @@ func NewRootCommand() *cobra.Command {
 		Version:       version.Version,
 	}
 	root.SetVersionTemplate(version.String() + "\n")
-	root.AddCommand(newServeCommand(), newVersionCommand(), newInfraCommand(), newUninstallCommand(), newTranslateCommand())
+	root.AddCommand(newServeCommand(), newVersionCommand(), newInfraCommand(), newUninstallCommand(), newTranslateCommand(), newDescribeCommand())
 	// Flags are spelled with dashes (--shard-id); the underscore spelling
 	// of older docs and scripts (--shard_id) means the same flag.
 	root.SetGlobalNormalizationFunc(dashedFlagNames)
