@@ -56,7 +56,7 @@ func newClientMetrics() *clientMetrics {
 			Help: "Failed SVID bootstraps.",
 		}),
 		svidExpiry: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "coxswain_proxy_discovery_svid_expiry_seconds",
+			Name: "coxswain_proxy_discovery_svid_expiry_timestamp_seconds",
 			Help: "Unix time at which the current SVID expires.",
 		}),
 		wireMismatch: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -57,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"listener"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "coxswain_proxy_upstream_errors_total",
-			Help: "Upstream failures answered to clients, by route ID and kind (connect, timeout, protocol, tls, no_endpoints, invalid_backend).",
+			Help: "Upstream failures answered to clients, by route ID and kind (connect, timeout, protocol, tls, no_endpoints, invalid_backend, overloaded, ext_auth).",
 		}, []string{"route", "kind"}),
 		snapshotInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "coxswain_proxy_snapshot_info",
