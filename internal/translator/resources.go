@@ -129,6 +129,10 @@ type Result struct {
 	// their ancestors entries of our controller name and drops ours from
 	// policies not listed.
 	Policies []KindPolicyStatus `json:",omitempty"`
+	// GatewayParameters and IngressClassParameters are the status of the
+	// parameters objects in use (parameters.go).
+	GatewayParameters      []ParametersStatus `json:",omitempty"`
+	IngressClassParameters []ParametersStatus `json:",omitempty"`
 	// ListenerSetListeners are, per Gateway that takes ListenerSets, the
 	// listeners they add (for the Gateway's Services and proxies).
 	ListenerSetListeners []GatewayListeners `json:",omitempty"`

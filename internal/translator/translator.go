@@ -174,6 +174,7 @@ func Translate(res *Resources) *Result {
 	t.buildGatewayScopes()
 	t.processIngresses()
 	t.policyStatuses()
+	t.parametersStatuses()
 	t.finish()
 	return t.out
 }

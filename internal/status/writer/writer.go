@@ -212,6 +212,9 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	if !record(w.staleEntries(ctx, res)) {
 		return errors.Join(errs...)
 	}
+	if !record(w.parameters(ctx, res)) {
+		return errors.Join(errs...)
+	}
 	if err := w.events(ctx, res.Events); err != nil {
 		errs = append(errs, err)
 	}

@@ -39,6 +39,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
+	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
@@ -65,6 +66,9 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		if err := gatewayv1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := ingressv1alpha1.AddToScheme(scheme); err != nil {
 			return err
 		}
 		if kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
