@@ -18,6 +18,7 @@ package discovery
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -34,7 +35,14 @@ type conn struct {
 	notify   chan struct{}
 	cancel   context.CancelCauseFunc
 
+	// connected is when the stream subscribed; peer is the proxy's
+	// address; svidExpiry is when its client SVID expires.
+	connected  time.Time
+	peer       string
+	svidExpiry time.Time
+
 	// Guarded by Server.mu.
+	lastAck  time.Time
 	bound    map[int32]bool
 	reported bool // has sent a NodeStatus
 	acked    *published

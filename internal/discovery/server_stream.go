@@ -134,7 +134,7 @@ func (s *Server) onAck(c *conn, st *streamState, ack *discoveryv1.Ack) {
 	st.pending, st.baseline, st.nackVersion = nil, p.pub, ""
 	s.metrics.acks.Inc()
 	s.mu.Lock()
-	c.acked, c.rejected = p.pub, nil
+	c.acked, c.rejected, c.lastAck = p.pub, nil, time.Now()
 	s.mu.Unlock()
 	s.signalDataPlane()
 }

@@ -42,17 +42,30 @@ func (s *Server) reject(code codes.Code, format string, args ...any) error {
 	return status.Errorf(code, format, args...)
 }
 
-// peerIdentity returns the verified SPIFFE ID of the stream's peer.
-func peerIdentity(ctx context.Context) (spiffeid.ID, error) {
+// peerIdentity returns the verified SPIFFE ID of the stream's peer, its
+// address and when its SVID expires.
+func peerIdentity(ctx context.Context) (spiffeid.ID, peerInfo, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return spiffeid.ID{}, errors.New("no peer")
+		return spiffeid.ID{}, peerInfo{}, errors.New("no peer")
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok || len(info.State.PeerCertificates) == 0 {
-		return spiffeid.ID{}, errors.New("no client certificate")
+		return spiffeid.ID{}, peerInfo{}, errors.New("no client certificate")
 	}
-	return x509svid.IDFromCert(info.State.PeerCertificates[0])
+	leaf := info.State.PeerCertificates[0]
+	pi := peerInfo{svidExpiry: leaf.NotAfter}
+	if p.Addr != nil {
+		pi.addr = p.Addr.String()
+	}
+	id, err := x509svid.IDFromCert(leaf)
+	return id, pi, err
+}
+
+// peerInfo is what the fleet view shows of a stream's peer.
+type peerInfo struct {
+	addr       string
+	svidExpiry time.Time
 }
 
 // Stream serves one proxy: Subscribe, then snapshots out and acks in.
@@ -60,7 +73,7 @@ func (s *Server) Stream(stream serverStream) error {
 	if !s.opts.IsLeader() {
 		return s.reject(codes.FailedPrecondition, "%s: this controller replica is a standby; dial the %s Service", NotLeaderMessage, names.DiscoveryStreamServiceName)
 	}
-	id, err := peerIdentity(stream.Context())
+	id, pi, err := peerIdentity(stream.Context())
 	if err != nil {
 		return s.reject(codes.Unauthenticated, "peer identity: %v", err)
 	}
@@ -92,7 +105,10 @@ func (s *Server) Stream(stream serverStream) error {
 	}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
-	c := &conn{nodeID: sub.GetNodeId(), identity: id.String(), scope: scope, notify: make(chan struct{}, 1), cancel: cancel}
+	c := &conn{
+		nodeID: sub.GetNodeId(), identity: id.String(), scope: scope, notify: make(chan struct{}, 1), cancel: cancel,
+		connected: time.Now(), peer: pi.addr, svidExpiry: pi.svidExpiry,
+	}
 	if err := s.register(c); err != nil {
 		return err
 	}

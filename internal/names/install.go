@@ -98,6 +98,9 @@ const (
 	// in the controller and in every proxy.
 	HealthPort  = 8081
 	MetricsPort = 8083
+	// AdminPort serves the controller's admin API and dashboard (HTTPS,
+	// off unless --admin-bind-address names it).
+	AdminPort = 8085
 )
 
 // TokenAudience is the audience of the projected ServiceAccount token a
