@@ -56,6 +56,7 @@ func TestProxyFlagErrors(t *testing.T) {
 		{[]string{"serve", "proxy", "--dedicated", "--gateway-name", "edge"}, "--dedicated requires --gateway-name and --gateway-namespace"},
 		{[]string{"serve", "proxy", "--shared", "--gateway-namespace", "ns"}, "only valid with --dedicated"},
 		{[]string{"serve", "controller", "extra"}, `unknown command "extra"`},
+		{[]string{"serve", "proxy", "--shared", "--tracing-otlp-endpoint", "127.0.0.1:4317", "--tracing-sampling-ratio", "2"}, "--tracing-sampling-ratio 2 is not between 0 and 1"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -140,6 +141,22 @@ func TestProxyDataPlaneFlags(t *testing.T) {
 		for name, want := range map[string]string{"stream-idle-timeout": "5m0s", "udp-max-sessions": "7", "retry-body-buffer-bytes": "1024"} {
 			if got := c.Flags().Lookup(name).Value.String(); got != want {
 				t.Errorf("%v set --%s to %q, want %q", args, name, got, want)
+			}
+		}
+	}
+}
+
+// TestTracingFlags: both the proxy and the controller take the tracing
+// flags, off by default, sampling every trace once on.
+func TestTracingFlags(t *testing.T) {
+	for _, path := range [][]string{{"serve", "proxy"}, {"serve", "controller"}} {
+		c, _, err := NewRootCommand().Find(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string]string{"tracing-otlp-endpoint": "", "tracing-otlp-insecure": "false", "tracing-sampling-ratio": "1"} {
+			if f := c.Flags().Lookup(name); f == nil || f.DefValue != want {
+				t.Errorf("%v --%s: %v, want default %q", path, name, f, want)
 			}
 		}
 	}

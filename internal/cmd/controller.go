@@ -38,6 +38,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/pipeline"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
+	"github.com/coxswain-go/coxswain/internal/tracing"
 )
 
 type controllerOptions struct {
@@ -55,6 +56,7 @@ type controllerOptions struct {
 	ingressProxyProtocol  bool
 	ingressTrustedSources []string
 	discovery             controlplane.Flags
+	tracing               tracing.Options
 }
 
 func newControllerCommand() *cobra.Command {
@@ -86,6 +88,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringSliceVar(&o.ingressTrustedSources, "ingress-proxy-trusted-sources", nil,
 		"CIDRs (or addresses) of the load balancers that send PROXY protocol headers to the Ingress listeners.")
 	o.discovery.AddFlags(f)
+	o.tracing.AddFlags(f)
 	// The Helm chart sets these through the environment.
 	if v := os.Getenv("COXSWAIN_DISCOVERY_CA_MODE"); v != "" {
 		_ = f.Set("discovery-ca-mode", v)
@@ -100,6 +103,14 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err != nil {
 		return err
 	}
+	// The rebuild's spans (internal/provider: rebuild, translate;
+	// internal/pipeline: publish) go through the global provider.
+	tp, stopTracing, err := tracing.New(cmd.Context(), o.tracing, tracing.ServiceController)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
+	tracing.Install(tp, log.WithName("tracing"))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)

@@ -32,11 +32,13 @@ import (
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/tracing"
 )
 
 func newProxyCommand() *cobra.Command {
 	var shared, dedicated, accessLog bool
 	var disc discovery.ProxyFlags
+	var traces tracing.Options
 	cfg := proxy.Config{}
 	c := &cobra.Command{
 		Use:   "proxy (--shared | --dedicated --gateway-name NAME --gateway-namespace NS)",
@@ -56,9 +58,16 @@ func newProxyCommand() *cobra.Command {
 				return err
 			}
 			log := ctrl.Log.WithName("proxy")
+			tp, stopTracing, err := tracing.New(cmd.Context(), traces, tracing.ServiceProxy)
+			if err != nil {
+				return err
+			}
+			defer flushTraces(stopTracing, log)
+			tracing.Install(tp, log.WithName("tracing"))
+			cfg.DataPlane.TracerProvider = tp
 			log.Info("starting proxy", "mode", cfg.Mode,
 				"gateway", cfg.GatewayNamespace+"/"+cfg.GatewayName, "health", cfg.HealthAddr, "metrics", cfg.MetricsAddr,
-				"snapshotFile", cfg.SnapshotFile)
+				"snapshotFile", cfg.SnapshotFile, "tracing", traces.Endpoint)
 			cfg.DataPlane.Logger = slog.New(logr.ToSlogHandler(log))
 			if accessLog {
 				cfg.DataPlane.AccessLog = os.Stdout
@@ -121,8 +130,19 @@ func newProxyCommand() *cobra.Command {
 	f.StringVar(&cfg.DataPlane.RateLimitRedis, "rate-limit-redis", "",
 		"Address (host:port) of the Redis that Global RateLimits count in, shared by every proxy replica; without it they fail open or closed as each policy says.")
 	disc.AddFlags(f)
+	traces.AddFlags(f)
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c
+}
+
+// flushTraces sends the spans still buffered, within a few seconds, and
+// stops the exporter.
+func flushTraces(shutdown func(context.Context) error, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Error(err, "flushing traces")
+	}
 }
 
 // nodeID names this proxy on the discovery stream: the pod name, else the

@@ -19,6 +19,10 @@ package pipeline
 import (
 	"context"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
@@ -29,9 +33,13 @@ import (
 // publisher hands every rebuild's snapshots to the discovery server.
 type publisher struct{ srv *discovery.Server }
 
-// Accept publishes res's snapshots.
-func (p publisher) Accept(_ context.Context, res *translator.Result) {
+// Accept publishes res's snapshots, under a "publish" span of the
+// rebuild's trace.
+func (p publisher) Accept(ctx context.Context, res *translator.Result) {
+	_, span := otel.Tracer("coxswain/controller").Start(ctx, "publish", trace.WithAttributes(attribute.Int("coxswain.snapshots", len(res.Snapshots))))
+	defer span.End()
 	if err := p.srv.Publish(res.Snapshots); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		// An invalid snapshot keeps its scope's previous one; say why.
 		ctrl.Log.WithName("discovery").Error(err, "publishing snapshots")
 	}

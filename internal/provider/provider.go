@@ -31,6 +31,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -287,16 +290,19 @@ func (p *Provider) debounce(ctx context.Context) bool {
 }
 
 func (p *Provider) rebuild(ctx context.Context) {
+	ctx, span := otel.Tracer("coxswain/controller").Start(ctx, "rebuild")
+	defer span.End()
 	start := time.Now()
 	res, err := p.Gather(ctx)
 	if err != nil {
 		p.m.rebuilds.WithLabelValues("gather_error").Inc()
+		span.SetStatus(codes.Error, err.Error())
 		p.opts.Log.Error(err, "gathering rebuild inputs; keeping the last result")
 		// Retry later; the last published result stays in force.
 		time.AfterFunc(time.Second, p.Trigger)
 		return
 	}
-	out := p.opts.Translate(res)
+	out := p.translate(ctx, res)
 	p.m.rebuildSeconds.Observe(time.Since(start).Seconds())
 	p.m.rebuilds.WithLabelValues("ok").Inc()
 	p.mu.Lock()
@@ -305,6 +311,16 @@ func (p *Provider) rebuild(ctx context.Context) {
 	for _, s := range p.opts.Sinks {
 		s.Accept(ctx, out)
 	}
+}
+
+// translate translates res under a "translate" span (of the global
+// tracer provider) that counts the snapshots it made.
+func (p *Provider) translate(ctx context.Context, res *translator.Resources) *translator.Result {
+	_, span := otel.Tracer("coxswain/controller").Start(ctx, "translate")
+	defer span.End()
+	out := p.opts.Translate(res)
+	span.SetAttributes(attribute.Int("coxswain.snapshots", len(out.Snapshots)))
+	return out
 }
 
 // Last returns the most recent Result (nil before the first rebuild).

@@ -77,6 +77,8 @@ func (a *accessLogger) log(start time.Time, listener string, r *http.Request, ex
 	b = strconv.AppendInt(b, int64(ex.retries), 10)
 	b = append(b, `,"request_id":`...)
 	b = appendJSONString(b, ex.requestID)
+	b = append(b, `,"trace_id":`...)
+	b = appendTraceID(b, r, ex)
 	b = append(b, "}\n"...)
 	a.mu.Lock()
 	_, _ = a.w.Write(b)
@@ -125,6 +127,9 @@ func (a *accessLogger) logStream(e *streamLog) {
 	b = strconv.AppendInt(b, e.tx, 10)
 	b = append(b, `,"outcome":`...)
 	b = appendJSONString(b, e.outcome.String())
+	// A stream carries no trace context: the field is there for one
+	// schema across the access log's lines, always empty.
+	b = append(b, `,"trace_id":""`...)
 	b = append(b, "}\n"...)
 	a.mu.Lock()
 	_, _ = a.w.Write(b)

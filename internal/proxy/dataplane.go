@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -63,6 +65,9 @@ type DataPlane struct {
 	env *policyEnv
 	// lastApplyError is the latest refused snapshot's reason (debug.go).
 	lastApplyError atomic.Pointer[applyError]
+	// tracer makes the requests' spans; nil when tracing is off
+	// (tracing.go).
+	tracer trace.Tracer
 }
 
 // NewDataPlane builds a data plane with no listeners; Apply binds them.
@@ -81,6 +86,9 @@ func NewDataPlane(opts Options) *DataPlane {
 	}
 	if opts.AccessLog != nil {
 		d.alog = &accessLogger{w: opts.AccessLog}
+	}
+	if opts.TracerProvider != nil {
+		d.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
 	empty := []int32{}
 	d.ports.Store(&empty)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultMaxResponseHeaderBytes is the default cap on an upstream's
@@ -106,6 +107,11 @@ type Options struct {
 	// rate limits count in; empty leaves them without a store (each fails
 	// open or closed as its policy says).
 	RateLimitRedis string
+	// TracerProvider, when set, traces every HTTP request with one server
+	// span, the client's W3C trace context as its parent, and sends the
+	// span's trace context upstream (tracing.go); nil turns tracing off
+	// and leaves the client's traceparent as it came.
+	TracerProvider trace.TracerProvider
 
 	// reapInterval overrides how often idle upstream connections are
 	// reaped (tests).

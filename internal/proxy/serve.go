@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The proxy has two paths. The L7 path, below, serves the requests of HTTP
@@ -164,6 +166,8 @@ type exchange struct {
 	upstreamName, errKind string
 	// requestID is the request's X-Request-Id (requestid.go).
 	requestID string
+	// traceID is the trace of the request's sampled span (tracing.go).
+	traceID trace.TraceID
 }
 
 // upstreamError counts an upstream failure of kind under rt and records it
@@ -222,11 +226,16 @@ func (e *exchange) adoptHeader(h http.Header) bool {
 func (e *exchange) Unwrap() http.ResponseWriter { return e.w }
 
 // serve serves one request: steps 1 to 4 of the request path, then the
-// route's (handle); the deferred record counts and logs it either way.
+// route's (handle); the deferred record counts and logs it either way,
+// and ends its span when it is traced (tracing.go).
 func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, isTLS bool) {
 	start := time.Now()
 	ex := exchangePool.Get().(*exchange)
 	*ex = exchange{w: w, requestID: requestID(r)}
+	var span trace.Span
+	if d.tracer != nil {
+		span = d.startSpan(start, r, ex)
+	}
 	var lr *listenerRouter
 	if st := d.state.Load(); st != nil {
 		lr = st.router.ports[port]
@@ -234,6 +243,9 @@ func (d *DataPlane) serve(w http.ResponseWriter, r *http.Request, port int32, is
 	var rt *route
 	defer func() {
 		d.record(start, r, ex, lr, rt)
+		if span != nil {
+			endSpan(span, r, ex, lr, rt, port, isTLS)
+		}
 		ex.w = nil
 		exchangePool.Put(ex)
 	}()
