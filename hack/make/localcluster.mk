@@ -11,7 +11,7 @@ LOCALCLUSTER_ARGS ?=
 ##@ Local cluster
 
 .PHONY: localcluster-deps
-localcluster-deps: ## Install iproute2 (ip) if missing; the local cluster needs it and root.
+localcluster-deps: ## Install iproute2 (ip) and chromium if missing; the local cluster needs ip and root, the e2e dashboard test chromium.
 	@command -v ip >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "installing iproute2 from Debian's packages"; \
@@ -20,6 +20,9 @@ localcluster-deps: ## Install iproute2 (ip) if missing; the local cluster needs 
 			echo "ip not found: install iproute2 (apt-get install -y iproute2)"; exit 1; \
 		fi; }
 	@[ "$$(id -u)" = 0 ] || { echo "the local cluster needs root (network namespaces, a bridge, bind mounts)"; exit 1; }
+	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || { \
+		echo "installing chromium from Debian's packages (the e2e dashboard test drives it headless)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 .PHONY: localcluster-assets
 localcluster-assets: ## Build etcd, kube-apiserver, kubectl and kube-controller-manager into the envtest asset directory, unless present.

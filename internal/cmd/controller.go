@@ -33,7 +33,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/coxswain-go/coxswain/internal/admin"
 	"github.com/coxswain-go/coxswain/internal/controller"
+	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/pipeline"
@@ -45,6 +47,8 @@ type controllerOptions struct {
 	kubeconfig              string
 	healthProbeBindAddress  string
 	metricsBindAddress      string
+	adminBindAddress        string
+	adminCertDir            string
 	leaderElect             bool
 	leaderElectionNamespace string
 	proxyImage              string
@@ -73,6 +77,10 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
 	f.StringVar(&o.healthProbeBindAddress, "health-probe-bind-address", names.BindAddress(names.HealthPort), "Address of the /healthz and /readyz endpoints.")
 	f.StringVar(&o.metricsBindAddress, "metrics-bind-address", names.BindAddress(names.MetricsPort), "Address of the /metrics endpoint; 0 disables it.")
+	f.StringVar(&o.adminBindAddress, "admin-bind-address", os.Getenv("COXSWAIN_ADMIN_BIND_ADDRESS"),
+		"Address of the read-only admin API and dashboard (HTTPS; every request needs a bearer token of a user who may get Gateways), e.g. "+
+			names.BindAddress(names.AdminPort)+". Default: $COXSWAIN_ADMIN_BIND_ADDRESS; empty or 0: off.")
+	f.StringVar(&o.adminCertDir, "admin-cert-dir", "", "Directory with tls.crt and tls.key for the admin port; empty: a self-signed certificate made at start.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+names.LeaseName+".")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+names.DefaultInstallNamespace+".")
 	f.StringVar(&o.proxyImage, "proxy-image", os.Getenv(names.ProxyImageEnv),
@@ -169,6 +177,9 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)
 	}
+	if err := addAdmin(mgr, cfg, o, disc, &routing); err != nil {
+		return err
+	}
 	if _, _, err := pipeline.AddToManager(mgr, routing); err != nil {
 		return err
 	}
@@ -244,4 +255,35 @@ func ingressProxyProtocol(o controllerOptions) ([]string, error) {
 		}
 	}
 	return o.ingressTrustedSources, nil
+}
+
+// addAdmin adds the admin API and dashboard when --admin-bind-address
+// asks for them: a Model fed by the pipeline, read with TokenReview and
+// SubjectAccessReview.
+func addAdmin(mgr ctrl.Manager, cfg *rest.Config, o controllerOptions, disc *discovery.Server, routing *pipeline.Options) error {
+	if o.adminBindAddress == "" || o.adminBindAddress == "0" {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("admin API client: %w", err)
+	}
+	elected := mgr.Elected()
+	model := &admin.Model{Discovery: disc, IsLeader: func() bool {
+		select {
+		case <-elected:
+			return true
+		default:
+			return false
+		}
+	}}
+	routing.Sinks = append(routing.Sinks, model)
+	srv, err := admin.NewServer(admin.Options{
+		Addr: o.adminBindAddress, CertDir: o.adminCertDir, Model: model,
+		Auth: &admin.ReviewAuthorizer{Client: cs}, Log: ctrl.Log.WithName("admin"),
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(srv)
 }

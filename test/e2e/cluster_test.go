@@ -158,6 +158,7 @@ func TestLocalCluster(t *testing.T) {
 	if err := c.InstallBaseWithImage(ctx, crds, testkit.RepoRoot(), installedImage); err != nil {
 		t.Fatal(err)
 	}
+	e.enableAdmin(t)
 	e.apply(t, `
 apiVersion: v1
 kind: Namespace
@@ -224,6 +225,7 @@ spec:
 		{"PolicyOutlierDetection", testPolicyOutlierDetection},
 		{"PolicyRetryRollout", testPolicyRetryRollout},
 		{"PolicyProxyProtocol", testPolicyProxyProtocol},
+		{"Dashboard", testDashboard},
 		{"ControllerKilled", testControllerKilled},
 	} {
 		t0 := time.Now()

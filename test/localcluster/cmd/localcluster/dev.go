@@ -203,6 +203,15 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) 
 	if err := c.InstallBase(ctx, o.gatewayCRDs, o.repo); err != nil {
 		return nil, err
 	}
+	// The admin API and dashboard are off by default; make dev opens them
+	// (every request still needs a token of a user who may get Gateways).
+	if out, err := c.Kubectl(ctx, nil, "set", "env", "-n", "coxswain-system", "deployment/coxswain-controller",
+		"COXSWAIN_ADMIN_BIND_ADDRESS=:8085"); err != nil {
+		return nil, fmt.Errorf("enabling the dashboard: %w\n%s", err, out)
+	}
+	if out, err := c.Kubectl(ctx, []byte(dashboardReader), "apply", "--server-side", "-f", "-"); err != nil {
+		return nil, fmt.Errorf("dashboard reader: %w\n%s", err, out)
+	}
 	var demo strings.Builder
 	for _, b := range []struct{ name, port string }{{"api", "8080"}, {"frontend", "80"}, {"shop", "80"}} {
 		demo.WriteString(strings.NewReplacer("{{NAME}}", b.name, "{{PORT}}", b.port).Replace(demoBackends))
@@ -241,5 +250,42 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) 
 	if gwAddr == "" && ingAddr == "" {
 		fmt.Println("  (no Gateway or Ingress address published yet: kubectl get gateways,ingresses -A)")
 	}
+	printDashboard(ctx, c)
 	return checks, nil
+}
+
+// dashboardReader may read the admin API: it may get Gateways.
+const dashboardReader = `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: dashboard-reader, namespace: coxswain-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: coxswain-dashboard-reader}
+rules:
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: coxswain-dashboard-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coxswain-dashboard-reader}
+subjects:
+- {kind: ServiceAccount, name: dashboard-reader, namespace: coxswain-system}
+`
+
+// printDashboard prints where the controller's dashboard answers and how
+// to get a token for it.
+func printDashboard(ctx context.Context, c *localcluster.Cluster) {
+	ip, err := c.Kubectl(ctx, nil, "get", "pods", "-n", "coxswain-system", "-l", "app.kubernetes.io/component=controller",
+		"--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].status.podIP}")
+	if err != nil || strings.TrimSpace(ip) == "" {
+		fmt.Println("\nDashboard: the controller pod has no address yet (kubectl get pods -n coxswain-system -o wide)")
+		return
+	}
+	fmt.Printf("\nDashboard (self-signed certificate): https://%s:8085/\n", strings.TrimSpace(ip))
+	fmt.Printf("  token: %s create token dashboard-reader -n coxswain-system\n", c.KubectlPath())
+	fmt.Printf("  API:   curl -k -H \"Authorization: Bearer $TOKEN\" https://%s:8085/api/v1/problems\n", strings.TrimSpace(ip))
 }
