@@ -236,3 +236,8 @@ endef
 
 # Targets of individual subsystems (distribution, local cluster, ...).
 -include $(wildcard hack/make/*.mk)
+
+.PHONY: kubectl-plugin
+kubectl-plugin: build ## Build bin/coxswain and link it as bin/kubectl-coxswain: put bin/ on PATH and `kubectl coxswain describe ...` works.
+	ln -sf coxswain $(LOCALBIN)/kubectl-coxswain
+	@echo "kubectl plugin: $(LOCALBIN)/kubectl-coxswain (add $(LOCALBIN) to PATH, then: kubectl coxswain describe gateway NS/NAME)"

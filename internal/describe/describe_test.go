@@ -32,7 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/admin"
+	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
@@ -159,5 +162,37 @@ func mustCreate(ctx context.Context, t *testing.T, c interface {
 	t.Helper()
 	if err := c.Create(ctx, obj); err != nil {
 		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// TestProxiesFromTheFleet: the proxies serving a Gateway, at its
+// generation, are said; one behind or refusing, or none, is a problem.
+func TestProxiesFromTheFleet(t *testing.T) {
+	p := func(node string, gen int64, rejected bool) admin.FleetProxy {
+		fp := admin.FleetProxy{Proxy: discovery.Proxy{NodeID: node, Scope: "shared", BoundPorts: []int32{80},
+			Gateways: []snapshot.GatewayRef{{Namespace: "apps", Name: "web", Generation: gen}}}, SVIDExpiresIn: "1h0m0s"}
+		if rejected {
+			fp.Rejected = &discovery.ProxyRejection{Version: "v9", Detail: "bind 80: address already in use"}
+		}
+		return fp
+	}
+	for _, c := range []struct {
+		name     string
+		fleet    admin.FleetView
+		problems int
+		want     string
+	}{
+		{"all current", admin.FleetView{Leader: true, Proxies: []admin.FleetProxy{p("a", 3, false), p("b", 3, false)}}, 0, "proxy b (scope shared) serves generation 3"},
+		{"one behind", admin.FleetView{Leader: true, Proxies: []admin.FleetProxy{p("a", 3, false), p("b", 2, false)}}, 1, "proxy b (scope shared) serves generation 2, behind 3"},
+		{"one refusing", admin.FleetView{Leader: true, Proxies: []admin.FleetProxy{p("a", 2, true)}}, 1, "refused snapshot v9: bind 80"},
+		{"none", admin.FleetView{Leader: true}, 1, "no connected proxy serves this Gateway"},
+		{"standby", admin.FleetView{}, 1, "standby"},
+	} {
+		r := &Report{}
+		r.Proxies(c.fleet, "apps", "web", 3)
+		out := strings.Join(r.Lines, "\n")
+		if r.Problems != c.problems || !strings.Contains(out, c.want) {
+			t.Errorf("%s: %d problems, want %d; output:\n%s", c.name, r.Problems, c.problems, out)
+		}
 	}
 }
