@@ -39,6 +39,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/discovery/controlplane"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/pipeline"
+	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 	"github.com/coxswain-go/coxswain/internal/tracing"
 )
@@ -48,6 +49,7 @@ type controllerOptions struct {
 	healthProbeBindAddress  string
 	metricsBindAddress      string
 	adminBindAddress        string
+	sharedProxyTracing      tracing.Options
 	adminCertDir            string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -91,6 +93,12 @@ func newControllerCommand() *cobra.Command {
 		"Replicas of the shared proxy Deployment (default from $COXSWAIN_SHARED_PROXY_REPLICAS, else 2).")
 	f.StringVar(&o.sharedProxyRedis, "shared-proxy-rate-limit-redis", os.Getenv("COXSWAIN_SHARED_PROXY_RATE_LIMIT_REDIS"),
 		"host:port of the Redis the shared proxies count Global RateLimits in (default $COXSWAIN_SHARED_PROXY_RATE_LIMIT_REDIS; empty: none).")
+	f.StringVar(&o.sharedProxyTracing.Endpoint, "shared-proxy-tracing-otlp-endpoint", os.Getenv("COXSWAIN_SHARED_PROXY_TRACING_OTLP_ENDPOINT"),
+		"host:port of the OTLP/gRPC trace receiver the shared proxies export spans to (default $COXSWAIN_SHARED_PROXY_TRACING_OTLP_ENDPOINT; empty: no tracing). Dedicated proxies take CoxswainGatewayParameters spec.tracing.")
+	f.BoolVar(&o.sharedProxyTracing.Insecure, "shared-proxy-tracing-otlp-insecure", os.Getenv("COXSWAIN_SHARED_PROXY_TRACING_OTLP_INSECURE") == "true",
+		"Export the shared proxies' spans in plaintext (default $COXSWAIN_SHARED_PROXY_TRACING_OTLP_INSECURE=true).")
+	f.Float64Var(&o.sharedProxyTracing.SamplingRatio, "shared-proxy-tracing-sampling-ratio", 1,
+		"Share of requests without a sampled parent the shared proxies trace, 0 to 1.")
 	f.BoolVar(&o.ingressProxyProtocol, "ingress-accept-proxy-protocol", false,
 		"Make the Ingress listeners require a PROXY protocol (v1/v2) header from --ingress-proxy-trusted-sources and refuse other connections.")
 	f.StringSliceVar(&o.ingressTrustedSources, "ingress-proxy-trusted-sources", nil,
@@ -107,6 +115,9 @@ func newControllerCommand() *cobra.Command {
 
 func runController(cmd *cobra.Command, o controllerOptions) error {
 	log := ctrl.Log.WithName("controller")
+	if r := o.sharedProxyTracing.SamplingRatio; r < 0 || r > 1 {
+		return fmt.Errorf("--shared-proxy-tracing-sampling-ratio %v: want a number from 0 to 1", r)
+	}
 	ingressPP, err := ingressProxyProtocol(o)
 	if err != nil {
 		return err
@@ -173,6 +184,10 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		Discovery:                 disc,
 		IngressProxyProtocol:      ingressPP,
 		SharedProxyRateLimitRedis: o.sharedProxyRedis,
+		SharedProxyTracing: provision.SharedPoolOptions{
+			TracingEndpoint: o.sharedProxyTracing.Endpoint, TracingInsecure: o.sharedProxyTracing.Insecure,
+			TracingSamplingRatio: strconv.FormatFloat(o.sharedProxyTracing.SamplingRatio, 'g', -1, 64),
+		},
 	}
 	if o.leaderElect {
 		routing.Leader = writer.LeaseLeaderCheck(lock, nil)

@@ -32,6 +32,7 @@ import (
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provider"
+	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	SharedProxyReplicas int32
 	// SharedProxyRateLimitRedis is the shared proxies' --rate-limit-redis.
 	SharedProxyRateLimitRedis string
+	// SharedProxyTracing holds the shared proxies' tracing flags (only its
+	// Tracing* fields are used).
+	SharedProxyTracing provision.SharedPoolOptions
 	// Discovery, when set, receives every snapshot and gates Programmed on
 	// the data plane's binds and acks.
 	Discovery *discovery.Server
@@ -88,6 +92,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		Image:            o.ProxyImage,
 		Replicas:         o.SharedProxyReplicas,
 		RateLimitRedis:   o.SharedProxyRateLimitRedis,
+		Tracing:          o.SharedProxyTracing,
 		Log:              ctrl.Log.WithName("shared-pool"),
 	}
 	if err := mgr.Add(pool); err != nil {

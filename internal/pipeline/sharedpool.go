@@ -53,6 +53,8 @@ type SharedPoolApplier struct {
 	Replicas   int32
 	// RateLimitRedis is the shared proxies' --rate-limit-redis.
 	RateLimitRedis string
+	// Tracing are the shared proxies' tracing flags.
+	Tracing provision.SharedPoolOptions
 	Log            logr.Logger
 
 	latest atomic.Pointer[translator.Result]
@@ -101,7 +103,10 @@ func (a *SharedPoolApplier) Start(ctx context.Context) error {
 func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) error {
 	var errs []error
 	if a.ManagePool {
-		for _, obj := range provision.RenderSharedPool(a.InstallNamespace, a.Image, provision.SharedPoolOptions{Replicas: a.Replicas, RateLimitRedis: a.RateLimitRedis}) {
+		for _, obj := range provision.RenderSharedPool(a.InstallNamespace, a.Image, provision.SharedPoolOptions{
+			Replicas: a.Replicas, RateLimitRedis: a.RateLimitRedis,
+			TracingEndpoint: a.Tracing.TracingEndpoint, TracingInsecure: a.Tracing.TracingInsecure, TracingSamplingRatio: a.Tracing.TracingSamplingRatio,
+		}) {
 			if _, ok := obj.(*corev1.ServiceAccount); ok {
 				// The install (config/rbac) owns the shared proxy's
 				// ServiceAccount; applying it here too would make two

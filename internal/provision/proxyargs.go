@@ -33,5 +33,28 @@ func (e Effective) proxyArgs() []string {
 	if rl := e.RateLimit; rl != nil && rl.RedisAddress != "" {
 		args = append(args, "--rate-limit-redis", rl.RedisAddress)
 	}
+	if tr := e.Tracing; tr != nil && tr.OTLPEndpoint != "" {
+		ratio := ""
+		if tr.SamplingRatio != nil {
+			ratio = *tr.SamplingRatio
+		}
+		args = append(args, TracingArgs(tr.OTLPEndpoint, tr.Insecure, ratio)...)
+	}
+	return args
+}
+
+// TracingArgs are the proxy's tracing flags: an OTLP/gRPC endpoint, in
+// plaintext or not, and a sampling ratio ("" keeps the proxy's default).
+func TracingArgs(endpoint string, insecure bool, ratio string) []string {
+	if endpoint == "" {
+		return nil
+	}
+	args := []string{"--tracing-otlp-endpoint", endpoint}
+	if insecure {
+		args = append(args, "--tracing-otlp-insecure")
+	}
+	if ratio != "" {
+		args = append(args, "--tracing-sampling-ratio", ratio)
+	}
 	return args
 }

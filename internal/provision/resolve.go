@@ -75,6 +75,8 @@ type Effective struct {
 	Streams *gatewayv1alpha1.Streams
 	// RateLimit is where Global RateLimits count; nil: no store.
 	RateLimit *gatewayv1alpha1.RateLimitStore
+	// Tracing is where the proxies export spans; nil: tracing off.
+	Tracing *gatewayv1alpha1.Tracing
 	// Sources are the parameters objects that contributed, class first.
 	Sources []types.NamespacedName
 }
@@ -237,6 +239,9 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 		if in.RateLimit != nil {
 			s.RateLimit = in.RateLimit
 		}
+		if in.Tracing != nil {
+			s.Tracing = in.Tracing
+		}
 		if in.PodTemplate != nil {
 			e.PodTemplates = append(e.PodTemplates, Layer{Source: sources[i], Patch: in.PodTemplate})
 		}
@@ -264,6 +269,7 @@ func overlay(layers []*gatewayv1alpha1.CoxswainGatewayParameters, sources []type
 	e.MaxResponseHeaderBytes = s.MaxResponseHeaderBytes
 	e.Streams = s.Streams
 	e.RateLimit = s.RateLimit
+	e.Tracing = s.Tracing
 	if a := s.Autoscaling; a != nil && a.Enabled {
 		as := a.DeepCopy()
 		if as.MinReplicas == nil {

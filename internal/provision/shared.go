@@ -54,6 +54,11 @@ type SharedPoolOptions struct {
 	Replicas int32
 	// RateLimitRedis is their --rate-limit-redis ("" for none).
 	RateLimitRedis string
+	// TracingEndpoint, TracingInsecure and TracingSamplingRatio are their
+	// tracing flags (TracingArgs; empty endpoint: off).
+	TracingEndpoint      string
+	TracingInsecure      bool
+	TracingSamplingRatio string
 }
 
 // RenderSharedPool renders the shared proxy pool in installNS: the
@@ -79,6 +84,7 @@ func RenderSharedPool(installNS, image string, o SharedPoolOptions) []Object {
 	if o.RateLimitRedis != "" {
 		args = append(args, "--rate-limit-redis", o.RateLimitRedis)
 	}
+	args = append(args, TracingArgs(o.TracingEndpoint, o.TracingInsecure, o.TracingSamplingRatio)...)
 	proxy := proxyContainer(image, args, DefaultResources())
 	proxy.Lifecycle = shutdown.lifecycle()
 	volumes := proxyVolumes(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

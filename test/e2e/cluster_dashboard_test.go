@@ -201,7 +201,7 @@ func testDashboard(t *testing.T, e *lcEnv) {
 		chromedp.Navigate(base+"/#topology"),
 		chromedp.WaitVisible(chromedp.CSS("#login-form")),
 		chromedp.SendKeys(chromedp.CSS("#token"), token),
-		chromedp.Submit(chromedp.CSS("#login-form")),
+		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#view[data-page="topology"] svg#topology`)))
 	want := []string{
 		"gateway:default/web", "gateway:default/edge", "gateway:default/web/http", "route:HTTPRoute:default/web",
@@ -232,6 +232,16 @@ func testDashboard(t *testing.T, e *lcEnv) {
 		return ""
 	})
 	screenshot("topology")
+
+	// The CLI reads the same fleet: describe lists the proxies serving
+	// the Gateway at its generation.
+	web := e.waitProgrammed(t, "default", "web", time.Minute)
+	out, err := exec.CommandContext(e.ctx, e.coxswain, "describe", "gateway", "default/web", "--kubeconfig", e.c.Kubeconfig,
+		"--admin-url", base, "--admin-token", token, "--admin-insecure-skip-tls-verify").CombinedOutput()
+	t.Logf("coxswain describe gateway default/web:\n%s", out)
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("serves generation %d", web.Generation)) {
+		t.Errorf("describe with --admin-url: %v; want the proxies serving generation %d", err, web.Generation)
+	}
 
 	// Every page loads and draws its data.
 	page("fleet", `tr[data-proxy]`)

@@ -66,6 +66,8 @@ type lcEnv struct {
 	cl     client.Client
 	ctx    context.Context
 	caPool *x509.CertPool // signs the TLS Secrets cert-a and cert-b
+	// coxswain is the binary the cluster runs (for CLI checks).
+	coxswain string
 }
 
 // echoBackend renders an echo-basic Deployment and Service in e2e (port
@@ -151,6 +153,7 @@ func TestLocalCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	e := startLocalCluster(ctx, t, localcluster.Binaries{EchoBasic: echo, Coxswain: coxswain})
+	e.coxswain = coxswain
 	c := e.c
 	started := time.Now()
 	// Installed as `make deploy IMG=installedImage` would: the proxies

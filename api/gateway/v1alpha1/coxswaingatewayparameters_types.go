@@ -136,6 +136,32 @@ type CoxswainGatewayParametersSpec struct {
 	// layers, the Gateway's block replaces the class's block as a whole.
 	// +optional
 	RateLimit *RateLimitStore `json:"rateLimit,omitempty"`
+
+	// tracing makes the proxies export OpenTelemetry spans, one per
+	// request, over OTLP/gRPC. When set on both layers, the Gateway's
+	// block replaces the class's block as a whole.
+	// +optional
+	Tracing *Tracing `json:"tracing,omitempty"`
+}
+
+// Tracing is where and how often the proxies export spans.
+type Tracing struct {
+	// otlpEndpoint is host:port of an OTLP/gRPC trace receiver reachable
+	// from the proxies (for example an OpenTelemetry Collector Service
+	// "otel-collector.observability.svc:4317").
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$`
+	OTLPEndpoint string `json:"otlpEndpoint"`
+	// insecure sends spans in plaintext (a collector on the node or in
+	// the mesh); otherwise over TLS verified against the system roots.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+	// samplingRatio is the share of requests without a sampled parent
+	// that start a trace, from "0" to "1". Default "1".
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,6})?|1(\.0{1,6})?)$`
+	SamplingRatio *string `json:"samplingRatio,omitempty"`
 }
 
 // RateLimitStore is the Redis the proxies share their Global RateLimit

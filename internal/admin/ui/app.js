@@ -123,7 +123,8 @@ function renderTopology(v) {
     const g = svgEl("g", { class: "node" + (n.ok ? "" : " bad"), "data-id": n.id, transform: `translate(${p.x},${p.y})` });
     g.append(svgEl("title", {}, n.kind + " " + n.label + (n.detail ? "\n" + n.detail : "")));
     g.append(svgEl("rect", { width: boxW, height: boxH }));
-    g.append(svgEl("text", { x: 6, y: 12, class: "kind" }, n.kind + (n.detail ? " · " + n.detail : "")));
+    const kind = n.kind + (n.detail ? " · " + n.detail : "");
+    g.append(svgEl("text", { x: 6, y: 12, class: "kind" }, kind.length > 44 ? kind.slice(0, 43) + "…" : kind));
     g.append(svgEl("text", { x: 6, y: 27 }, n.label.length > 32 ? n.label.slice(0, 31) + "…" : n.label));
     svg.append(g);
   }
