@@ -11,7 +11,7 @@
 {{/* Arguments the chart owns; config/manager's own arguments with these
      flags are replaced. */}}
 {{- define "coxswain.ownedFlags" -}}
---leader-elect --metrics-bind-address --zap-log-level
+--leader-elect --metrics-bind-address --zap-log-level --admin-bind-address --admin-cert-dir --shared-proxy-tracing-otlp-endpoint --shared-proxy-tracing-otlp-insecure --shared-proxy-tracing-sampling-ratio
 {{- end }}
 
 {{/* Environment variables the chart owns; config/manager's own values for
