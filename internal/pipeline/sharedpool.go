@@ -55,7 +55,7 @@ type SharedPoolApplier struct {
 	RateLimitRedis string
 	// Tracing are the shared proxies' tracing flags.
 	Tracing provision.SharedPoolOptions
-	Log            logr.Logger
+	Log     logr.Logger
 
 	latest atomic.Pointer[translator.Result]
 	notify chan struct{}
