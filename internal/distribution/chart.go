@@ -32,9 +32,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Generated chart files. Everything else in charts/coxswain is kept by hand
-// (Chart.yaml, values.yaml, values.schema.json, templates/deployment.yaml,
-// templates/_helpers.tpl, templates/NOTES.txt).
+// Generated chart files (files/monitoring too: chart_monitoring.go).
+// Everything else in charts/coxswain is kept by hand (Chart.yaml,
+// values.yaml, values.schema.json, templates/deployment.yaml,
+// templates/monitoring.yaml, templates/_helpers.tpl, templates/NOTES.txt).
 const (
 	ChartCRDDir            = "crds"
 	ChartFilesDir          = "files"

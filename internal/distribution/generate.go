@@ -18,6 +18,7 @@ package distribution
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,7 +68,8 @@ type Output struct {
 }
 
 // Generate renders config/manifests, config/samples and config/default with
-// kustomize and builds the bundle and the chart's generated files.
+// kustomize and builds the bundle and the chart's generated files, among
+// them the copy of config/monitoring.
 func Generate(root string, opts GenerateOptions) (*Output, error) {
 	manifests, err := Kustomize(opts.Kustomize, root, manifestsInput)
 	if err != nil {
@@ -100,6 +102,11 @@ func Generate(root string, opts GenerateOptions) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart: %w", err)
 	}
+	monitoring, err := MonitoringChartFiles(root)
+	if err != nil {
+		return nil, fmt.Errorf("chart: %w", err)
+	}
+	maps.Copy(chart, monitoring)
 	return &Output{Bundle: b, BundleFiles: files, Dockerfile: b.Dockerfile(BundleDir), ChartFiles: chart}, nil
 }
 

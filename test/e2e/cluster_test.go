@@ -229,6 +229,7 @@ spec:
 		{"PolicyRetryRollout", testPolicyRetryRollout},
 		{"PolicyProxyProtocol", testPolicyProxyProtocol},
 		{"Dashboard", testDashboard},
+		{"Monitoring", testMonitoring},
 		{"ControllerKilled", testControllerKilled},
 	} {
 		t0 := time.Now()

@@ -19,3 +19,17 @@
 {{- define "coxswain.ownedEnv" -}}
 COXSWAIN_PROXY_IMAGE COXSWAIN_DISCOVERY_CA_MODE COXSWAIN_SHARED_PROXY_REPLICAS COXSWAIN_SHARED_PROXY_RATE_LIMIT_REDIS
 {{- end }}
+
+{{/* Labels of the monitoring objects: the chart's, then the user's extra
+     labels (e.g. the release label a Prometheus selects by). Takes
+     (list $ extraLabels). */}}
+{{- define "coxswain.monitoringLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: coxswain
+app.kubernetes.io/part-of: coxswain
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+helm.sh/chart: {{ include "coxswain.chart" $root }}
+{{- with index . 1 }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

@@ -81,7 +81,8 @@ type Writer struct {
 	// Registerer receives the writer's metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 
-	patches *prometheus.CounterVec
+	patches    *prometheus.CounterVec
+	programmed *programmedMetric
 
 	latest atomic.Pointer[translator.Result]
 	notify chan struct{}
@@ -108,6 +109,7 @@ func (w *Writer) init() {
 			w.Now = time.Now
 		}
 		w.patches = newPatchesMetric(w.Registerer)
+		w.programmed = newProgrammedMetric(w.Registerer)
 		w.lastEvents = map[string]bool{}
 		w.rejectionsSeen = map[string]time.Time{}
 	})
@@ -177,11 +179,17 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 			return errors.Join(errs...)
 		}
 	}
+	// The Gateways of this round keep their coxswain_gateway_programmed
+	// series (one that failed to read keeps its last value); the others
+	// are dropped once every Gateway was tried.
+	gateways := make(map[types.NamespacedName]bool, len(res.Gateways))
 	for i := range res.Gateways {
+		gateways[res.Gateways[i].NamespacedName] = true
 		if !record(w.gateway(ctx, &res.Gateways[i])) {
 			return errors.Join(errs...)
 		}
 	}
+	w.programmed.prune(gateways)
 	for _, kind := range routeStatuses(res) {
 		for i := range kind.reported {
 			if !record(w.route(ctx, kind.routeKind, &kind.reported[i])) {
@@ -286,6 +294,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	g := w.gateFor(d, obj.Generation)
 	w.recordRejections(obj, g)
 	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, g.apply(orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
+	w.programmed.observe(d.NamespacedName, obj.Status.Conditions, obj.Generation)
 	obj.Status.Addresses = d.Status.Addresses
 	obj.Status.AttachedListenerSets = d.Status.AttachedListenerSets
 	obj.Status.Listeners = mergeListeners(orig.Status.Listeners, d.Status.Listeners, listenerName, listenerConditions, g.apply, obj.Generation, now)
