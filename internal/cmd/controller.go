@@ -51,6 +51,7 @@ type controllerOptions struct {
 	adminBindAddress        string
 	sharedProxyTracing      tracing.Options
 	adminCertDir            string
+	pprofBindAddress        string
 	leaderElect             bool
 	leaderElectionNamespace string
 	proxyImage              string
@@ -82,6 +83,8 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&o.adminBindAddress, "admin-bind-address", os.Getenv("COXSWAIN_ADMIN_BIND_ADDRESS"),
 		"Address of the read-only admin API and dashboard (HTTPS; every request needs a bearer token of a user who may get Gateways), e.g. "+
 			names.BindAddress(names.AdminPort)+". Default: $COXSWAIN_ADMIN_BIND_ADDRESS; empty or 0: off.")
+	f.StringVar(&o.pprofBindAddress, "pprof-bind-address", "",
+		"Address to serve Go's profiles on under /debug/pprof/ (plain HTTP, no authentication: bind it to localhost and use kubectl port-forward), e.g. 127.0.0.1:8082; empty: off.")
 	f.StringVar(&o.adminCertDir, "admin-cert-dir", "", "Directory with tls.crt and tls.key for the admin port; empty: a self-signed certificate made at start.")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect one active replica with the Lease "+names.LeaseName+".")
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease. Default: $POD_NAMESPACE, else "+names.DefaultInstallNamespace+".")
@@ -152,6 +155,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		Scheme:                              controller.NewScheme(),
 		HealthProbeBindAddress:              o.healthProbeBindAddress,
 		Metrics:                             metricsserver.Options{BindAddress: o.metricsBindAddress},
+		PprofBindAddress:                    o.pprofBindAddress,
 		LeaderElection:                      o.leaderElect,
 		LeaderElectionID:                    names.LeaseName,
 		LeaderElectionNamespace:             ns,

@@ -228,7 +228,7 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
-	t.Run("controller elects itself leader, serves health and metrics, and releases the Lease on SIGTERM", func(t *testing.T) {
+	t.Run("controller elects itself leader, serves health, metrics and opt-in pprof, and releases the Lease on SIGTERM", func(t *testing.T) {
 		cfg, kubeconfigPath := startEnvtest(t)
 
 		c, err := client.New(cfg, client.Options{})
@@ -240,10 +240,10 @@ func TestBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		health, metrics := testkit.FreeAddr(t), testkit.FreeAddr(t)
+		health, metrics, pprof := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 		p := start(t, bin, []string{"POD_NAMESPACE=coxswain-system", "KUBECONFIG="},
 			"serve", "controller", "--kubeconfig", kubeconfigPath,
-			"--health-probe-bind-address", health, "--metrics-bind-address", metrics,
+			"--health-probe-bind-address", health, "--metrics-bind-address", metrics, "--pprof-bind-address", pprof,
 			"--discovery-bind-address", testkit.FreeAddr(t), "--discovery-bootstrap-bind-address", testkit.FreeAddr(t),
 			"--manage-shared-pool=false")
 
@@ -274,6 +274,9 @@ func TestBinary(t *testing.T) {
 			}
 			return ""
 		})
+		if code, body, err := httpGet("http://" + pprof + "/debug/pprof/goroutine?debug=1"); err != nil || code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+			t.Errorf("--pprof-bind-address: %d %v", code, err)
+		}
 
 		p.stop(t)
 		if err := c.Get(ctx, key, lease); err != nil {
