@@ -18,11 +18,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +51,32 @@ type pipeline struct {
 	// internal port on 127.0.0.1).
 	addr string
 	hc   *http.Client
+	// controller and proxy are the two processes; controllerPprof is the
+	// controller's --pprof-bind-address.
+	controller, proxy *process
+	controllerPprof   string
+}
+
+// controllerRSS is the resident memory of the controller and the proxy
+// processes, from /proc.
+func (p *pipeline) controllerRSS() string {
+	return fmt.Sprintf("%s (proxy %s)", vmRSS(p.controller), vmRSS(p.proxy))
+}
+
+func vmRSS(pr *process) string {
+	if pr == nil || pr.cmd.Process == nil {
+		return "?"
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pr.cmd.Process.Pid))
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
 
 // gatewayProgrammed is the Programmed condition of default/web.
@@ -114,8 +142,9 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedPoolName}}))
 
 	streamAddr, bootAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
-	start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
-		"serve", "controller", "--kubeconfig", kubeconfigPath,
+	p.controllerPprof = testkit.FreeAddr(t)
+	p.controller = start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
+		"serve", "controller", "--kubeconfig", kubeconfigPath, "--pprof-bind-address", p.controllerPprof,
 		"--health-probe-bind-address", testkit.FreeAddr(t), "--metrics-bind-address", testkit.FreeAddr(t),
 		"--discovery-bind-address", streamAddr, "--discovery-bootstrap-bind-address", bootAddr,
 		"--manage-shared-pool=false")
@@ -157,7 +186,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	}
 
 	proxyHealth := testkit.FreeAddr(t)
-	start(t, bin, []string{"POD_NAME=shared-proxy-0"},
+	p.proxy = start(t, bin, []string{"POD_NAME=shared-proxy-0"},
 		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1", "--access-log=false",
 		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", testkit.FreeAddr(t),
 		"--discovery-endpoint", "https://"+streamAddr, "--discovery-bootstrap-endpoint", "https://"+bootAddr,

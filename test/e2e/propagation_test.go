@@ -42,6 +42,14 @@ func TestPropagationLatency(t *testing.T) {
 	// purpose, so a gap measures the latency of an isolated change.
 	gap, _ := time.ParseDuration(os.Getenv("COXSWAIN_PROPAGATION_GAP"))
 	p := startPipeline(t, nil)
+	// COXSWAIN_PROPAGATION_PRELOAD routes exist before the measured ones:
+	// the latency of one change with that many routes present.
+	preload, _ := strconv.Atoi(os.Getenv("COXSWAIN_PROPAGATION_PRELOAD"))
+	if preload > 0 {
+		began := time.Now()
+		p.preload(t, preload)
+		t.Logf("%d routes preloaded and served in %s; controller RSS %s", preload, time.Since(began).Round(time.Millisecond), p.controllerRSS())
+	}
 	lat := make([]time.Duration, 0, n)
 	creates := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
@@ -72,7 +80,7 @@ func TestPropagationLatency(t *testing.T) {
 	t.Logf("propagation over %d sequential HTTPRoute creations: p50 %v  p90 %v  p99 %v  max %v",
 		n, q(0.50).Round(100*time.Microsecond), q(0.90).Round(100*time.Microsecond),
 		q(0.99).Round(100*time.Microsecond), lat[len(lat)-1].Round(100*time.Microsecond))
-	fmt.Printf("propagation gap=%v routes=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f\n", gap, n,
+	fmt.Printf("propagation gap=%v preload=%d routes=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f\n", gap, preload, n,
 		ms(q(0.50)), ms(q(0.90)), ms(q(0.99)), ms(lat[len(lat)-1]))
 	// The apiserver's own share: the Create call returns once etcd has
 	// committed the object.
@@ -81,3 +89,35 @@ func TestPropagationLatency(t *testing.T) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// preload creates n routes (pre-0 ... pre-<n-1>, 8 at a time) and waits
+// until the proxy serves the last one.
+func (p *pipeline) preload(t *testing.T, n int) {
+	t.Helper()
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem }()
+			errs <- p.c.Create(p.ctx, redirectRoute(fmt.Sprintf("pre-%d", i), fmt.Sprintf("pre-%d.example.com", i)))
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := fmt.Sprintf("pre-%d.example.com", n-1)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		code, _, err := p.get(last, "/")
+		if err == nil && code == http.StatusMovedPermanently {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the preloaded routes are not served after 5 minutes (%d %v)", code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
