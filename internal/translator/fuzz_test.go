@@ -17,6 +17,9 @@ limitations under the License.
 package translator
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 
@@ -27,7 +30,7 @@ import (
 // (structuredResources spends the bytes on choices among valid and invalid
 // shapes) and, when they parse, the bytes as multi-document YAML of
 // Kubernetes objects. Seeds are every golden input. It checks that nothing
-// panics and every snapshot validates.
+// panics, every snapshot validates and the input is left as it was.
 func FuzzTranslate(f *testing.F) {
 	for _, in := range goldenInputs(f) {
 		data, err := os.ReadFile(in)
@@ -45,7 +48,16 @@ func FuzzTranslate(f *testing.F) {
 			inputs = append(inputs, res)
 		}
 		for _, res := range inputs {
+			// The provider hands the translator the informer cache's own
+			// objects (no deep copy): translating must not change them.
+			before, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r := Translate(res)
+			if after, _ := json.Marshal(res); !bytes.Equal(before, after) {
+				t.Fatalf("Translate changed its input:\n%s", firstDifference(before, after))
+			}
 			if len(r.Snapshots) == 0 || r.Snapshots[len(r.Snapshots)-1].Scope != snapshot.SharedPool() {
 				t.Fatal("the shared pool snapshot must always be present")
 			}
@@ -56,4 +68,14 @@ func FuzzTranslate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// firstDifference shows where two encodings part, with some context.
+func firstDifference(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-200)
+	return fmt.Sprintf("before: ...%s\nafter:  ...%s", a[lo:min(len(a), i+200)], b[lo:min(len(b), i+200)])
 }

@@ -55,6 +55,8 @@ type pipeline struct {
 	// controller's --pprof-bind-address.
 	controller, proxy *process
 	controllerPprof   string
+	// proxyHealth serves the proxy's health endpoints and /debug/pprof/.
+	proxyHealth string
 }
 
 // controllerRSS is the resident memory of the controller and the proxy
@@ -186,8 +188,9 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	}
 
 	proxyHealth := testkit.FreeAddr(t)
+	p.proxyHealth = proxyHealth
 	p.proxy = start(t, bin, []string{"POD_NAME=shared-proxy-0"},
-		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1", "--access-log=false",
+		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1", "--access-log=false", "--enable-pprof",
 		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", testkit.FreeAddr(t),
 		"--discovery-endpoint", "https://"+streamAddr, "--discovery-bootstrap-endpoint", "https://"+bootAddr,
 		"--discovery-token-path", tokenPath, "--discovery-trust-bundle", bundlePath,

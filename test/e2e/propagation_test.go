@@ -18,10 +18,13 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -49,6 +52,13 @@ func TestPropagationLatency(t *testing.T) {
 		began := time.Now()
 		p.preload(t, preload)
 		t.Logf("%d routes preloaded and served in %s; controller RSS %s", preload, time.Since(began).Round(time.Millisecond), p.controllerRSS())
+	}
+	// COXSWAIN_PROPAGATION_PROFILE=DIR writes CPU profiles of the
+	// controller and the proxy over the measured changes.
+	if dir := os.Getenv("COXSWAIN_PROPAGATION_PROFILE"); dir != "" {
+		secs := max(1, int((time.Duration(n)*(gap+100*time.Millisecond)).Seconds()))
+		done := p.profile(t, dir, secs)
+		defer done()
 	}
 	lat := make([]time.Duration, 0, n)
 	creates := make([]time.Duration, 0, n)
@@ -120,4 +130,35 @@ func (p *pipeline) preload(t *testing.T, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// profile fetches secs-long CPU profiles of the controller and the proxy
+// into dir, in the background; the returned func waits for them.
+func (p *pipeline) profile(t *testing.T, dir string, secs int) func() {
+	t.Helper()
+	var wg sync.WaitGroup
+	for name, url := range map[string]string{
+		"controller": "http://" + p.controllerPprof + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs),
+		"proxy":      "http://" + p.proxyHealth + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs),
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
+			resp, err := hc.Get(url)
+			if err != nil {
+				t.Logf("profile %s: %v", name, err)
+				return
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, _ := io.ReadAll(resp.Body)
+			path := filepath.Join(dir, name+".pprof")
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Logf("profile %s: %v", name, err)
+				return
+			}
+			t.Logf("CPU profile of the %s: %s", name, path)
+		}()
+	}
+	return wg.Wait
 }
