@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
@@ -34,6 +35,54 @@ type published struct {
 	bodies    map[string][]byte // key → canonical JSON
 	gateways  []snapshot.GatewayRef
 	published time.Time
+
+	// The resources of the messages that bring a proxy to this snapshot,
+	// computed once and shared by every stream's message (gRPC only reads
+	// them): the full list, and the delta from each baseline proxies hold.
+	msgMu  sync.Mutex
+	full   []*discoveryv1.Resource
+	deltas map[*published]resourceDelta
+}
+
+// resourceDelta is what delta returns.
+type resourceDelta struct {
+	upserts []*discoveryv1.Resource
+	removed []string
+}
+
+// maxCachedDeltas bounds the deltas a snapshot keeps: the proxies of a
+// scope hold one or two baselines, rarely more.
+const maxCachedDeltas = 8
+
+// fullResources lists every resource of p, in key order.
+func (p *published) fullResources() []*discoveryv1.Resource {
+	p.msgMu.Lock()
+	defer p.msgMu.Unlock()
+	if p.full == nil {
+		p.full = make([]*discoveryv1.Resource, 0, len(p.keys))
+		for _, k := range p.keys {
+			p.full = append(p.full, &discoveryv1.Resource{Key: k, Body: p.bodies[k]})
+		}
+	}
+	return p.full
+}
+
+// deltaFrom is delta(base, p), computed once per baseline rather than once
+// per stream.
+func (p *published) deltaFrom(base *published) (upserts []*discoveryv1.Resource, removed []string) {
+	p.msgMu.Lock()
+	defer p.msgMu.Unlock()
+	if d, ok := p.deltas[base]; ok {
+		return d.upserts, d.removed
+	}
+	upserts, removed = delta(base, p)
+	if len(p.deltas) < maxCachedDeltas {
+		if p.deltas == nil {
+			p.deltas = map[*published]resourceDelta{}
+		}
+		p.deltas[base] = resourceDelta{upserts: upserts, removed: removed}
+	}
+	return upserts, removed
 }
 
 // Publish replaces the snapshots of all scopes; scopes not listed are

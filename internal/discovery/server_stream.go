@@ -223,14 +223,12 @@ func nextMessage(cur *published, st *streamState) *discoveryv1.Snapshot {
 			return nil
 		}
 		msg.Full = true
-		for _, k := range cur.keys {
-			msg.Resources = append(msg.Resources, &discoveryv1.Resource{Key: k, Body: cur.bodies[k]})
-		}
+		msg.Resources = cur.fullResources()
 		return msg
 	}
 	if cur.version == st.baseline.version {
 		return nil
 	}
-	msg.Resources, msg.Removed = delta(st.baseline, cur)
+	msg.Resources, msg.Removed = cur.deltaFrom(st.baseline)
 	return msg
 }
