@@ -41,7 +41,10 @@ type published struct {
 	// them): the full list, and the delta from each baseline proxies hold.
 	msgMu  sync.Mutex
 	full   []*discoveryv1.Resource
-	deltas map[*published]resourceDelta
+	// deltas is keyed by the baseline's version, not the baseline itself:
+	// a snapshot must not keep older ones (and, through theirs, every
+	// earlier one) alive.
+	deltas map[string]resourceDelta
 }
 
 // resourceDelta is what delta returns.
@@ -72,15 +75,15 @@ func (p *published) fullResources() []*discoveryv1.Resource {
 func (p *published) deltaFrom(base *published) (upserts []*discoveryv1.Resource, removed []string) {
 	p.msgMu.Lock()
 	defer p.msgMu.Unlock()
-	if d, ok := p.deltas[base]; ok {
+	if d, ok := p.deltas[base.version]; ok {
 		return d.upserts, d.removed
 	}
 	upserts, removed = delta(base, p)
 	if len(p.deltas) < maxCachedDeltas {
 		if p.deltas == nil {
-			p.deltas = map[*published]resourceDelta{}
+			p.deltas = map[string]resourceDelta{}
 		}
-		p.deltas[base] = resourceDelta{upserts: upserts, removed: removed}
+		p.deltas[base.version] = resourceDelta{upserts: upserts, removed: removed}
 	}
 	return upserts, removed
 }
