@@ -39,8 +39,8 @@ type published struct {
 	// The resources of the messages that bring a proxy to this snapshot,
 	// computed once and shared by every stream's message (gRPC only reads
 	// them): the full list, and the delta from each baseline proxies hold.
-	msgMu  sync.Mutex
-	full   []*discoveryv1.Resource
+	msgMu sync.Mutex
+	full  []*discoveryv1.Resource
 	// deltas is keyed by the baseline's version, not the baseline itself:
 	// a snapshot must not keep older ones (and, through theirs, every
 	// earlier one) alive.
