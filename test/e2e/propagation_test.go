@@ -56,7 +56,7 @@ func TestPropagationLatency(t *testing.T) {
 	// COXSWAIN_PROPAGATION_PROFILE=DIR writes CPU profiles of the
 	// controller and the proxy over the measured changes.
 	if dir := os.Getenv("COXSWAIN_PROPAGATION_PROFILE"); dir != "" {
-		secs := max(1, int((time.Duration(n)*(gap+100*time.Millisecond)).Seconds()))
+		secs := max(1, int((time.Duration(n) * (gap + 100*time.Millisecond)).Seconds()))
 		done := p.profile(t, dir, secs)
 		defer done()
 	}
