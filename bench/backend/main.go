@@ -18,6 +18,11 @@ limitations under the License.
 // a minimal HTTP/1.1 server that answers every request with a fixed
 // text/plain body, so the benchmarks measure the proxies, not the backend.
 //
+// Two paths differ, for bench/shapes.sh: /upload reads the request body to
+// its end and discards it before answering (so a client can stream large
+// bodies over a keep-alive connection), and /big answers -big-size bytes
+// (1 MiB by default) of the same kind instead of -size.
+//
 // The body is the alphabet repeated (-body alphabet, the default) or
 // English-like words (-body text): the alphabet compresses to almost
 // nothing, the words about as well as prose does (gzip: about a third),
@@ -26,6 +31,7 @@ package main
 
 import (
 	"flag"
+	"io"
 	"log"
 	"math/rand/v2"
 	"net/http"
@@ -74,15 +80,28 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:18080", "listen address")
 	size := flag.Int("size", 64, "response body size in bytes")
 	kind := flag.String("body", "alphabet", "response body: alphabet (the alphabet repeated) or text (English-like words, compressible like prose)")
+	bigSize := flag.Int("big-size", 1<<20, "response body size in bytes of /big")
 	flag.Parse()
 	payload := body(*kind, *size)
 	length := strconv.Itoa(len(payload))
+	big := body(*kind, *bigSize)
+	bigLength := strconv.Itoa(len(big))
 	srv := &http.Server{
 		Addr:              *addr,
 		ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h["Content-Type"] = []string{"text/plain"}
+			switch r.URL.Path {
+			case "/big":
+				h["Content-Length"] = []string{bigLength}
+				_, _ = w.Write(big)
+				return
+			case "/upload":
+				if _, err := io.Copy(io.Discard, r.Body); err != nil {
+					return // the client went away mid-body: nothing to answer
+				}
+			}
 			h["Content-Length"] = []string{length}
 			_, _ = w.Write(payload)
 		}),
