@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,10 +127,13 @@ func runDev(parent context.Context, o devOptions) error {
 			fmt.Fprintln(os.Stderr, "localcluster: stop:", err)
 		}
 	}()
-	checks, err := installAndWait(ctx, c, o)
+	checks, dashboard, err := installAndWait(ctx, c, o)
 	if o.check {
 		if err == nil {
 			err = runChecks(ctx, checks)
+		}
+		if err == nil {
+			err = checkDashboard(ctx, dashboard)
 		}
 		if err != nil {
 			return err
@@ -199,18 +203,22 @@ func runChecks(ctx context.Context, checks []devCheck) error {
 	return nil
 }
 
-func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) ([]devCheck, error) {
+func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) ([]devCheck, string, error) {
 	if err := c.InstallBase(ctx, o.gatewayCRDs, o.repo); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// The admin API and dashboard are off by default; make dev opens them
 	// (every request still needs a token of a user who may get Gateways).
 	if out, err := c.Kubectl(ctx, nil, "set", "env", "-n", "coxswain-system", "deployment/coxswain-controller",
 		"COXSWAIN_ADMIN_BIND_ADDRESS=:8085"); err != nil {
-		return nil, fmt.Errorf("enabling the dashboard: %w\n%s", err, out)
+		return nil, "", fmt.Errorf("enabling the dashboard: %w\n%s", err, out)
 	}
 	if out, err := c.Kubectl(ctx, []byte(dashboardReader), "apply", "--server-side", "-f", "-"); err != nil {
-		return nil, fmt.Errorf("dashboard reader: %w\n%s", err, out)
+		return nil, "", fmt.Errorf("dashboard reader: %w\n%s", err, out)
+	}
+	if out, err := c.Kubectl(ctx, nil, "rollout", "status", "-n", "coxswain-system", "deployment/coxswain-controller",
+		fmt.Sprintf("--timeout=%ds", int(o.waitTimeout.Seconds()))); err != nil {
+		return nil, "", fmt.Errorf("the controller with its dashboard: %w\n%s", err, out)
 	}
 	var demo strings.Builder
 	for _, b := range []struct{ name, port string }{{"api", "8080"}, {"frontend", "80"}, {"shop", "80"}} {
@@ -219,19 +227,19 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) 
 	}
 	fmt.Println("==> demo backends (echo-basic) and config/samples")
 	if out, err := c.Kubectl(ctx, []byte(demo.String()), "apply", "--server-side", "-f", "-"); err != nil {
-		return nil, fmt.Errorf("demo backends: %w\n%s", err, out)
+		return nil, "", fmt.Errorf("demo backends: %w\n%s", err, out)
 	}
 	if out, err := c.Kubectl(ctx, nil, "apply", "--server-side", "-k", filepath.Join(o.repo, "config", "samples")); err != nil {
-		return nil, fmt.Errorf("config/samples: %w\n%s", err, out)
+		return nil, "", fmt.Errorf("config/samples: %w\n%s", err, out)
 	}
 	fmt.Println("==> waiting for the controller")
 	if _, err := c.WaitForPodsReady(ctx, "coxswain-system", "app.kubernetes.io/component=controller", 1, o.waitTimeout); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	fmt.Println("==> waiting for Gateway default/web to be Programmed")
 	timeout := fmt.Sprintf("--timeout=%ds", int(o.waitTimeout.Seconds()))
 	if out, err := c.Kubectl(ctx, nil, "wait", "--for=condition=Programmed", "-n", "default", "gateway/web", timeout); err != nil {
-		return nil, fmt.Errorf("gateway default/web not Programmed: %w\n%s", err, out)
+		return nil, "", fmt.Errorf("gateway default/web not Programmed: %w\n%s", err, out)
 	}
 	gwAddr, _ := c.Kubectl(ctx, nil, "get", "gateway", "web", "-n", "default", "-o", "jsonpath={.status.addresses[0].value}")
 	ingAddr, _ := c.Kubectl(ctx, nil, "get", "ingress", "shop", "-n", "default", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
@@ -250,8 +258,46 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) 
 	if gwAddr == "" && ingAddr == "" {
 		fmt.Println("  (no Gateway or Ingress address published yet: kubectl get gateways,ingresses -A)")
 	}
-	printDashboard(ctx, c)
-	return checks, nil
+	dashboard := printDashboard(ctx, c)
+	return checks, dashboard, nil
+}
+
+// checkDashboard checks that the dashboard answers over TLS and refuses
+// the API to a request without a token.
+func checkDashboard(ctx context.Context, url string) error {
+	if url == "" {
+		return errors.New("no dashboard address")
+	}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var last string
+	for attempt := 0; attempt < 60; attempt++ {
+		page, perr := get(ctx, hc, url)
+		api, aerr := get(ctx, hc, url+"api/v1/problems")
+		if perr == nil && aerr == nil && page == http.StatusOK && api == http.StatusUnauthorized {
+			fmt.Printf("ok  dashboard %s answers, and its API refuses a request without a token\n", url)
+			return nil
+		}
+		last = fmt.Sprintf("page %d %v, API %d %v", page, perr, api, aerr)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("dashboard %s: %s", url, last)
+}
+
+func get(ctx context.Context, hc *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // dashboardReader may read the admin API: it may get Gateways.
@@ -277,15 +323,36 @@ subjects:
 `
 
 // printDashboard prints where the controller's dashboard answers and how
-// to get a token for it.
-func printDashboard(ctx context.Context, c *localcluster.Cluster) {
-	ip, err := c.Kubectl(ctx, nil, "get", "pods", "-n", "coxswain-system", "-l", "app.kubernetes.io/component=controller",
-		"--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].status.podIP}")
-	if err != nil || strings.TrimSpace(ip) == "" {
-		fmt.Println("\nDashboard: the controller pod has no address yet (kubectl get pods -n coxswain-system -o wide)")
-		return
+// to get a token for it, and returns its URL ("" when no controller pod
+// has an address).
+func printDashboard(ctx context.Context, c *localcluster.Cluster) string {
+	out, err := c.Kubectl(ctx, nil, "get", "pods", "-n", "coxswain-system", "-l", "app.kubernetes.io/component=controller", "-o", "json")
+	var pods struct {
+		Items []struct {
+			Metadata struct {
+				DeletionTimestamp *string `json:"deletionTimestamp"`
+			} `json:"metadata"`
+			Status struct {
+				Phase string `json:"phase"`
+				PodIP string `json:"podIP"`
+			} `json:"status"`
+		} `json:"items"`
 	}
-	fmt.Printf("\nDashboard (self-signed certificate): https://%s:8085/\n", strings.TrimSpace(ip))
+	ip := ""
+	if err == nil && json.Unmarshal([]byte(out), &pods) == nil {
+		for _, p := range pods.Items {
+			if p.Metadata.DeletionTimestamp == nil && p.Status.Phase == "Running" && p.Status.PodIP != "" {
+				ip = p.Status.PodIP
+			}
+		}
+	}
+	if ip == "" {
+		fmt.Println("\nDashboard: the controller pod has no address yet (kubectl get pods -n coxswain-system -o wide)")
+		return ""
+	}
+	url := "https://" + ip + ":8085/"
+	fmt.Printf("\nDashboard (self-signed certificate): %s\n", url)
 	fmt.Printf("  token: %s create token dashboard-reader -n coxswain-system\n", c.KubectlPath())
-	fmt.Printf("  API:   curl -k -H \"Authorization: Bearer $TOKEN\" https://%s:8085/api/v1/problems\n", strings.TrimSpace(ip))
+	fmt.Printf("  API:   curl -k -H \"Authorization: Bearer $TOKEN\" %sapi/v1/problems\n", url)
+	return url
 }
