@@ -171,7 +171,10 @@ func (d *DataPlane) buildRequest(ex *exchange, r *http.Request, dst destination,
 	var out outbound
 	out.host, out.path, out.rewritten = rewriteTarget(rt, r)
 	out.upgrade = upgradeType(r.Header)
-	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody)
+	// An HTTP/2 request always has a Body object, even when its HEADERS
+	// frame ended the stream; a zero Content-Length there means no DATA
+	// may follow (the HTTP/2 server enforces the declared length).
+	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody || r.ProtoMajor == 2)
 	out.lean = d.lean != nil && noBody && out.upgrade == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 	// Without header filters or Connection tokens the lean client writes
 	// the filtered client headers straight to the upstream, no map built.
