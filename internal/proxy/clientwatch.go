@@ -19,15 +19,21 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"sync/atomic"
+	"time"
 )
 
 // fastSource is what the fast path's reader reads: the connection, after
-// a byte that a client watch read while a request was being served.
+// a byte that a wait for readability read where it cannot wait without
+// reading (readwait_other.go, and connections readwait_unix.go cannot
+// poll).
 type fastSource struct {
 	nc      net.Conn
 	pending byte
 	has     bool
+	rw      readWaiter
 }
 
 func (s *fastSource) Read(p []byte) (int, error) {
@@ -45,56 +51,94 @@ func (s *fastSource) takePending(p []byte) (int, bool) {
 	return 1, true
 }
 
+// readOne waits for readability by reading one byte, which the next Read
+// returns first.
+func (s *fastSource) readOne() error {
+	var b [1]byte
+	n, err := s.nc.Read(b[:])
+	if n == 1 {
+		s.pending, s.has = b[0], true
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
 // errClientGone is the cancellation cause when a client closes its
 // connection while its request is being served.
 var errClientGone = errors.New("client closed the connection")
 
-// clientWatch reads from a connection while a request is served, as
-// net/http's background read does: when the client closes, the request's
-// context is canceled and the upstream exchange with it. A byte that
-// arrives instead (the next request) is kept for the fast path's reader.
+// The states of a client watch.
+const (
+	watchWaiting int32 = iota // the wait goes on
+	watchDone                 // it ended; the worker goes on with the session
+	watchParked               // the worker parked the session: the watch goes on with it
+)
+
+// clientWatch waits for the connection to become readable while a request
+// is served, as net/http's background read does: when the client closes,
+// the request's context is canceled and the upstream exchange with it.
+// It reads nothing (readwait_unix.go, idlelot_linux.go), so the bytes
+// that end it (the next request) stay for the fast path's reader. The
+// same wait is the wait for the next request: when the worker finishes
+// the response first, it parks the session, and whoever ends the wait
+// (the idle lot, the watch's goroutine, the idle timer, a drain) goes on
+// with it (wake).
 type clientWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-	src    *fastSource
+	s      *fastSession
 	err    error
+	state  atomic.Int32
+	// idleDeadline ends the watch once it is the wait for a next request
+	// in a lot (armIdleTimer).
+	idleDeadline time.Time
 }
 
-func startClientWatch(src *fastSource, pipelined bool) *clientWatch {
-	cw := &clientWatch{done: make(chan struct{}), src: src}
+func startClientWatch(s *fastSession, pipelined bool, c *lotCtl) *clientWatch {
+	cw := &clientWatch{done: make(chan struct{}), s: s}
 	cw.ctx, cw.cancel = context.WithCancelCause(context.Background())
-	if pipelined || src.has {
+	if pipelined || s.src.has {
 		// The next request is already buffered: reading further would
 		// only delay it, so this request goes unwatched.
+		cw.state.Store(watchDone)
 		close(cw.done)
 		return cw
 	}
-	go func() {
-		defer close(cw.done)
-		var b [1]byte
-		n, err := src.nc.Read(b[:])
-		if n == 1 {
-			src.pending, src.has = b[0], true
-			return
-		}
-		cw.err = err
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
-			cw.cancel(errClientGone)
-		}
-	}()
+	if s.lot.in() && s.armLot(cw, c) {
+		return cw
+	}
+	go cw.run()
 	return cw
 }
 
-// wait ends the request's context and waits for the watch's read: true when
-// the connection has a next request to read, false when it is over.
-func (cw *clientWatch) wait() bool {
-	cw.cancel(nil)
-	<-cw.done
-	return cw.src.has || cw.err == nil
+// run is the watch's goroutine, when it has one.
+func (cw *clientWatch) run() { cw.finish(cw.s.src.awaitReadable()) }
+
+// finish ends the watch with the wait's outcome: nil (readable), or the
+// client's close, an error or a timeout.
+func (cw *clientWatch) finish(err error) {
+	cw.err = err
+	if cw.state.CompareAndSwap(watchWaiting, watchDone) {
+		var ne net.Error
+		if err != nil && (!errors.As(err, &ne) || !ne.Timeout()) {
+			cw.cancel(errClientGone)
+		}
+		close(cw.done)
+		return
+	}
+	// Parked: the request is over (its context too), and the session is
+	// the finisher's now.
+	cw.s.wake(err)
 }
 
-// abandon ends the request's context; the read ends when the connection
+// readable reports, once the watch is done, whether the connection has a
+// next request to read.
+func (cw *clientWatch) readable() bool { return cw.err == nil }
+
+// abandon ends the request's context; the wait ends when the connection
 // closes.
 func (cw *clientWatch) abandon() { cw.cancel(nil) }

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,12 +47,15 @@ type fastServer struct {
 	wg      sync.WaitGroup
 	// served counts requests the fast path answered (tests read it).
 	served atomic.Uint64
+	// ctl is the accept loop's scratch for arming new sessions.
+	ctl lotCtl
 }
 
 type fastConn struct {
 	nc     net.Conn
 	remote string
 	busy   atomic.Bool
+	s      *fastSession
 }
 
 // fastIdleTimeout is how long a keep-alive connection may wait for its
@@ -84,23 +88,33 @@ func (fs *fastServer) acceptLoop() {
 		}
 		backoff = 0
 		fc := &fastConn{nc: nc, remote: nc.RemoteAddr().String()}
+		s := &fastSession{fs: fs, fc: fc}
+		fc.s = s
 		fs.mu.Lock()
 		fs.conns[fc] = struct{}{}
 		fs.wg.Add(1)
 		fs.mu.Unlock()
 		fs.d.m.activeConns.Inc()
-		go fs.serveConn(fc)
+		s.start()
 	}
 }
 
-// wakeIdle makes connections waiting for a request notice the drain.
+// wakeIdle makes connections waiting for a request notice the drain: a
+// goroutine's wait ends at a read deadline in the past, a wait in an idle
+// lot is expired.
 func (fs *fastServer) wakeIdle() {
+	var lotted []*fastSession
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
 	for fc := range fs.conns {
 		if !fc.busy.Load() {
 			_ = fc.nc.SetReadDeadline(time.Unix(1, 0))
+			lotted = append(lotted, fc.s)
 		}
+	}
+	fs.mu.Unlock()
+	// Outside the lock: a session that ends releases itself under it.
+	for _, s := range lotted {
+		s.expire()
 	}
 }
 
@@ -116,11 +130,18 @@ func (fs *fastServer) drain(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		var left []*fastSession
 		fs.mu.Lock()
 		for fc := range fs.conns {
 			_ = fc.nc.Close()
+			left = append(left, fc.s)
 		}
 		fs.mu.Unlock()
+		// A closed socket leaves an epoll set without an event: the
+		// sessions waiting in one are ended here.
+		for _, s := range left {
+			s.expire()
+		}
 		<-done
 		return ctx.Err()
 	}
@@ -137,110 +158,323 @@ func (fs *fastServer) release(fc *fastConn, handedOff bool) {
 	fs.wg.Done()
 }
 
-var fastBufPool = sync.Pool{New: func() any {
-	return &fastBufs{br: bufio.NewReaderSize(nil, 8<<10), bw: bufio.NewWriterSize(nil, 8<<10)}
-}}
+// The fast path's buffers, a worker's while it serves: the reader bounds
+// the request heads it parses, and goes with a connection handed to
+// net/http until net/http has read what it holds (peekedConn), then back
+// here.
+var (
+	fastReaderPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 8<<10) }}
+	fastWriterPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 8<<10) }}
+)
 
-type fastBufs struct {
-	br *bufio.Reader
-	bw *bufio.Writer
-}
-
-// fastSession is the state of one connection the fast path serves.
+// fastSession is the state of one connection the fast path serves. It
+// holds no buffer and, on Linux, no goroutine of its own: between
+// requests it is parked. On Linux a parked session waits in an epoll set
+// of its own (idlelot_linux.go) and costs no goroutine at all; elsewhere,
+// or where that set cannot take it, its client watch's goroutine waits,
+// reading nothing, for the next request (clientwatch.go). While a request
+// is read and served a worker carries the session, with the worker's
+// buffers and stack.
 type fastSession struct {
-	fs   *fastServer
-	fc   *fastConn
-	bufs *fastBufs
-	br   *bufio.Reader
-	src  fastSource
-	w    fastWriter
+	fs  *fastServer
+	fc  *fastConn
+	src fastSource
 	// watch is the client watch of the request served last, which is the
-	// wait for the next one (clientwatch.go).
-	watch     *clientWatch
+	// wait for the next one.
+	watch *clientWatch
+	// lot is the session's place in an idle lot (zero: not in one; its
+	// watches wait on goroutines instead).
+	lot lotPlace
+	// armed is the watch waiting in the lot, which its event, the idle
+	// timer or a drain ends (nil: none, or it ended).
+	armed atomic.Pointer[clientWatch]
+	// idleTimer ends idleWatch, the wait for a next request in the lot, at
+	// its deadline: no read deadline applies there.
+	idleTimer *time.Timer
+	idleWatch atomic.Pointer[clientWatch]
 	handedOff bool
 }
 
-// serveConn is the connection loop: wait for a request, read its head,
-// serve it or hand the connection to net/http, and again.
-func (fs *fastServer) serveConn(fc *fastConn) {
-	s := &fastSession{fs: fs, fc: fc, bufs: fastBufPool.Get().(*fastBufs)}
-	s.src.nc = fc.nc
-	s.br = s.bufs.br
-	s.br.Reset(&s.src)
-	s.bufs.bw.Reset(fc.nc)
-	s.w.bw = s.bufs.bw
-	defer s.end()
-	_ = fc.nc.SetReadDeadline(time.Now().Add(fs.idleTimeout()))
-	for s.awaitRequest() {
-		fc.busy.Store(true)
-		headDeadline := time.Now().Add(fs.headerTimeout())
-		req, verdict := s.readHead(headDeadline)
-		switch verdict {
-		case headTimedOut:
-			return // as net/http: a head that never completes is dropped
-		case headNotSimple:
-			s.handOff(headDeadline)
+// start starts serving an accepted connection, on the accept loop: its
+// first request is waited for as a parked session's next one is.
+func (s *fastSession) start() {
+	s.src.init(s.fc.nc)
+	if s.joinLot() {
+		cw := &clientWatch{s: s}
+		cw.state.Store(watchParked)
+		s.armIdleTimer(cw)
+		if s.armLot(cw, &s.fs.ctl) {
 			return
 		}
-		if !s.serve(req) {
-			return
-		}
-		fc.busy.Store(false)
-		_ = fc.nc.SetReadDeadline(time.Now().Add(fs.idleTimeout()))
+		s.idleTimer.Stop()
+	}
+	go func() {
+		_ = s.fc.nc.SetReadDeadline(time.Now().Add(s.fs.idleTimeout()))
+		s.wake(s.src.awaitReadable())
+	}()
+}
+
+// wake goes on with a parked session once the wait for its next request
+// ended with err: a worker serves what arrived, else the session ends
+// (the client's close, the idle timeout, a drain).
+func (s *fastSession) wake(err error) {
+	if err != nil || s.fs.closing.Load() {
+		s.end()
+		return
+	}
+	dispatchFast(s)
+}
+
+// armIdleTimer bounds cw, the wait for a next request in a lot, by the
+// idle timeout: no read deadline applies there. The timer is the
+// session's and only ever re-armed, so one that fires late finds a later
+// wait, whose deadline has not passed, and leaves it.
+func (s *fastSession) armIdleTimer(cw *clientWatch) {
+	d := s.fs.idleTimeout()
+	cw.idleDeadline = time.Now().Add(d)
+	s.idleWatch.Store(cw)
+	if s.idleTimer == nil {
+		s.idleTimer = time.AfterFunc(d, s.idleExpired)
+	} else {
+		s.idleTimer.Reset(d)
+	}
+}
+
+func (s *fastSession) idleExpired() {
+	cw := s.idleWatch.Load()
+	if cw == nil || time.Now().Before(cw.idleDeadline) {
+		return
+	}
+	if s.armed.CompareAndSwap(cw, nil) {
+		cw.finish(os.ErrDeadlineExceeded)
+	}
+}
+
+// expire ends the armed wait, whichever it is, as a read deadline in the
+// past would: when a drain wakes idle connections or closes what is
+// left. Safe to call at any time, from any goroutine.
+func (s *fastSession) expire() {
+	if cw := s.armed.Swap(nil); cw != nil {
+		cw.finish(os.ErrDeadlineExceeded)
 	}
 }
 
 // end releases the connection: closed, unless net/http owns it now.
 func (s *fastSession) end() {
-	if p := recover(); p != nil && p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
-		s.fs.d.log.Error("panic serving a request", "panic", p)
-	}
 	if s.watch != nil {
-		// The connection closes below: the watch's read ends with it.
+		// The connection closes below: the watch's wait ends with it.
 		s.watch.abandon()
+		s.watch = nil
 	}
-	if !s.handedOff {
-		s.br.Reset(nil)
-		s.bufs.bw.Reset(nil)
-		fastBufPool.Put(s.bufs)
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
 	}
+	s.leaveLot(false) // the close takes the socket out of the lot's epoll set
 	s.fs.release(s.fc, s.handedOff)
 }
 
-// awaitRequest waits for the first byte of the next request; false when
-// the connection is over (a drain, the client's close, the idle timeout).
-func (s *fastSession) awaitRequest() bool {
-	if s.fs.closing.Load() {
-		return false
+// fastWorker reads and serves the requests of parked sessions that
+// received one, one session at a time. Workers are shared by every fast
+// path listener: a connection costs a worker, its buffers and its grown
+// stack only while one of its requests is read and served, not while it
+// waits for the next.
+type fastWorker struct {
+	br  *bufio.Reader
+	bw  *bufio.Writer
+	w   fastWriter
+	ctl lotCtl
+}
+
+// fastWork hands a session to an idle worker.
+var fastWork = make(chan *fastSession)
+
+// fastWorkerIdle ends idle workers: each one waiting for a session when
+// it fires exits.
+var fastWorkerIdle = newLazyTick(2 * time.Second)
+
+// dispatchFast hands s to an idle worker, or to a new one.
+func dispatchFast(s *fastSession) {
+	select {
+	case fastWork <- s:
+	default:
+		go runFastWorker(s)
 	}
-	if s.watch != nil {
-		// The previous request's watch is the wait for this one: it
-		// ends with the next request's first byte, the client's
-		// close, or the idle timeout.
-		ok := s.watch.wait()
-		s.watch = nil
-		if !ok && s.br.Buffered() == 0 {
-			return false
+}
+
+func runFastWorker(s *fastSession) {
+	wk := &fastWorker{}
+	for {
+		if !wk.serve(s) {
+			return
+		}
+		select {
+		case s = <-fastWork:
+		case <-fastWorkerIdle.C():
+			wk.detach()
+			if wk.br != nil {
+				fastReaderPool.Put(wk.br)
+			}
+			if wk.bw != nil {
+				fastWriterPool.Put(wk.bw)
+			}
+			return
 		}
 	}
-	if s.fs.closing.Load() {
-		return false // a drain began while the deadline was being set
+}
+
+// attach points the worker's buffers at s's connection.
+func (wk *fastWorker) attach(s *fastSession) {
+	if wk.br == nil {
+		wk.br = fastReaderPool.Get().(*bufio.Reader)
 	}
-	_, err := s.br.Peek(1)
-	return err == nil
+	if wk.bw == nil {
+		wk.bw = fastWriterPool.Get().(*bufio.Writer)
+	}
+	wk.br.Reset(&s.src)
+	wk.bw.Reset(s.fc.nc)
+	wk.w.bw = wk.bw
+}
+
+// detach drops the worker's references to the session it served.
+func (wk *fastWorker) detach() {
+	if wk.br != nil {
+		wk.br.Reset(nil)
+	}
+	if wk.bw != nil {
+		wk.bw.Reset(nil)
+	}
+	wk.w = fastWriter{h: wk.w.h}
+}
+
+// serve serves s's requests until it parks, ends or is handed off; false
+// when a request panicked (the worker then exits).
+func (wk *fastWorker) serve(s *fastSession) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler { //nolint:errorlint // sentinel panic value
+				s.fs.d.log.Error("panic serving a request", "panic", p)
+			}
+			wk.br, wk.bw = nil, nil // in an unknown state: not reused
+			s.end()
+			ok = false
+		}
+	}()
+	wk.attach(s)
+	br := wk.br
+	if _, err := br.Peek(1); err != nil {
+		wk.detach()
+		s.end()
+		return true
+	}
+	fs, fc := s.fs, s.fc
+	for {
+		fc.busy.Store(true)
+		headDeadline := time.Now().Add(fs.headerTimeout())
+		req, verdict := s.readHead(br, headDeadline)
+		switch verdict {
+		case headTimedOut:
+			// as net/http: a head that never completes is dropped
+			wk.detach()
+			s.end()
+			return true
+		case headNotSimple:
+			s.handOff(br, headDeadline)
+			wk.br = nil // net/http's now (peekedConn)
+			wk.detach()
+			s.end()
+			return true
+		}
+		if !s.serve(wk, br, req) {
+			wk.detach()
+			s.end()
+			return true
+		}
+		fc.busy.Store(false)
+		switch s.awaitRequest(wk) {
+		case awaitParked:
+			return true
+		case awaitOver:
+			wk.detach()
+			s.end()
+			return true
+		}
+	}
+}
+
+// awaitResult is what awaitRequest makes of the wait for a next request.
+type awaitResult int
+
+const (
+	awaitNext   awaitResult = iota // it is here: the worker reads it
+	awaitParked                    // not yet: the watch waits for it
+	awaitOver                      // the connection is over
+)
+
+// awaitRequest decides what follows a served request: the next request,
+// when it is buffered or its first byte arrived, else parking the
+// session, whose watch then waits for it. The connection is over after
+// a drain began, the client's close or the idle timeout.
+func (s *fastSession) awaitRequest(wk *fastWorker) awaitResult {
+	inLot := s.lot.in()
+	if !inLot {
+		// A goroutine waits: the read deadline is the idle timeout.
+		_ = s.fc.nc.SetReadDeadline(time.Now().Add(s.fs.idleTimeout()))
+	}
+	if s.fs.closing.Load() {
+		return awaitOver
+	}
+	cw := s.watch
+	s.watch = nil
+	// The previous request's watch is the wait for this one: it ends
+	// with the next request's first byte, the client's close, or the
+	// idle timeout.
+	cw.cancel(nil)
+	br := wk.br
+	if cw.state.Load() == watchWaiting && br.Buffered() == 0 {
+		wk.detach()
+		if inLot {
+			s.armIdleTimer(cw)
+		}
+		if cw.state.CompareAndSwap(watchWaiting, watchParked) {
+			// The watch owns s now: only what is safe at any time is
+			// done with s here. The watch no longer uses the request's
+			// context, which would otherwise stay with the idle
+			// connection.
+			cw.ctx, cw.cancel = nil, nil
+			if s.fs.closing.Load() {
+				s.expire() // a drain began: it may have missed this session
+			}
+			return awaitParked
+		}
+		if inLot {
+			s.idleTimer.Stop()
+		}
+		wk.attach(s) // the watch just ended: go on without parking
+	}
+	<-cw.done
+	if !cw.readable() && br.Buffered() == 0 {
+		return awaitOver
+	}
+	if s.fs.closing.Load() {
+		return awaitOver // a drain began while the deadline was being set
+	}
+	if _, err := br.Peek(1); err != nil {
+		return awaitOver
+	}
+	return awaitNext
 }
 
 // readHead reads the next request head: the request, when the fast path
 // serves it, else the verdict that hands the connection off or drops it.
-func (s *fastSession) readHead(deadline time.Time) (*http.Request, headVerdict) {
-	headLen, verdict := s.fs.scanHead(s.br, s.fc, deadline)
+func (s *fastSession) readHead(br *bufio.Reader, deadline time.Time) (*http.Request, headVerdict) {
+	headLen, verdict := s.fs.scanHead(br, s.fc, deadline)
 	if verdict != headSimple {
 		return nil, verdict
 	}
-	if s.fs.keepsUnderscores(s.br, headLen) {
+	if s.fs.keepsUnderscores(br, headLen) {
 		return nil, headNotSimple // the port keeps "_" fields: net/http's handler applies its policy
 	}
-	req, ok := parseSimpleRequest(s.br, headLen)
+	req, ok := parseSimpleRequest(br, headLen)
 	if !ok {
 		// The head looked simple but a field is one the fast path does
 		// not vouch for: net/http decides, never a second parser.
@@ -252,24 +486,60 @@ func (s *fastSession) readHead(deadline time.Time) (*http.Request, headVerdict) 
 // handOff hands the connection, unread bytes included, to net/http, which
 // answers exactly as it would have on its own; its header timeout ends
 // where this head's budget ends.
-func (s *fastSession) handOff(headDeadline time.Time) {
-	pc := &peekedConn{Conn: s.fc.nc, r: s.br, src: &s.src, headDeadline: headDeadline}
+func (s *fastSession) handOff(br *bufio.Reader, headDeadline time.Time) {
+	s.leaveLot(true)
+	pc := &peekedConn{Conn: s.fc.nc, r: br, src: &s.src, headDeadline: headDeadline}
 	s.handedOff = s.fs.handoff.give(pc) == nil
 }
 
 // serve serves one request and reports whether the connection may carry
 // the next.
-func (s *fastSession) serve(req *http.Request) bool {
+func (s *fastSession) serve(wk *fastWorker, br *bufio.Reader, req *http.Request) bool {
 	// While the request is served, a read on the connection notices the
 	// client going away and cancels the upstream exchange.
 	_ = s.fc.nc.SetReadDeadline(time.Time{})
-	s.watch = startClientWatch(&s.src, s.br.Buffered() > 0)
+	w := &wk.w
+	s.watch = startClientWatch(s, br.Buffered() > 0, &wk.ctl)
 	req = req.WithContext(s.watch.ctx)
 	req.RemoteAddr = s.fc.remote
 	s.fs.served.Add(1)
-	s.w.reset(req)
-	s.w.reqClose = s.w.reqClose || s.fs.d.draining() // Connection: close while draining (drain.go)
-	s.fs.d.serve(&s.w, req, s.fs.port, false)
-	err := s.w.finish()
-	return err == nil && !s.w.closeAfter
+	w.reset(req)
+	w.reqClose = w.reqClose || s.fs.d.draining() // Connection: close while draining (drain.go)
+	s.fs.d.serve(w, req, s.fs.port, false)
+	err := w.finish()
+	return err == nil && !w.closeAfter
+}
+
+// lazyTick is a broadcast that fires about every period while something
+// waits for it: C's channel is closed at the next firing. No timer runs
+// while nothing waits.
+type lazyTick struct {
+	period time.Duration
+	ch     atomic.Pointer[chan struct{}]
+	armed  atomic.Bool
+}
+
+func newLazyTick(period time.Duration) *lazyTick {
+	t := &lazyTick{period: period}
+	ch := make(chan struct{})
+	t.ch.Store(&ch)
+	return t
+}
+
+// C is the channel the next firing closes.
+func (t *lazyTick) C() <-chan struct{} {
+	// The channel is read before the flag: a timer armed when the flag is
+	// seen set fires after this read, so it closes this channel (or a
+	// later firing does).
+	ch := t.ch.Load()
+	if !t.armed.Load() && t.armed.CompareAndSwap(false, true) {
+		time.AfterFunc(t.period, t.fire)
+	}
+	return *ch
+}
+
+func (t *lazyTick) fire() {
+	t.armed.Store(false)
+	next := make(chan struct{})
+	close(*t.ch.Swap(&next))
 }

@@ -56,7 +56,8 @@ func (l *handoffListener) Close() error {
 
 func (l *handoffListener) Addr() net.Addr { return l.addr }
 
-// peekedConn replays bytes the fast path buffered before the handoff.
+// peekedConn replays bytes the fast path buffered before the handoff;
+// then its reader goes back to the fast path's pool.
 type peekedConn struct {
 	net.Conn
 	r   *bufio.Reader
@@ -74,6 +75,8 @@ func (c *peekedConn) Read(p []byte) (int, error) {
 		if c.r.Buffered() > 0 {
 			return c.r.Read(p)
 		}
+		c.r.Reset(nil)
+		fastReaderPool.Put(c.r)
 		c.r = nil
 	}
 	if c.src != nil {

@@ -116,6 +116,10 @@ type Options struct {
 	// reapInterval overrides how often idle upstream connections are
 	// reaped (tests).
 	reapInterval time.Duration
+	// goroutineIdleWait makes the fast path's parked sessions wait on a
+	// goroutine each, as they do off Linux, instead of in an idle lot
+	// (tests of both ways).
+	goroutineIdleWait bool
 	// listen binds listeners (default net.Listen; tests inject failures).
 	listen func(network, address string) (net.Listener, error)
 	// listenPacket binds UDP listeners (default net.ListenPacket).
