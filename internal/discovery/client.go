@@ -118,6 +118,7 @@ type Client struct {
 	// The applied state (client_apply.go).
 	resources map[string][]byte // by key
 	version   string
+	assembler *snapshot.Assembler // of the layout resources are in
 	connected bool
 
 	// portsChanged wakes the bound-port reporter (client_stream.go).

@@ -54,17 +54,21 @@ func (c *Client) handle(m *discoveryv1.Snapshot) *discoveryv1.ClientMessage {
 // whether the data plane was given a new snapshot.
 func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 	c.mu.Lock()
-	cur, curVersion := c.resources, c.version
+	cur, curVersion, a := c.resources, c.version, c.assembler
 	c.mu.Unlock()
+	layout := LayoutFromProto(m.GetLayout())
+	if !m.GetFull() && (a == nil || a.Layout != layout) {
+		return false, fmt.Errorf("a delta in the %s layout against resources in another one", layout)
+	}
+	if a == nil || a.Layout != layout {
+		// The decoded resources of one layout are of no use in another.
+		a = &snapshot.Assembler{Scope: c.opts.Scope, Layout: layout}
+	}
 	next, err := mergeResources(cur, m)
 	if err != nil {
 		return false, err
 	}
-	snap, err := snapshot.Assemble(c.opts.Scope, sortedResources(next))
-	if err != nil {
-		return false, err
-	}
-	version, err := snapshot.Version(snap)
+	snap, version, err := a.Assemble(sortedResources(next))
 	if err != nil {
 		return false, err
 	}
@@ -78,7 +82,7 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 		applied = true
 	}
 	c.mu.Lock()
-	c.resources, c.version = next, version
+	c.resources, c.version, c.assembler = next, version, a
 	c.mu.Unlock()
 	return applied, nil
 }

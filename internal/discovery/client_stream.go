@@ -51,6 +51,7 @@ func (c *Client) stream(ctx context.Context, endpoint string) (got bool, err err
 	out := &streamSender{stream: st}
 	if err := out.send(&discoveryv1.ClientMessage{Msg: &discoveryv1.ClientMessage_Subscribe{Subscribe: &discoveryv1.Subscribe{
 		NodeId: c.opts.NodeID, WireVersion: WireVersion, Scope: ScopeToProto(c.opts.Scope),
+		Layout: LayoutToProto(RichestLayout),
 	}}}); err != nil {
 		return false, streamErr(sctx, err)
 	}

@@ -295,7 +295,7 @@ func TestClientEndToEnd(t *testing.T) {
 	if got := metric(t, f.reg, "coxswain_proxy_discovery_nacks_total", nil); got != 2 {
 		t.Fatalf("client nacks = %v, want 2", got)
 	}
-	if f.applier.current(t) != mustVersion(t, v1) || f.client.Version() != mustVersion(t, v1) {
+	if f.applier.current(t) != mustVersion(t, v1) || f.client.Version() != mustVersionIn(t, v1, discovery.RichestLayout) {
 		t.Fatal("a rejected snapshot must leave the last good one in force")
 	}
 	if leader.GatewayState("apps", "gw", 2).Programmed() {

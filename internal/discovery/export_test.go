@@ -16,9 +16,15 @@ limitations under the License.
 
 package discovery
 
+import "github.com/coxswain-go/coxswain/internal/snapshot"
+
 // SetWireVersionForTest makes a server speak another wire version, to test
 // how clients handle a mismatch.
 func SetWireVersionForTest(s *Server, v uint32) { s.wireVersion = v }
 
 // SetMaxSendForTest lowers the server→proxy message cap.
 func SetMaxSendForTest(s *Server, n int) { s.maxSend = n }
+
+// SetRichestLayoutForTest makes a server serve at most layout l, as a
+// controller that predates richer layouts does.
+func SetRichestLayoutForTest(s *Server, l snapshot.Layout) { s.richest = l }

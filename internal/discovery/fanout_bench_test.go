@@ -147,7 +147,7 @@ func TestFanout(t *testing.T) {
 	if err := srv.Publish([]*snapshot.Snapshot{cur}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := snapshot.Resources(cur)
+	res, err := snapshot.ResourcesIn(discovery.RichestLayout, cur)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ type fanoutResult struct {
 // window into it.
 func measureChange(t *testing.T, srv *discovery.Server, reg *prometheus.Registry, child *fanoutChild, n int, kind string, prev []snapshot.Resource, next *snapshot.Snapshot, profile string) fanoutResult {
 	t.Helper()
-	res, err := snapshot.Resources(next)
+	res, err := snapshot.ResourcesIn(discovery.RichestLayout, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,7 +763,9 @@ func rawFanoutClient(ctx context.Context, t *testing.T, addr string, svid *x509s
 	for g := range ports {
 		ports[g] = int32(10000 + g)
 	}
-	if err := st.Send(subscribe(node, snapshot.SharedPool())); err != nil {
+	sub := subscribe(node, snapshot.SharedPool())
+	sub.GetSubscribe().Layout = discovery.LayoutToProto(discovery.RichestLayout) // as the real client asks
+	if err := st.Send(sub); err != nil {
 		t.Error(err)
 		return
 	}

@@ -33,9 +33,13 @@ type Proxy struct {
 	Peer       string    `json:"peer,omitempty"`
 	Connected  time.Time `json:"connected"`
 	SVIDExpiry time.Time `json:"svidExpiry"`
+	// Layout is the resource layout of its stream (snapshot.Layout).
+	Layout string `json:"layout"`
 	// AckedVersion is the version of the last snapshot the proxy acked
 	// (empty before its first ack), at LastAck; InSync is true when that
-	// is its scope's current version.
+	// is its scope's current version. Versions are the controller's (the
+	// virtual-host layout's): a proxy on the older listener layout names
+	// the same snapshot by another hash in its own /statusz.
 	AckedVersion string                `json:"ackedVersion,omitempty"`
 	LastAck      *time.Time            `json:"lastAck,omitempty"`
 	InSync       bool                  `json:"inSync"`
@@ -70,7 +74,7 @@ func (s *Server) Fleet() ([]Proxy, []ScopeState) {
 	for c := range s.conns {
 		count[c.scope]++
 		p := Proxy{
-			NodeID: c.nodeID, Identity: c.identity, Scope: c.scope.String(), Peer: c.peer,
+			NodeID: c.nodeID, Identity: c.identity, Scope: c.scope.String(), Layout: c.layout.String(), Peer: c.peer,
 			Connected: c.connected, SVIDExpiry: c.svidExpiry,
 		}
 		if c.acked != nil {

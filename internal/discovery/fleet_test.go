@@ -46,8 +46,13 @@ func TestFleetReportsAcksNacksPortsAndSVIDs(t *testing.T) {
 	if proxies[0].SVIDExpiry.IsZero() || proxies[0].Peer == "" || proxies[0].Connected.IsZero() {
 		t.Fatalf("peer facts missing: %+v", proxies[0])
 	}
-	if len(scopes) != 1 || scopes[0].Scope != "shared" || scopes[0].Proxies != 1 || scopes[0].Version != m1.GetVersion() {
+	if len(scopes) != 1 || scopes[0].Scope != "shared" || scopes[0].Proxies != 1 || scopes[0].Version != mustVersionIn(t, v1, snapshot.LayoutVirtualHosts) {
 		t.Fatalf("scopes: %+v", scopes)
+	}
+	// A Subscribe without a layout is an older proxy's: it gets the
+	// listener layout's version of the same snapshot.
+	if m1.GetVersion() != mustVersion(t, v1) || proxies[0].Layout != "listeners" {
+		t.Fatalf("an older proxy's stream: version %s, layout %q", m1.GetVersion(), proxies[0].Layout)
 	}
 	if err := st.Send(ack(m1)); err != nil {
 		t.Fatal(err)

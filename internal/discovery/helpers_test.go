@@ -315,15 +315,19 @@ func recvSnapshot(t *testing.T, st discoveryv1.Discovery_StreamClient) *discover
 
 func mustVersion(t *testing.T, s *snapshot.Snapshot) string {
 	t.Helper()
-	res, err := snapshot.Resources(s)
+	return mustVersionIn(t, s, snapshot.LayoutListeners)
+}
+
+// mustVersionIn is the version of s in layout: what a stream in that
+// layout announces (a hand-made Subscribe without a layout gets
+// LayoutListeners; the real client asks for discovery.RichestLayout).
+func mustVersionIn(t *testing.T, s *snapshot.Snapshot, layout snapshot.Layout) string {
+	t.Helper()
+	res, err := snapshot.ResourcesIn(layout, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := snapshot.Assemble(s.Scope, res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := snapshot.Version(a)
+	_, v, err := (&snapshot.Assembler{Scope: s.Scope, Layout: layout}).Assemble(res)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,6 +74,7 @@ type Server struct {
 	log         logr.Logger
 	metrics     *serverMetrics
 	wireVersion uint32
+	richest     snapshot.Layout // the richest resource layout it serves
 	maxSend     int
 
 	shutdown     chan struct{}
@@ -83,6 +84,11 @@ type Server struct {
 	scopes map[snapshot.Scope]*published // the published snapshots (server_publish.go)
 	conns  map[*conn]struct{}            // the subscribed streams (server_conn.go)
 	nodes  map[string]*conn              // the same, by node id
+
+	// assemblers remember each scope's decoded resources between
+	// publishes (toPublished); only Publish uses them.
+	assemblersMu sync.Mutex
+	assemblers   map[snapshot.Scope]*snapshot.Assembler
 	// changes feeds DataPlaneChanges (gatewaystate.go).
 	changes chan struct{}
 }
@@ -108,10 +114,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		opts:        opts,
 		log:         opts.Log,
 		wireVersion: WireVersion,
+		richest:     RichestLayout,
 		maxSend:     MaxServerMessageBytes,
 		scopes:      map[snapshot.Scope]*published{},
 		conns:       map[*conn]struct{}{},
 		nodes:       map[string]*conn{},
+		assemblers:  map[snapshot.Scope]*snapshot.Assembler{},
 		changes:     make(chan struct{}, 1),
 		shutdown:    make(chan struct{}),
 	}

@@ -32,6 +32,7 @@ type conn struct {
 	nodeID   string
 	identity string // SPIFFE ID
 	scope    snapshot.Scope
+	layout   snapshot.Layout // the resource layout of its messages
 	notify   chan struct{}
 	cancel   context.CancelCauseFunc
 

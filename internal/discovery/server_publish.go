@@ -28,17 +28,30 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// published is one scope's current snapshot in wire form.
+// published is one scope's current snapshot, in the wire form of each
+// layout a proxy of the scope reads. Its version, the one status, acks and
+// the fleet view compare, is that of LayoutVirtualHosts; a stream in
+// another layout sends and acks that layout's version of the same
+// snapshot.
 type published struct {
 	version   string
-	keys      []string          // sorted
-	bodies    map[string][]byte // key → canonical JSON
 	gateways  []snapshot.GatewayRef
 	published time.Time
+	snap      *snapshot.Snapshot // for the forms made on demand
 
-	// The resources of the messages that bring a proxy to this snapshot,
-	// computed once and shared by every stream's message (gRPC only reads
-	// them): the full list, and the delta from each baseline proxies hold.
+	formsMu sync.Mutex
+	forms   map[snapshot.Layout]*form
+}
+
+// form is a snapshot in one layout: its resources and version, and the
+// messages that bring a proxy to it, computed once and shared by every
+// stream (gRPC only reads them): the full list, and the delta from each
+// baseline proxies hold.
+type form struct {
+	version string
+	keys    []string          // sorted
+	bodies  map[string][]byte // key → canonical JSON
+
 	msgMu sync.Mutex
 	full  []*discoveryv1.Resource
 	// deltas is keyed by the baseline's version, not the baseline itself:
@@ -57,33 +70,70 @@ type resourceDelta struct {
 // scope hold one or two baselines, rarely more.
 const maxCachedDeltas = 8
 
-// fullResources lists every resource of p, in key order.
-func (p *published) fullResources() []*discoveryv1.Resource {
-	p.msgMu.Lock()
-	defer p.msgMu.Unlock()
-	if p.full == nil {
-		p.full = make([]*discoveryv1.Resource, 0, len(p.keys))
-		for _, k := range p.keys {
-			p.full = append(p.full, &discoveryv1.Resource{Key: k, Body: p.bodies[k]})
-		}
+// form returns p in layout, making it on first use (a layout only older
+// proxies read costs nothing until one of them subscribes).
+func (p *published) form(layout snapshot.Layout) (*form, error) {
+	p.formsMu.Lock()
+	defer p.formsMu.Unlock()
+	if f := p.forms[layout]; f != nil {
+		return f, nil
 	}
-	return p.full
+	res, err := snapshot.ResourcesIn(layout, p.snap)
+	if err != nil {
+		return nil, err
+	}
+	_, version, err := (&snapshot.Assembler{Scope: p.snap.Scope, Layout: layout}).Assemble(res)
+	if err != nil {
+		return nil, err
+	}
+	f, err := newForm(version, res)
+	if err != nil {
+		return nil, err
+	}
+	p.forms[layout] = f
+	return f, nil
 }
 
-// deltaFrom is delta(base, p), computed once per baseline rather than once
+// newForm keys resources (sorted by key) under version.
+func newForm(version string, res []snapshot.Resource) (*form, error) {
+	f := &form{version: version, bodies: make(map[string][]byte, len(res)), keys: make([]string, 0, len(res))}
+	for _, r := range res {
+		if _, dup := f.bodies[r.Key]; dup {
+			return nil, fmt.Errorf("duplicate resource key %q", r.Key)
+		}
+		f.bodies[r.Key] = r.Body
+		f.keys = append(f.keys, r.Key)
+	}
+	return f, nil
+}
+
+// fullResources lists every resource of f, in key order.
+func (f *form) fullResources() []*discoveryv1.Resource {
+	f.msgMu.Lock()
+	defer f.msgMu.Unlock()
+	if f.full == nil {
+		f.full = make([]*discoveryv1.Resource, 0, len(f.keys))
+		for _, k := range f.keys {
+			f.full = append(f.full, &discoveryv1.Resource{Key: k, Body: f.bodies[k]})
+		}
+	}
+	return f.full
+}
+
+// deltaFrom is delta(base, f), computed once per baseline rather than once
 // per stream.
-func (p *published) deltaFrom(base *published) (upserts []*discoveryv1.Resource, removed []string) {
-	p.msgMu.Lock()
-	defer p.msgMu.Unlock()
-	if d, ok := p.deltas[base.version]; ok {
+func (f *form) deltaFrom(base *form) (upserts []*discoveryv1.Resource, removed []string) {
+	f.msgMu.Lock()
+	defer f.msgMu.Unlock()
+	if d, ok := f.deltas[base.version]; ok {
 		return d.upserts, d.removed
 	}
-	upserts, removed = delta(base, p)
-	if len(p.deltas) < maxCachedDeltas {
-		if p.deltas == nil {
-			p.deltas = map[string]resourceDelta{}
+	upserts, removed = delta(base, f)
+	if len(f.deltas) < maxCachedDeltas {
+		if f.deltas == nil {
+			f.deltas = map[string]resourceDelta{}
 		}
-		p.deltas[base.version] = resourceDelta{upserts: upserts, removed: removed}
+		f.deltas[base.version] = resourceDelta{upserts: upserts, removed: removed}
 	}
 	return upserts, removed
 }
@@ -95,12 +145,24 @@ func (p *published) deltaFrom(base *published) (upserts []*discoveryv1.Resource,
 // ack (intermediate rebuilds coalesce).
 func (s *Server) Publish(snaps []*snapshot.Snapshot) error {
 	next, errs := s.nextScopes(snaps, time.Now())
+	s.dropAssemblers(next)
 	changed := s.swapScopes(next)
 	s.metrics.publishes.Inc()
 	if changed {
 		s.signalDataPlane()
 	}
 	return errors.Join(errs...)
+}
+
+// dropAssemblers forgets the assemblers of the scopes no longer published.
+func (s *Server) dropAssemblers(next map[snapshot.Scope]*published) {
+	s.assemblersMu.Lock()
+	defer s.assemblersMu.Unlock()
+	for sc := range s.assemblers {
+		if _, ok := next[sc]; !ok {
+			delete(s.assemblers, sc)
+		}
+	}
 }
 
 // nextScopes converts the snapshots to their wire form, one per scope; an
@@ -116,7 +178,7 @@ func (s *Server) nextScopes(snaps []*snapshot.Snapshot, now time.Time) (map[snap
 			errs = append(errs, fmt.Errorf("scope %s published twice", snap.Scope))
 			continue
 		}
-		p, err := toPublished(snap)
+		p, err := s.toPublished(snap)
 		if err != nil {
 			s.metrics.publishErrors.Inc()
 			errs = append(errs, fmt.Errorf("scope %s: %w", snap.Scope, err))
@@ -157,35 +219,39 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (changed bool) {
 	return changed
 }
 
-// toPublished splits a snapshot into keyed resources and derives the version
-// the proxy will compute after reassembling them.
-func toPublished(snap *snapshot.Snapshot) (*published, error) {
-	res, err := snapshot.Resources(snap)
+// toPublished splits a snapshot into the resources of LayoutVirtualHosts
+// and reassembles them as a proxy will, which validates the round trip and
+// yields the version. The scope's assembler decodes only the resources
+// that changed since its last snapshot.
+func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
+	res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, snap)
 	if err != nil {
 		return nil, err
 	}
-	assembled, err := snapshot.Assemble(snap.Scope, res)
+	s.assemblersMu.Lock()
+	a := s.assemblers[snap.Scope]
+	if a == nil {
+		a = &snapshot.Assembler{Scope: snap.Scope, Layout: snapshot.LayoutVirtualHosts}
+		s.assemblers[snap.Scope] = a
+	}
+	assembled, version, err := a.Assemble(res)
+	s.assemblersMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	version, err := snapshot.Version(assembled)
+	f, err := newForm(version, res)
 	if err != nil {
 		return nil, err
 	}
-	p := &published{version: version, bodies: make(map[string][]byte, len(res)), gateways: assembled.Gateways}
-	for _, r := range res {
-		if _, dup := p.bodies[r.Key]; dup {
-			return nil, fmt.Errorf("duplicate resource key %q", r.Key)
-		}
-		p.bodies[r.Key] = r.Body
-		p.keys = append(p.keys, r.Key)
-	}
-	return p, nil
+	return &published{
+		version: version, gateways: assembled.Gateways, snap: snap,
+		forms: map[snapshot.Layout]*form{snapshot.LayoutVirtualHosts: f},
+	}, nil
 }
 
 // delta lists the resources of cur that are new or changed since base, and
 // the keys base has that cur lacks, both sorted.
-func delta(base, cur *published) (upserts []*discoveryv1.Resource, removed []string) {
+func delta(base, cur *form) (upserts []*discoveryv1.Resource, removed []string) {
 	for _, k := range cur.keys {
 		if old, ok := base.bodies[k]; ok && bytes.Equal(old, cur.bodies[k]) {
 			continue

@@ -23,6 +23,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -35,19 +36,41 @@ func memoSnapshot(t *testing.T, addrs ...string) *published {
 			Name: fmt.Sprintf("apps/svc-%d:80", i), Endpoints: []snapshot.Endpoint{{Address: a, Port: 8080}},
 		})
 	}
-	p, err := toPublished(s)
+	p, err := (&Server{assemblers: map[snapshot.Scope]*snapshot.Assembler{}}).toPublished(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
+// mustForm is p in layout.
+func mustForm(t *testing.T, p *published, layout snapshot.Layout) *form {
+	t.Helper()
+	f, err := p.form(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// mustNext is nextMessage that must not fail.
+func mustNext(t *testing.T, cur *published, st *streamState, layout snapshot.Layout) *discoveryv1.Snapshot {
+	t.Helper()
+	m, err := nextMessage(cur, st, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // The per-version message resources are computed once and are what the
 // per-stream computation gives.
 func TestPublishedMessagesAreShared(t *testing.T) {
-	base := memoSnapshot(t, "10.0.0.1", "10.0.0.2", "10.0.0.3")
-	other := memoSnapshot(t, "10.0.0.9")
-	cur := memoSnapshot(t, "10.0.0.1", "10.0.0.7")
+	basePub := memoSnapshot(t, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	base := mustForm(t, basePub, snapshot.LayoutVirtualHosts)
+	other := mustForm(t, memoSnapshot(t, "10.0.0.9"), snapshot.LayoutVirtualHosts)
+	curPub := memoSnapshot(t, "10.0.0.1", "10.0.0.7")
+	cur := mustForm(t, curPub, snapshot.LayoutVirtualHosts)
 
 	full := cur.fullResources()
 	if len(full) != len(cur.keys) || &full[0] != &cur.fullResources()[0] {
@@ -58,7 +81,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 			t.Fatalf("full resource %d = %s, want %s", i, r.GetKey(), cur.keys[i])
 		}
 	}
-	for _, b := range []*published{base, other} {
+	for _, b := range []*form{base, other} {
 		wantUp, wantRm := delta(b, cur)
 		up, rm := cur.deltaFrom(b)
 		up2, _ := cur.deltaFrom(b)
@@ -76,7 +99,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	}
 	// Beyond the cap, deltas are still right, just not kept.
 	for i := range maxCachedDeltas + 2 {
-		b := memoSnapshot(t, fmt.Sprintf("10.1.0.%d", i+1))
+		b := mustForm(t, memoSnapshot(t, fmt.Sprintf("10.1.0.%d", i+1)), snapshot.LayoutVirtualHosts)
 		up, rm := cur.deltaFrom(b)
 		wantUp, wantRm := delta(b, cur)
 		if len(up) != len(wantUp) || !slices.Equal(rm, wantRm) {
@@ -87,13 +110,63 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 		t.Fatalf("%d deltas kept, at most %d", len(cur.deltas), maxCachedDeltas)
 	}
 	// The messages of two streams share the resources; each has its nonce.
-	a := nextMessage(cur, &streamState{baseline: base})
-	b := nextMessage(cur, &streamState{baseline: base})
+	a := mustNext(t, curPub, &streamState{baseline: basePub}, snapshot.LayoutVirtualHosts)
+	b := mustNext(t, curPub, &streamState{baseline: basePub}, snapshot.LayoutVirtualHosts)
 	a.Nonce, b.Nonce = "1", "2"
 	if &a.Resources[0] != &b.Resources[0] || a.Nonce == b.Nonce {
 		t.Fatal("two streams of one baseline do not share the delta")
 	}
-	if got := nextMessage(cur, &streamState{}); !got.GetFull() || len(got.GetResources()) != len(cur.keys) {
+	if got := mustNext(t, curPub, &streamState{}, snapshot.LayoutVirtualHosts); !got.GetFull() || len(got.GetResources()) != len(cur.keys) {
 		t.Fatalf("full message = %v", got)
 	}
+}
+
+// A proxy that reads only the listener layout gets that layout's
+// resources and version, made once on demand; the published version stays
+// the virtual-host layout's.
+func TestPublishedListenerLayoutOnDemand(t *testing.T) {
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{{
+		Name: "l", Port: 30080, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
+		VirtualHosts: []snapshot.VirtualHost{{Hostname: "a.example.com"}, {Hostname: "b.example.com"}},
+	}}}
+	p, err := (&Server{assemblers: map[snapshot.Scope]*snapshot.Assembler{}}).toPublished(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.forms) != 1 {
+		t.Fatalf("%d forms made before any proxy asked, want 1", len(p.forms))
+	}
+	legacy := mustNext(t, p, &streamState{}, snapshot.LayoutListeners)
+	if legacy.GetLayout() != discoveryv1.Layout_LAYOUT_LISTENERS || legacy.GetVersion() != mustLegacyVersion(t, s) || legacy.GetVersion() == p.version {
+		t.Fatalf("listener-layout message: layout %v version %s (want %s, published %s)", legacy.GetLayout(), legacy.GetVersion(), mustLegacyVersion(t, s), p.version)
+	}
+	var keys []string
+	for _, r := range legacy.GetResources() {
+		keys = append(keys, r.GetKey())
+	}
+	if !slices.Equal(keys, []string{"listener|30080"}) {
+		t.Fatalf("listener-layout keys %v", keys)
+	}
+	first := mustForm(t, p, snapshot.LayoutListeners)
+	if again := mustForm(t, p, snapshot.LayoutListeners); again != first {
+		t.Fatal("the listener layout is made more than once")
+	}
+	vh := mustNext(t, p, &streamState{}, snapshot.LayoutVirtualHosts)
+	if vh.GetLayout() != discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS || vh.GetVersion() != p.version || len(vh.GetResources()) != 3 {
+		t.Fatalf("virtual-host message: layout %v version %s, %d resources", vh.GetLayout(), vh.GetVersion(), len(vh.GetResources()))
+	}
+}
+
+// mustLegacyVersion is the LayoutListeners version of s.
+func mustLegacyVersion(t *testing.T, s *snapshot.Snapshot) string {
+	t.Helper()
+	res, err := snapshot.Resources(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v, err := (&snapshot.Assembler{Scope: s.Scope, Layout: snapshot.LayoutListeners}).Assemble(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -29,13 +29,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // inflight is the one un-acked message of a stream.
 type inflight struct {
-	nonce string
-	full  bool
-	pub   *published
+	nonce   string
+	full    bool
+	pub     *published
+	version string // pub's version in the stream's layout, which the ack names
 }
 
 // streamState is what one stream knows of its proxy, owned by serveConn.
@@ -127,7 +129,7 @@ func (s *Server) handleClientMessage(c *conn, st *streamState, m *discoveryv1.Cl
 // other message is stale and ignored.
 func (s *Server) onAck(c *conn, st *streamState, ack *discoveryv1.Ack) {
 	p := st.pending
-	if p == nil || ack.GetNonce() != p.nonce || ack.GetVersion() != p.pub.version {
+	if p == nil || ack.GetNonce() != p.nonce || ack.GetVersion() != p.version {
 		s.metrics.staleAcks.Inc()
 		return
 	}
@@ -179,7 +181,14 @@ func (s *Server) sendNext(stream serverStream, c *conn, st *streamState) error {
 	s.mu.Lock()
 	cur := s.scopes[c.scope]
 	s.mu.Unlock()
-	msg := nextMessage(cur, st)
+	msg, err := nextMessage(cur, st, c.layout)
+	if err != nil {
+		// The snapshot has no form in the proxy's layout: keep its current
+		// state, as for a snapshot too large to send.
+		s.log.Error(err, "snapshot cannot be sent in the proxy's resource layout", "scope", c.scope.String(), "layout", c.layout.String())
+		st.baseline, st.nackVersion = nil, cur.version
+		return nil
+	}
 	if msg == nil {
 		return nil
 	}
@@ -206,29 +215,38 @@ func (s *Server) sendNext(stream serverStream, c *conn, st *streamState) error {
 		kind = "full"
 	}
 	s.metrics.sent.WithLabelValues(kind).Inc()
-	st.pending = &inflight{nonce: msg.Nonce, full: msg.Full, pub: cur}
+	st.pending = &inflight{nonce: msg.Nonce, full: msg.Full, pub: cur, version: msg.Version}
 	return nil
 }
 
 // nextMessage is the snapshot message (without its nonce) that brings the
-// proxy to cur, or nil when there is nothing to send: no snapshot yet, the
-// proxy holds cur already, or cur is the full snapshot it rejected.
-func nextMessage(cur *published, st *streamState) *discoveryv1.Snapshot {
+// proxy to cur in layout, or nil when there is nothing to send: no snapshot
+// yet, the proxy holds cur already, or cur is the full snapshot it
+// rejected.
+func nextMessage(cur *published, st *streamState, layout snapshot.Layout) (*discoveryv1.Snapshot, error) {
 	if cur == nil {
-		return nil
+		return nil, nil
 	}
-	msg := &discoveryv1.Snapshot{Version: cur.version}
+	if st.baseline == nil && cur.version == st.nackVersion {
+		return nil, nil
+	}
+	if st.baseline != nil && cur.version == st.baseline.version {
+		return nil, nil
+	}
+	f, err := cur.form(layout)
+	if err != nil {
+		return nil, err
+	}
+	msg := &discoveryv1.Snapshot{Version: f.version, Layout: LayoutToProto(layout)}
 	if st.baseline == nil {
-		if cur.version == st.nackVersion {
-			return nil
-		}
 		msg.Full = true
-		msg.Resources = cur.fullResources()
-		return msg
+		msg.Resources = f.fullResources()
+		return msg, nil
 	}
-	if cur.version == st.baseline.version {
-		return nil
+	base, err := st.baseline.form(layout)
+	if err != nil {
+		return nil, err
 	}
-	msg.Resources, msg.Removed = cur.deltaFrom(st.baseline)
-	return msg
+	msg.Resources, msg.Removed = f.deltaFrom(base)
+	return msg, nil
 }

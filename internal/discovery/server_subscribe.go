@@ -106,7 +106,8 @@ func (s *Server) Stream(stream serverStream) error {
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	c := &conn{
-		nodeID: sub.GetNodeId(), identity: id.String(), scope: scope, notify: make(chan struct{}, 1), cancel: cancel,
+		nodeID: sub.GetNodeId(), identity: id.String(), scope: scope, layout: min(LayoutFromProto(sub.GetLayout()), s.richest),
+		notify: make(chan struct{}, 1), cancel: cancel,
 		connected: time.Now(), peer: pi.addr, svidExpiry: pi.svidExpiry,
 	}
 	if err := s.register(c); err != nil {

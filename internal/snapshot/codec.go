@@ -585,28 +585,43 @@ func ListenerLess(a, b *Listener) bool {
 // port, virtual hosts by hostname, endpoint sets, certificates and gateways
 // by name, endpoints by address and port). Route order is never touched.
 func Normalize(s *Snapshot) {
-	sort.SliceStable(s.Listeners, func(i, j int) bool { return ListenerLess(&s.Listeners[i], &s.Listeners[j]) })
+	normalizeTop(s)
 	for i := range s.Listeners {
-		vh := s.Listeners[i].VirtualHosts
-		sort.SliceStable(vh, func(a, b int) bool { return vh[a].Hostname < vh[b].Hostname })
-		sr := s.Listeners[i].StreamRoutes
-		sort.SliceStable(sr, func(a, b int) bool { return sr[a].Hostname < sr[b].Hostname })
+		sortVirtualHosts(s.Listeners[i].VirtualHosts)
+		sortStreamRoutes(s.Listeners[i].StreamRoutes)
 	}
-	sort.SliceStable(s.EndpointSets, func(i, j int) bool { return s.EndpointSets[i].Name < s.EndpointSets[j].Name })
 	for i := range s.EndpointSets {
-		eps := s.EndpointSets[i].Endpoints
-		sort.SliceStable(eps, func(a, b int) bool {
-			if eps[a].Address != eps[b].Address {
-				return eps[a].Address < eps[b].Address
-			}
-			return eps[a].Port < eps[b].Port
-		})
+		sortEndpoints(s.EndpointSets[i].Endpoints)
 	}
+}
+
+// normalizeTop sorts the snapshot's own lists: listeners, endpoint sets,
+// certificates and gateways.
+func normalizeTop(s *Snapshot) {
+	sort.SliceStable(s.Listeners, func(i, j int) bool { return ListenerLess(&s.Listeners[i], &s.Listeners[j]) })
+	sort.SliceStable(s.EndpointSets, func(i, j int) bool { return s.EndpointSets[i].Name < s.EndpointSets[j].Name })
 	sort.SliceStable(s.Certificates, func(i, j int) bool { return s.Certificates[i].Name < s.Certificates[j].Name })
 	sort.SliceStable(s.Gateways, func(i, j int) bool {
 		if s.Gateways[i].Namespace != s.Gateways[j].Namespace {
 			return s.Gateways[i].Namespace < s.Gateways[j].Namespace
 		}
 		return s.Gateways[i].Name < s.Gateways[j].Name
+	})
+}
+
+func sortVirtualHosts(vh []VirtualHost) {
+	sort.SliceStable(vh, func(a, b int) bool { return vh[a].Hostname < vh[b].Hostname })
+}
+
+func sortStreamRoutes(sr []StreamRoute) {
+	sort.SliceStable(sr, func(a, b int) bool { return sr[a].Hostname < sr[b].Hostname })
+}
+
+func sortEndpoints(eps []Endpoint) {
+	sort.SliceStable(eps, func(a, b int) bool {
+		if eps[a].Address != eps[b].Address {
+			return eps[a].Address < eps[b].Address
+		}
+		return eps[a].Port < eps[b].Port
 	})
 }

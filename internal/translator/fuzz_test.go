@@ -65,9 +65,33 @@ func FuzzTranslate(f *testing.F) {
 				if err := snapshot.Validate(s); err != nil {
 					t.Fatalf("snapshot %s invalid: %v", s.Scope, err)
 				}
+				sameInEveryLayout(t, s)
 			}
 		}
 	})
+}
+
+// sameInEveryLayout checks that s travels through discovery unchanged in
+// every resource layout: split, then reassembled as a proxy does.
+func sameInEveryLayout(t *testing.T, s *snapshot.Snapshot) {
+	t.Helper()
+	want, err := snapshot.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, layout := range []snapshot.Layout{snapshot.LayoutListeners, snapshot.LayoutVirtualHosts} {
+		res, err := snapshot.ResourcesIn(layout, s)
+		if err != nil {
+			t.Fatalf("snapshot %s, %s layout: %v", s.Scope, layout, err)
+		}
+		got, _, err := (&snapshot.Assembler{Scope: s.Scope, Layout: layout}).Assemble(res)
+		if err != nil {
+			t.Fatalf("snapshot %s, %s layout: reassembly: %v", s.Scope, layout, err)
+		}
+		if b, _ := snapshot.Encode(got); !bytes.Equal(b, want) {
+			t.Fatalf("snapshot %s changes through the %s layout:\n%s", s.Scope, layout, firstDifference(want, b))
+		}
+	}
 }
 
 // firstDifference shows where two encodings part, with some context.

@@ -90,6 +90,60 @@ func (Wire) EnumDescriptor() ([]byte, []int) {
 	return file_api_discovery_v1_discovery_proto_rawDescGZIP(), []int{0}
 }
 
+// Layout is how a snapshot is cut into resources and how its version is
+// computed (internal/snapshot Layout).
+type Layout int32
+
+const (
+	// LAYOUT_LISTENERS: a listener resource carries all its virtual hosts;
+	// the version is the SHA-256 of the whole re-encoded snapshot.
+	Layout_LAYOUT_LISTENERS Layout = 0
+	// LAYOUT_VIRTUAL_HOSTS: every virtual host is its own resource
+	// ("vhost|<listener key>|<hostname>"); the version is the SHA-256 over
+	// each key followed by a zero byte and the SHA-256 of its body, in key
+	// order.
+	Layout_LAYOUT_VIRTUAL_HOSTS Layout = 1
+)
+
+// Enum value maps for Layout.
+var (
+	Layout_name = map[int32]string{
+		0: "LAYOUT_LISTENERS",
+		1: "LAYOUT_VIRTUAL_HOSTS",
+	}
+	Layout_value = map[string]int32{
+		"LAYOUT_LISTENERS":     0,
+		"LAYOUT_VIRTUAL_HOSTS": 1,
+	}
+)
+
+func (x Layout) Enum() *Layout {
+	p := new(Layout)
+	*p = x
+	return p
+}
+
+func (x Layout) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Layout) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_discovery_v1_discovery_proto_enumTypes[1].Descriptor()
+}
+
+func (Layout) Type() protoreflect.EnumType {
+	return &file_api_discovery_v1_discovery_proto_enumTypes[1]
+}
+
+func (x Layout) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Layout.Descriptor instead.
+func (Layout) EnumDescriptor() ([]byte, []int) {
+	return file_api_discovery_v1_discovery_proto_rawDescGZIP(), []int{1}
+}
+
 // Scope names what a subscriber receives. A missing scope means SharedPool;
 // a scope with no kind set is INVALID_ARGUMENT.
 type Scope struct {
@@ -384,8 +438,13 @@ type Subscribe struct {
 	// node_id names this proxy (its pod name); one identity holds it at a time.
 	NodeId string `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// wire_version must equal WIRE_VERSION.
-	WireVersion   uint32 `protobuf:"varint,2,opt,name=wire_version,json=wireVersion,proto3" json:"wire_version,omitempty"`
-	Scope         *Scope `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	WireVersion uint32 `protobuf:"varint,2,opt,name=wire_version,json=wireVersion,proto3" json:"wire_version,omitempty"`
+	Scope       *Scope `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	// layout is the richest resource layout this proxy reads (it reads every
+	// lower one too); the server answers in the richest layout both sides
+	// read and names it in every Snapshot. Proxies that predate the field
+	// send nothing: LAYOUT_LISTENERS.
+	Layout        Layout `protobuf:"varint,4,opt,name=layout,proto3,enum=coxswain.discovery.v1.Layout" json:"layout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -439,6 +498,13 @@ func (x *Subscribe) GetScope() *Scope {
 		return x.Scope
 	}
 	return nil
+}
+
+func (x *Subscribe) GetLayout() Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return Layout_LAYOUT_LISTENERS
 }
 
 // Ack confirms that the snapshot with this version and nonce is applied.
@@ -727,14 +793,18 @@ func (x *Resource) GetBody() []byte {
 type Snapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// version is the content hash of the whole snapshot after applying this
-	// message; the proxy recomputes it and Nacks on a mismatch.
+	// message, computed as layout says; the proxy recomputes it and Nacks on
+	// a mismatch.
 	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
 	Nonce   string `protobuf:"bytes,2,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	// full replaces everything; otherwise resources are upserts and removed
 	// lists the keys to delete.
-	Full          bool        `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`
-	Resources     []*Resource `protobuf:"bytes,4,rep,name=resources,proto3" json:"resources,omitempty"`
-	Removed       []string    `protobuf:"bytes,5,rep,name=removed,proto3" json:"removed,omitempty"`
+	Full      bool        `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`
+	Resources []*Resource `protobuf:"bytes,4,rep,name=resources,proto3" json:"resources,omitempty"`
+	Removed   []string    `protobuf:"bytes,5,rep,name=removed,proto3" json:"removed,omitempty"`
+	// layout is the layout of resources and version, the one the stream
+	// agreed on in Subscribe; every message of a stream has the same.
+	Layout        Layout `protobuf:"varint,6,opt,name=layout,proto3,enum=coxswain.discovery.v1.Layout" json:"layout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -802,6 +872,13 @@ func (x *Snapshot) GetRemoved() []string {
 		return x.Removed
 	}
 	return nil
+}
+
+func (x *Snapshot) GetLayout() Layout {
+	if x != nil {
+		return x.Layout
+	}
+	return Layout_LAYOUT_LISTENERS
 }
 
 type BootstrapRequest struct {
@@ -977,11 +1054,12 @@ const file_api_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x04nack\x18\x03 \x01(\v2\x1b.coxswain.discovery.v1.NackH\x00R\x04nack\x12D\n" +
 	"\vnode_status\x18\x04 \x01(\v2!.coxswain.discovery.v1.NodeStatusH\x00R\n" +
 	"nodeStatusB\x05\n" +
-	"\x03msg\"{\n" +
+	"\x03msg\"\xb2\x01\n" +
 	"\tSubscribe\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fwire_version\x18\x02 \x01(\rR\vwireVersion\x122\n" +
-	"\x05scope\x18\x03 \x01(\v2\x1c.coxswain.discovery.v1.ScopeR\x05scope\"5\n" +
+	"\x05scope\x18\x03 \x01(\v2\x1c.coxswain.discovery.v1.ScopeR\x05scope\x125\n" +
+	"\x06layout\x18\x04 \x01(\x0e2\x1d.coxswain.discovery.v1.LayoutR\x06layout\"5\n" +
 	"\x03Ack\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\tR\x05nonce\"N\n" +
@@ -998,13 +1076,14 @@ const file_api_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x03msg\"0\n" +
 	"\bResource\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
-	"\x04body\x18\x02 \x01(\fR\x04body\"\xa7\x01\n" +
+	"\x04body\x18\x02 \x01(\fR\x04body\"\xde\x01\n" +
 	"\bSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\tR\x05nonce\x12\x12\n" +
 	"\x04full\x18\x03 \x01(\bR\x04full\x12=\n" +
 	"\tresources\x18\x04 \x03(\v2\x1f.coxswain.discovery.v1.ResourceR\tresources\x12\x18\n" +
-	"\aremoved\x18\x05 \x03(\tR\aremoved\"\x9d\x01\n" +
+	"\aremoved\x18\x05 \x03(\tR\aremoved\x125\n" +
+	"\x06layout\x18\x06 \x01(\x0e2\x1d.coxswain.discovery.v1.LayoutR\x06layout\"\x9d\x01\n" +
 	"\x10BootstrapRequest\x12\x19\n" +
 	"\bsa_token\x18\x01 \x01(\tR\asaToken\x12\x17\n" +
 	"\acsr_pem\x18\x02 \x01(\tR\x06csrPem\x12!\n" +
@@ -1018,7 +1097,10 @@ const file_api_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x12expected_server_sa\x18\x05 \x01(\tR\x10expectedServerSa*.\n" +
 	"\x04Wire\x12\x14\n" +
 	"\x10WIRE_UNSPECIFIED\x10\x00\x12\x10\n" +
-	"\fWIRE_VERSION\x10\x022\xc5\x01\n" +
+	"\fWIRE_VERSION\x10\x02*8\n" +
+	"\x06Layout\x12\x14\n" +
+	"\x10LAYOUT_LISTENERS\x10\x00\x12\x18\n" +
+	"\x14LAYOUT_VIRTUAL_HOSTS\x10\x012\xc5\x01\n" +
 	"\tDiscovery\x12X\n" +
 	"\x06Stream\x12$.coxswain.discovery.v1.ClientMessage\x1a$.coxswain.discovery.v1.ServerMessage(\x010\x01\x12^\n" +
 	"\tBootstrap\x12'.coxswain.discovery.v1.BootstrapRequest\x1a(.coxswain.discovery.v1.BootstrapResponseB>Z<github.com/coxswain-go/coxswain/api/discovery/v1;discoveryv1b\x06proto3"
@@ -1035,44 +1117,47 @@ func file_api_discovery_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_api_discovery_v1_discovery_proto_rawDescData
 }
 
-var file_api_discovery_v1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_api_discovery_v1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_api_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_api_discovery_v1_discovery_proto_goTypes = []any{
 	(Wire)(0),                 // 0: coxswain.discovery.v1.Wire
-	(*Scope)(nil),             // 1: coxswain.discovery.v1.Scope
-	(*SharedPool)(nil),        // 2: coxswain.discovery.v1.SharedPool
-	(*GatewayScope)(nil),      // 3: coxswain.discovery.v1.GatewayScope
-	(*ClientMessage)(nil),     // 4: coxswain.discovery.v1.ClientMessage
-	(*Subscribe)(nil),         // 5: coxswain.discovery.v1.Subscribe
-	(*Ack)(nil),               // 6: coxswain.discovery.v1.Ack
-	(*Nack)(nil),              // 7: coxswain.discovery.v1.Nack
-	(*NodeStatus)(nil),        // 8: coxswain.discovery.v1.NodeStatus
-	(*ServerMessage)(nil),     // 9: coxswain.discovery.v1.ServerMessage
-	(*Resource)(nil),          // 10: coxswain.discovery.v1.Resource
-	(*Snapshot)(nil),          // 11: coxswain.discovery.v1.Snapshot
-	(*BootstrapRequest)(nil),  // 12: coxswain.discovery.v1.BootstrapRequest
-	(*BootstrapResponse)(nil), // 13: coxswain.discovery.v1.BootstrapResponse
+	(Layout)(0),               // 1: coxswain.discovery.v1.Layout
+	(*Scope)(nil),             // 2: coxswain.discovery.v1.Scope
+	(*SharedPool)(nil),        // 3: coxswain.discovery.v1.SharedPool
+	(*GatewayScope)(nil),      // 4: coxswain.discovery.v1.GatewayScope
+	(*ClientMessage)(nil),     // 5: coxswain.discovery.v1.ClientMessage
+	(*Subscribe)(nil),         // 6: coxswain.discovery.v1.Subscribe
+	(*Ack)(nil),               // 7: coxswain.discovery.v1.Ack
+	(*Nack)(nil),              // 8: coxswain.discovery.v1.Nack
+	(*NodeStatus)(nil),        // 9: coxswain.discovery.v1.NodeStatus
+	(*ServerMessage)(nil),     // 10: coxswain.discovery.v1.ServerMessage
+	(*Resource)(nil),          // 11: coxswain.discovery.v1.Resource
+	(*Snapshot)(nil),          // 12: coxswain.discovery.v1.Snapshot
+	(*BootstrapRequest)(nil),  // 13: coxswain.discovery.v1.BootstrapRequest
+	(*BootstrapResponse)(nil), // 14: coxswain.discovery.v1.BootstrapResponse
 }
 var file_api_discovery_v1_discovery_proto_depIdxs = []int32{
-	2,  // 0: coxswain.discovery.v1.Scope.shared_pool:type_name -> coxswain.discovery.v1.SharedPool
-	3,  // 1: coxswain.discovery.v1.Scope.gateway:type_name -> coxswain.discovery.v1.GatewayScope
-	5,  // 2: coxswain.discovery.v1.ClientMessage.subscribe:type_name -> coxswain.discovery.v1.Subscribe
-	6,  // 3: coxswain.discovery.v1.ClientMessage.ack:type_name -> coxswain.discovery.v1.Ack
-	7,  // 4: coxswain.discovery.v1.ClientMessage.nack:type_name -> coxswain.discovery.v1.Nack
-	8,  // 5: coxswain.discovery.v1.ClientMessage.node_status:type_name -> coxswain.discovery.v1.NodeStatus
-	1,  // 6: coxswain.discovery.v1.Subscribe.scope:type_name -> coxswain.discovery.v1.Scope
-	11, // 7: coxswain.discovery.v1.ServerMessage.snapshot:type_name -> coxswain.discovery.v1.Snapshot
-	10, // 8: coxswain.discovery.v1.Snapshot.resources:type_name -> coxswain.discovery.v1.Resource
-	1,  // 9: coxswain.discovery.v1.BootstrapRequest.scope:type_name -> coxswain.discovery.v1.Scope
-	4,  // 10: coxswain.discovery.v1.Discovery.Stream:input_type -> coxswain.discovery.v1.ClientMessage
-	12, // 11: coxswain.discovery.v1.Discovery.Bootstrap:input_type -> coxswain.discovery.v1.BootstrapRequest
-	9,  // 12: coxswain.discovery.v1.Discovery.Stream:output_type -> coxswain.discovery.v1.ServerMessage
-	13, // 13: coxswain.discovery.v1.Discovery.Bootstrap:output_type -> coxswain.discovery.v1.BootstrapResponse
-	12, // [12:14] is the sub-list for method output_type
-	10, // [10:12] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 0: coxswain.discovery.v1.Scope.shared_pool:type_name -> coxswain.discovery.v1.SharedPool
+	4,  // 1: coxswain.discovery.v1.Scope.gateway:type_name -> coxswain.discovery.v1.GatewayScope
+	6,  // 2: coxswain.discovery.v1.ClientMessage.subscribe:type_name -> coxswain.discovery.v1.Subscribe
+	7,  // 3: coxswain.discovery.v1.ClientMessage.ack:type_name -> coxswain.discovery.v1.Ack
+	8,  // 4: coxswain.discovery.v1.ClientMessage.nack:type_name -> coxswain.discovery.v1.Nack
+	9,  // 5: coxswain.discovery.v1.ClientMessage.node_status:type_name -> coxswain.discovery.v1.NodeStatus
+	2,  // 6: coxswain.discovery.v1.Subscribe.scope:type_name -> coxswain.discovery.v1.Scope
+	1,  // 7: coxswain.discovery.v1.Subscribe.layout:type_name -> coxswain.discovery.v1.Layout
+	12, // 8: coxswain.discovery.v1.ServerMessage.snapshot:type_name -> coxswain.discovery.v1.Snapshot
+	11, // 9: coxswain.discovery.v1.Snapshot.resources:type_name -> coxswain.discovery.v1.Resource
+	1,  // 10: coxswain.discovery.v1.Snapshot.layout:type_name -> coxswain.discovery.v1.Layout
+	2,  // 11: coxswain.discovery.v1.BootstrapRequest.scope:type_name -> coxswain.discovery.v1.Scope
+	5,  // 12: coxswain.discovery.v1.Discovery.Stream:input_type -> coxswain.discovery.v1.ClientMessage
+	13, // 13: coxswain.discovery.v1.Discovery.Bootstrap:input_type -> coxswain.discovery.v1.BootstrapRequest
+	10, // 14: coxswain.discovery.v1.Discovery.Stream:output_type -> coxswain.discovery.v1.ServerMessage
+	14, // 15: coxswain.discovery.v1.Discovery.Bootstrap:output_type -> coxswain.discovery.v1.BootstrapResponse
+	14, // [14:16] is the sub-list for method output_type
+	12, // [12:14] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_api_discovery_v1_discovery_proto_init() }
@@ -1098,7 +1183,7 @@ func file_api_discovery_v1_discovery_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_discovery_v1_discovery_proto_rawDesc), len(file_api_discovery_v1_discovery_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -1,0 +1,301 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Layout is how a snapshot is cut into discovery resources, and how its
+// version is computed.
+type Layout int
+
+const (
+	// LayoutListeners is the first layout: a listener resource carries all
+	// its virtual hosts, and the version hashes the whole re-encoded
+	// snapshot (Resources, Assemble, Version). Proxies that predate
+	// LayoutVirtualHosts read only this one.
+	LayoutListeners Layout = iota
+	// LayoutVirtualHosts gives every virtual host its own resource
+	// ("vhost|<listener key>|<hostname>", the listener resource keeps the
+	// rest), so a change to one hostname's routes travels and decodes
+	// alone, and the version is a hash of the resources' digests
+	// (ResourceVersion), which needs no re-encoding.
+	LayoutVirtualHosts
+)
+
+func (l Layout) String() string {
+	switch l {
+	case LayoutListeners:
+		return "listeners"
+	case LayoutVirtualHosts:
+		return "virtual-hosts"
+	}
+	return fmt.Sprintf("layout(%d)", int(l))
+}
+
+// vhostKind is the key kind of a virtual host resource.
+const vhostKind = "vhost"
+
+// VirtualHostKey is the resource key of virtual host hostname on the
+// listener with key listenerKey (ListenerKey) in LayoutVirtualHosts.
+func VirtualHostKey(listenerKey, hostname string) string {
+	return vhostKind + "|" + listenerKey + "|" + hostname
+}
+
+// ResourcesIn splits a snapshot into keyed resources in layout, sorted by
+// key.
+func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
+	switch layout {
+	case LayoutListeners:
+		return Resources(s)
+	case LayoutVirtualHosts:
+	default:
+		return nil, fmt.Errorf("unknown resource layout %s", layout)
+	}
+	withoutHosts := *s
+	withoutHosts.Listeners = make([]Listener, len(s.Listeners))
+	var out []Resource
+	for i := range s.Listeners {
+		l := s.Listeners[i]
+		lk := ListenerKey(&l)
+		for j := range l.VirtualHosts {
+			b, err := json.Marshal(&l.VirtualHosts[j])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Resource{Key: VirtualHostKey(lk, l.VirtualHosts[j].Hostname), Body: b})
+		}
+		l.VirtualHosts = nil
+		withoutHosts.Listeners[i] = l
+	}
+	rest, err := Resources(&withoutHosts)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rest...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// ResourceVersion is the version of a resource set in LayoutVirtualHosts:
+// hex SHA-256 over every key, in order, each followed by a zero byte and
+// the SHA-256 of its body. Equal sets have equal versions however they
+// were built.
+func ResourceVersion(resources []Resource) string {
+	sorted := sortedByKey(resources)
+	h := sha256.New()
+	for _, r := range sorted {
+		d := sha256.Sum256(r.Body)
+		writeDigest(h, r.Key, &d)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeDigest adds one resource to a version hash.
+func writeDigest(h hash.Hash, key string, digest *[sha256.Size]byte) {
+	var buf [256]byte
+	b := append(append(append(buf[:0], key...), 0), digest[:]...)
+	h.Write(b)
+}
+
+// sortedByKey is resources in key order: resources itself when it is
+// already in order (as discovery hands them over), else a sorted copy.
+func sortedByKey(resources []Resource) []Resource {
+	less := func(a, b Resource) int { return strings.Compare(a.Key, b.Key) }
+	if slices.IsSortedFunc(resources, less) {
+		return resources
+	}
+	sorted := slices.Clone(resources)
+	slices.SortFunc(sorted, less)
+	return sorted
+}
+
+// Assembler rebuilds the snapshots of one scope from their resources, in
+// one layout. In LayoutVirtualHosts it remembers what it decoded: a
+// resource whose body is unchanged since the last successful Assemble is
+// not decoded, normalized or hashed again, so the cost of a delta follows
+// what changed. The snapshots it returns share those decoded values and
+// must not be modified (no consumer does: snapshots are immutable).
+type Assembler struct {
+	Scope  Scope
+	Layout Layout
+
+	decoded map[string]decodedResource
+}
+
+// decodedResource is one resource body and what it decodes to.
+type decodedResource struct {
+	body   []byte
+	digest [sha256.Size]byte
+	value  any // Listener (without virtual hosts), VirtualHost, EndpointSet, Certificate or GatewayRef
+}
+
+// Assemble rebuilds and validates the snapshot of resources (any order)
+// and returns it with its version in the assembler's layout. A failure
+// leaves what the assembler remembers unchanged.
+func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
+	switch a.Layout {
+	case LayoutListeners:
+		s, err := Assemble(a.Scope, resources)
+		if err != nil {
+			return nil, "", err
+		}
+		v, err := Version(s)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, v, nil
+	case LayoutVirtualHosts:
+	default:
+		return nil, "", fmt.Errorf("unknown resource layout %s", a.Layout)
+	}
+	sorted := sortedByKey(resources)
+	next := make(map[string]decodedResource, len(sorted))
+	version := sha256.New()
+	s := &Snapshot{Scope: a.Scope}
+	listenerAt := map[string]int{} // listener key → index in s.Listeners
+	var hosts []struct {
+		listener string
+		vh       VirtualHost
+	}
+	for _, r := range sorted {
+		if _, dup := next[r.Key]; dup {
+			return nil, "", fmt.Errorf("duplicate resource key %q", r.Key)
+		}
+		d, ok := a.decoded[r.Key]
+		if !ok || !bytes.Equal(d.body, r.Body) {
+			v, err := decodeResource(r)
+			if err != nil {
+				return nil, "", fmt.Errorf("resource %q: %w", r.Key, err)
+			}
+			d = decodedResource{body: r.Body, digest: sha256.Sum256(r.Body), value: v}
+		}
+		next[r.Key] = d
+		writeDigest(version, r.Key, &d.digest)
+		switch v := d.value.(type) {
+		case Listener:
+			listenerAt[ListenerKey(&v)] = len(s.Listeners)
+			s.Listeners = append(s.Listeners, v)
+		case VirtualHost:
+			rest, _ := strings.CutPrefix(r.Key, vhostKind+"|")
+			lk, _, _ := strings.Cut(rest, "|")
+			hosts = append(hosts, struct {
+				listener string
+				vh       VirtualHost
+			}{lk, v})
+		case EndpointSet:
+			s.EndpointSets = append(s.EndpointSets, v)
+		case Certificate:
+			s.Certificates = append(s.Certificates, v)
+		case GatewayRef:
+			s.Gateways = append(s.Gateways, v)
+		}
+	}
+	for _, h := range hosts {
+		i, ok := listenerAt[h.listener]
+		if !ok {
+			return nil, "", fmt.Errorf("resource %q: no listener %q", VirtualHostKey(h.listener, h.vh.Hostname), h.listener)
+		}
+		// Every listener's list is new (decoded listeners carry none), so
+		// appending never writes into a remembered value.
+		s.Listeners[i].VirtualHosts = append(s.Listeners[i].VirtualHosts, h.vh)
+	}
+	normalizeTop(s)
+	for i := range s.Listeners {
+		sortVirtualHosts(s.Listeners[i].VirtualHosts)
+	}
+	if err := Validate(s); err != nil {
+		return nil, "", err
+	}
+	a.decoded = next
+	return s, hex.EncodeToString(version.Sum(nil)), nil
+}
+
+// decodeResource strictly decodes one LayoutVirtualHosts resource and
+// sorts the lists inside it that carry no order.
+func decodeResource(r Resource) (any, error) {
+	kind, name, ok := strings.Cut(r.Key, "|")
+	if !ok {
+		return nil, fmt.Errorf("resource key %q has no kind", r.Key)
+	}
+	switch kind {
+	case "listener":
+		var l Listener
+		if err := strictUnmarshal(r.Body, &l); err != nil {
+			return nil, err
+		}
+		if len(l.VirtualHosts) > 0 {
+			return nil, fmt.Errorf("a listener resource carries virtual hosts in the %s layout", LayoutVirtualHosts)
+		}
+		if k := ListenerKey(&l); k != name {
+			return nil, fmt.Errorf("listener %q under key %q", k, r.Key)
+		}
+		sortStreamRoutes(l.StreamRoutes)
+		return l, nil
+	case vhostKind:
+		lk, host, ok := strings.Cut(name, "|")
+		if !ok || lk == "" {
+			return nil, fmt.Errorf("virtual host key %q has no listener", r.Key)
+		}
+		var vh VirtualHost
+		if err := strictUnmarshal(r.Body, &vh); err != nil {
+			return nil, err
+		}
+		if vh.Hostname != host {
+			return nil, fmt.Errorf("virtual host %q under key %q", vh.Hostname, r.Key)
+		}
+		return vh, nil
+	case "endpoints":
+		var e EndpointSet
+		if err := strictUnmarshal(r.Body, &e); err != nil {
+			return nil, err
+		}
+		if e.Name != name {
+			return nil, fmt.Errorf("endpoint set %q under key %q", e.Name, r.Key)
+		}
+		sortEndpoints(e.Endpoints)
+		return e, nil
+	case "cert":
+		var c Certificate
+		if err := strictUnmarshal(r.Body, &c); err != nil {
+			return nil, err
+		}
+		if c.Name != name {
+			return nil, fmt.Errorf("certificate %q under key %q", c.Name, r.Key)
+		}
+		return c, nil
+	case "gateway":
+		var g GatewayRef
+		if err := strictUnmarshal(r.Body, &g); err != nil {
+			return nil, err
+		}
+		if g.Namespace+"/"+g.Name != name {
+			return nil, fmt.Errorf("gateway %s/%s under key %q", g.Namespace, g.Name, r.Key)
+		}
+		return g, nil
+	}
+	return nil, fmt.Errorf("resource key %q: unknown kind %q", r.Key, kind)
+}

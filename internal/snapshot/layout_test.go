@@ -1,0 +1,285 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// scaled is a snapshot with n virtual hosts on one listener, each routed
+// to its own endpoint set, plus a TLS stream listener.
+func scaled(n int) *Snapshot {
+	s := &Snapshot{Scope: SharedPool()}
+	l := Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: ProtocolHTTP}
+	for i := 0; i < n; i++ {
+		set := fmt.Sprintf("default/svc-%d:80", i)
+		l.VirtualHosts = append(l.VirtualHosts, VirtualHost{
+			Hostname: fmt.Sprintf("h%05d.example.com", i),
+			Routes: []Route{{
+				ID:       fmt.Sprintf("httproute/default/r%d:0", i),
+				Match:    Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+				Backends: []Backend{{EndpointSet: set, Weight: 1}},
+			}},
+		})
+		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: set, Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), Port: 8080}}})
+	}
+	s.Listeners = append(s.Listeners, l)
+	s.Gateways = []GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{30000}}}
+	Normalize(s)
+	return s
+}
+
+// encodeOrFail is Encode for a test.
+func encodeOrFail(t testing.TB, s *Snapshot) []byte {
+	t.Helper()
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestLayoutsAssembleTheSameSnapshot(t *testing.T) {
+	for _, s := range []*Snapshot{sample(), scaled(5)} {
+		want := encodeOrFail(t, s)
+		for _, layout := range []Layout{LayoutListeners, LayoutVirtualHosts} {
+			res, err := ResourcesIn(layout, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &Assembler{Scope: s.Scope, Layout: layout}
+			got, version, err := a.Assemble(res)
+			if err != nil {
+				t.Fatalf("%s: %v", layout, err)
+			}
+			if b := encodeOrFail(t, got); !bytes.Equal(b, want) {
+				t.Errorf("%s: reassembled snapshot differs:\n got %s\nwant %s", layout, b, want)
+			}
+			if version == "" {
+				t.Errorf("%s: empty version", layout)
+			}
+		}
+	}
+}
+
+func TestVirtualHostLayoutKeys(t *testing.T) {
+	res, err := ResourcesIn(LayoutVirtualHosts, scaled(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range res {
+		keys = append(keys, r.Key)
+		if strings.HasPrefix(r.Key, "listener|") && bytes.Contains(r.Body, []byte("virtualHosts")) {
+			t.Errorf("listener resource %s still carries its virtual hosts: %s", r.Key, r.Body)
+		}
+	}
+	want := "endpoints|default/svc-0:80 endpoints|default/svc-1:80 gateway|default/web listener|30000 vhost|30000|h00000.example.com vhost|30000|h00001.example.com"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("keys:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestAssemblerIncrementalEqualsFresh drives one assembler through random
+// changes (routes edited, hosts added and removed, endpoints changed) and
+// checks every result against a fresh assembler's: the same snapshot, the
+// same version, and the version of the same resources however ordered.
+func TestAssemblerIncrementalEqualsFresh(t *testing.T) {
+	rng := rand.New(rand.NewSource(17))
+	s := scaled(40)
+	inc := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
+	seen := map[string]string{} // version → encoding
+	for step := 0; step < 200; step++ {
+		s = mutate(rng, s)
+		res, err := ResourcesIn(LayoutVirtualHosts, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotV, err := inc.Assemble(res)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		rng.Shuffle(len(res), func(i, j int) { res[i], res[j] = res[j], res[i] })
+		fresh, freshV, err := (&Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}).Assemble(res)
+		if err != nil {
+			t.Fatalf("step %d fresh: %v", step, err)
+		}
+		g, f := encodeOrFail(t, got), encodeOrFail(t, fresh)
+		if !bytes.Equal(g, f) || gotV != freshV {
+			t.Fatalf("step %d: incremental and fresh assembly differ (versions %s, %s)", step, gotV, freshV)
+		}
+		if !bytes.Equal(g, encodeOrFail(t, s)) {
+			t.Fatalf("step %d: the assembled snapshot is not the one split", step)
+		}
+		if gotV != ResourceVersion(res) {
+			t.Fatalf("step %d: ResourceVersion disagrees with the assembler", step)
+		}
+		if prev, ok := seen[gotV]; ok && prev != string(g) {
+			t.Fatalf("step %d: version %s names two different snapshots", step, gotV)
+		}
+		seen[gotV] = string(g)
+	}
+}
+
+// mutate returns a copy of s with one random change.
+func mutate(rng *rand.Rand, s *Snapshot) *Snapshot {
+	b, _ := Encode(s)
+	c, err := Decode(b)
+	if err != nil {
+		panic(err)
+	}
+	vhs := &c.Listeners[0].VirtualHosts
+	switch rng.Intn(4) {
+	case 0: // edit one route
+		if len(*vhs) > 0 {
+			vh := &(*vhs)[rng.Intn(len(*vhs))]
+			vh.Routes[0].Match.Path.Value = fmt.Sprintf("/p%d", rng.Intn(5))
+		}
+	case 1: // add a host
+		n := rng.Intn(1000)
+		*vhs = append(*vhs, VirtualHost{Hostname: fmt.Sprintf("new%d.example.com", n), Routes: []Route{{
+			ID: fmt.Sprintf("httproute/default/new%d:0", n), Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+			Backends: []Backend{{EndpointSet: c.EndpointSets[0].Name, Weight: 1}},
+		}}})
+		dedupHosts(vhs)
+	case 2: // remove a host
+		if len(*vhs) > 1 {
+			i := rng.Intn(len(*vhs))
+			*vhs = append((*vhs)[:i], (*vhs)[i+1:]...)
+		}
+	case 3: // change an endpoint set
+		es := &c.EndpointSets[rng.Intn(len(c.EndpointSets))]
+		es.Endpoints = append(es.Endpoints, Endpoint{Address: fmt.Sprintf("10.9.0.%d", rng.Intn(250)+1), Port: 8080})
+		dedupEndpoints(&es.Endpoints)
+	}
+	Normalize(c)
+	return c
+}
+
+func dedupHosts(vhs *[]VirtualHost) {
+	seen := map[string]bool{}
+	out := (*vhs)[:0]
+	for _, vh := range *vhs {
+		if !seen[vh.Hostname] {
+			seen[vh.Hostname] = true
+			out = append(out, vh)
+		}
+	}
+	*vhs = out
+}
+
+func dedupEndpoints(eps *[]Endpoint) {
+	seen := map[string]bool{}
+	out := (*eps)[:0]
+	for _, e := range *eps {
+		k := fmt.Sprintf("%s:%d", e.Address, e.Port)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	*eps = out
+}
+
+func TestAssemblerRejectsInconsistentResources(t *testing.T) {
+	good, err := ResourcesIn(LayoutVirtualHosts, scaled(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(key string) []byte {
+		for _, r := range good {
+			if r.Key == key {
+				return r.Body
+			}
+		}
+		t.Fatalf("no resource %s", key)
+		return nil
+	}
+	legacy, err := Resources(scaled(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]Resource{
+		"a virtual host without its listener": {
+			{Key: "vhost|30000|h00000.example.com", Body: body("vhost|30000|h00000.example.com")},
+			{Key: "endpoints|default/svc-0:80", Body: body("endpoints|default/svc-0:80")},
+		},
+		"a virtual host under another hostname's key": {
+			{Key: "listener|30000", Body: body("listener|30000")},
+			{Key: "vhost|30000|other.example.com", Body: body("vhost|30000|h00000.example.com")},
+			{Key: "endpoints|default/svc-0:80", Body: body("endpoints|default/svc-0:80")},
+		},
+		"a listener that still carries its virtual hosts": legacy,
+		"an endpoint set under another name": {
+			{Key: "listener|30000", Body: body("listener|30000")},
+			{Key: "endpoints|default/other:80", Body: body("endpoints|default/svc-0:80")},
+		},
+		"an unknown kind":  {{Key: "route|x", Body: []byte(`{}`)}},
+		"an unknown field": {{Key: "listener|30000", Body: []byte(`{"name":"x","port":30000,"protocol":"HTTP","surprise":1}`)}},
+	}
+	for name, res := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}
+			if _, _, err := a.Assemble(good); err != nil {
+				t.Fatal(err)
+			}
+			remembered := len(a.decoded)
+			if _, _, err := a.Assemble(res); err == nil {
+				t.Fatal("assembled")
+			}
+			if len(a.decoded) != remembered {
+				t.Error("a failed Assemble changed what the assembler remembers")
+			}
+		})
+	}
+}
+
+// BenchmarkAssembleDelta is one virtual host changed among n: what a proxy
+// pays per route change.
+func BenchmarkAssembleDelta(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		s := scaled(n)
+		for _, layout := range []Layout{LayoutListeners, LayoutVirtualHosts} {
+			b.Run(fmt.Sprintf("hosts=%d/layout=%s", n, layout), func(b *testing.B) {
+				res, err := ResourcesIn(layout, s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a := &Assembler{Scope: s.Scope, Layout: layout}
+				if _, _, err := a.Assemble(res); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					// A fresh copy of one body, as a delta brings (equal
+					// content: decoding the one changed resource is not
+					// what grows with n).
+					j := i % len(res)
+					res[j].Body = append([]byte(nil), res[j].Body...)
+					if _, _, err := a.Assemble(res); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
