@@ -49,6 +49,14 @@ type Applier interface {
 	OnBoundPortsChange(func([]int32))
 }
 
+// VersionedApplier is an Applier that also takes a snapshot with the
+// version the client computed while reassembling and validating it, and
+// so need not validate or encode it again; the client uses it when the
+// Applier has it.
+type VersionedApplier interface {
+	ApplyVersioned(s *snapshot.Snapshot, version string) error
+}
+
 // Readiness receives the client's view of readiness (*proxy.Readiness
 // implements it).
 type Readiness interface {

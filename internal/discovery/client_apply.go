@@ -76,7 +76,7 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 		return false, fmt.Errorf("version mismatch: the server says %s, the reassembled snapshot is %s", m.GetVersion(), version)
 	}
 	if version != curVersion {
-		if err := c.opts.Applier.Apply(snap); err != nil {
+		if err := c.applyToDataPlane(snap, version); err != nil {
 			return false, fmt.Errorf("apply: %w", err)
 		}
 		applied = true
@@ -85,6 +85,14 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 	c.resources, c.version, c.assembler = next, version, a
 	c.mu.Unlock()
 	return applied, nil
+}
+
+// applyToDataPlane hands snap, named version, to the Applier.
+func (c *Client) applyToDataPlane(snap *snapshot.Snapshot, version string) error {
+	if va, ok := c.opts.Applier.(VersionedApplier); ok {
+		return va.ApplyVersioned(snap, version)
+	}
+	return c.opts.Applier.Apply(snap)
 }
 
 // mergeResources is the resource set after m, by key: m's resources alone

@@ -84,19 +84,25 @@ type route struct {
 // lends parsed certificates, endpoint load-balancer state and metric
 // handles so they survive swaps.
 func compile(s *snapshot.Snapshot, prev *state, m *metrics) (*state, error) {
-	return compileEnv(s, prev, m, nil)
+	return compileEnv(s, "", prev, m, nil)
 }
 
 // compileEnv is compile with the policy filters' long-lived state (nil in
 // tests that need none: remote JWKS, global rate limits and external
-// authorization then fail as their policies say).
-func compileEnv(s *snapshot.Snapshot, prev *state, m *metrics, env *policyEnv) (*state, error) {
-	if err := snapshot.Validate(s); err != nil {
-		return nil, err
-	}
-	version, err := snapshot.Version(s)
-	if err != nil {
-		return nil, err
+// authorization then fail as their policies say). A non-empty version
+// names a snapshot its source has validated already (discovery, which
+// computed that version while reassembling it); otherwise the snapshot is
+// validated here and named by snapshot.Version.
+func compileEnv(s *snapshot.Snapshot, version string, prev *state, m *metrics, env *policyEnv) (*state, error) {
+	if version == "" {
+		if err := snapshot.Validate(s); err != nil {
+			return nil, err
+		}
+		v, err := snapshot.Version(s)
+		if err != nil {
+			return nil, err
+		}
+		version = v
 	}
 	certs, err := compileCerts(s.Certificates, prev)
 	if err != nil {

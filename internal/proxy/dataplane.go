@@ -110,7 +110,15 @@ func NewDataPlane(opts Options) *DataPlane {
 // the new routing table with one atomic store and drains listeners that
 // are gone. On any error the previous state stays in force.
 func (d *DataPlane) Apply(s *snapshot.Snapshot) error {
-	changed, ports, err := d.apply(s)
+	return d.ApplyVersioned(s, "")
+}
+
+// ApplyVersioned is Apply for a snapshot its source has validated and
+// named (discovery.VersionedApplier): it is neither validated nor encoded
+// again, and version is what /statusz and coxswain_proxy_snapshot_info
+// show. An empty version is Apply.
+func (d *DataPlane) ApplyVersioned(s *snapshot.Snapshot, version string) error {
+	changed, ports, err := d.apply(s, version)
 	if err != nil {
 		d.m.applies.WithLabelValues("error").Inc()
 		return err
@@ -127,14 +135,14 @@ func (d *DataPlane) Apply(s *snapshot.Snapshot) error {
 	return nil
 }
 
-func (d *DataPlane) apply(s *snapshot.Snapshot) (bool, []int32, error) {
+func (d *DataPlane) apply(s *snapshot.Snapshot, version string) (bool, []int32, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return false, nil, errors.New("data plane is shut down")
 	}
 	prev := d.state.Load()
-	st, err := compileEnv(s, prev, d.m, d.env)
+	st, err := compileEnv(s, version, prev, d.m, d.env)
 	if err != nil {
 		d.noteApplyError(err)
 		return false, nil, err
@@ -187,8 +195,8 @@ func (d *DataPlane) OnBoundPortsChange(f func([]int32)) {
 	d.callbacks = append(d.callbacks, f)
 }
 
-// Version is the snapshot.Version of the applied snapshot ("" before the
-// first Apply).
+// Version is the version of the applied snapshot: its snapshot.Version, or
+// the one discovery named it by ("" before the first Apply).
 func (d *DataPlane) Version() string {
 	if st := d.state.Load(); st != nil {
 		return st.version

@@ -747,3 +747,31 @@ func TestLeastRequest(t *testing.T) {
 		t.Errorf("with %s busy, LeastRequest spread %v; want all 20 on %s", holder, counts, other)
 	}
 }
+
+// A snapshot discovery has validated and named is shown by that name (what
+// the controller's fleet view and the proxy's discovery client say), and
+// serves like any other.
+func TestApplyVersionedNamesTheSnapshot(t *testing.T) {
+	a := startBackend(t, "a", false, nil)
+	dp := NewDataPlane(Options{BindHost: "127.0.0.1"})
+	t.Cleanup(func() { _ = dp.Shutdown(context.Background()) })
+	port := testkit.FreePortInt32(t)
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
+		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}}
+	snapshot.Normalize(s)
+	if err := dp.ApplyVersioned(s, "from-discovery"); err != nil {
+		t.Fatal(err)
+	}
+	if v := dp.Version(); v != "from-discovery" {
+		t.Fatalf("Version() = %q, want the version discovery named", v)
+	}
+	if r := fetch(t, client(), fmt.Sprintf("http://127.0.0.1:%d/", port)); r.code != 200 || r.echo.Backend != "a" {
+		t.Fatalf("GET = %d from %q", r.code, r.echo.Backend)
+	}
+	if err := dp.ApplyVersioned(s, ""); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := snapshot.Version(s); dp.Version() != want {
+		t.Fatalf("an unnamed snapshot is named %q, want its snapshot.Version %q", dp.Version(), want)
+	}
+}
