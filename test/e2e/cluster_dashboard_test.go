@@ -41,6 +41,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/testkit"
+	"github.com/coxswain-go/coxswain/test/localcluster"
 )
 
 // The controller's dashboard in a real headless Chromium (Debian's
@@ -54,27 +55,9 @@ import (
 // controller to open its admin port.
 const adminEnv = "COXSWAIN_ADMIN_BIND_ADDRESS"
 
-// dashboardReaderYAML is a ServiceAccount that may get Gateways: what the
-// admin API asks of its readers.
-const dashboardReaderYAML = `
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: dashboard-reader, namespace: coxswain-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: coxswain-dashboard-reader}
-rules:
-- apiGroups: [gateway.networking.k8s.io]
-  resources: [gateways]
-  verbs: [get]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: coxswain-dashboard-reader}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coxswain-dashboard-reader}
-subjects:
-- {kind: ServiceAccount, name: dashboard-reader, namespace: coxswain-system}
+// dashboardReaderYAML is the reader the dashboard signs in with, and a
+// ServiceAccount without any right.
+const dashboardReaderYAML = localcluster.DashboardReaderYAML + `
 ---
 apiVersion: v1
 kind: ServiceAccount

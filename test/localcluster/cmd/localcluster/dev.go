@@ -213,7 +213,7 @@ func installAndWait(ctx context.Context, c *localcluster.Cluster, o devOptions) 
 		"COXSWAIN_ADMIN_BIND_ADDRESS=:8085"); err != nil {
 		return nil, "", fmt.Errorf("enabling the dashboard: %w\n%s", err, out)
 	}
-	if out, err := c.Kubectl(ctx, []byte(dashboardReader), "apply", "--server-side", "-f", "-"); err != nil {
+	if out, err := c.Kubectl(ctx, []byte(localcluster.DashboardReaderYAML), "apply", "--server-side", "-f", "-"); err != nil {
 		return nil, "", fmt.Errorf("dashboard reader: %w\n%s", err, out)
 	}
 	if out, err := c.Kubectl(ctx, nil, "rollout", "status", "-n", "coxswain-system", "deployment/coxswain-controller",
@@ -299,28 +299,6 @@ func get(ctx context.Context, hc *http.Client, url string) (int, error) {
 	_ = resp.Body.Close()
 	return resp.StatusCode, nil
 }
-
-// dashboardReader may read the admin API: it may get Gateways.
-const dashboardReader = `
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: dashboard-reader, namespace: coxswain-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: coxswain-dashboard-reader}
-rules:
-- apiGroups: [gateway.networking.k8s.io]
-  resources: [gateways]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: coxswain-dashboard-reader}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coxswain-dashboard-reader}
-subjects:
-- {kind: ServiceAccount, name: dashboard-reader, namespace: coxswain-system}
-`
 
 // printDashboard prints where the controller's dashboard answers and how
 // to get a token for it, and returns its URL ("" when no controller pod
