@@ -109,10 +109,11 @@ bench-propagation: envtest kustomize ## Route change → proxy serving it (contr
 		go test ./test/e2e -run TestPropagationLatency -count=1 -v -timeout 20m | grep -E '^(propagation|ok|FAIL|---)'
 
 .PHONY: bench-scale
-bench-scale: envtest kustomize ## One route change → proxy serving it with 1000 and then 10000 HTTPRoutes present (controller + proxy binaries on envtest): p50/p90/p99 of 100 spaced changes, and the processes' RSS.
+bench-scale: envtest kustomize ## With 1000 and then 10000 HTTPRoutes present (controller + proxy binaries on envtest): one route change → proxy serving it (p50/p90/p99 of 100 spaced changes), the resync after a controller restart, and EndpointSlice churn (CHURN_RATE/s for CHURN_SECONDS) under load; the processes' RSS.
 	for n in 1000 10000; do \
 		KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" COXSWAIN_PROPAGATION_PRELOAD=$$n COXSWAIN_PROPAGATION_ROUTES=$${ROUTES:-100} COXSWAIN_PROPAGATION_GAP=25ms \
-			go test ./test/e2e -run TestPropagationLatency -count=1 -v -timeout 30m | grep -E '^(propagation|ok|FAIL|---)|preloaded' || exit 1; \
+			COXSWAIN_RESYNC=1 COXSWAIN_CHURN=1 COXSWAIN_CHURN_RATE=$${CHURN_RATE:-100} COXSWAIN_CHURN_SECONDS=$${CHURN_SECONDS:-60} \
+			go test ./test/e2e -run 'TestPropagationLatency|TestResyncAfterRestart|TestEndpointChurn' -count=1 -v -timeout 60m | grep -E '^(propagation|resync|churn|ok|FAIL|---)|preloaded|Accepted' || exit 1; \
 	done
 
 .PHONY: verify

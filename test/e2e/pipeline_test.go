@@ -55,8 +55,28 @@ type pipeline struct {
 	// controller's --pprof-bind-address.
 	controller, proxy *process
 	controllerPprof   string
+	// controllerMetrics and proxyMetrics are the two processes'
+	// --metrics-bind-address.
+	controllerMetrics, proxyMetrics string
 	// proxyHealth serves the proxy's health endpoints and /debug/pprof/.
 	proxyHealth string
+	// bin, controllerEnv and controllerArgs start the controller again
+	// (restartController).
+	bin                           string
+	controllerEnv, controllerArgs []string
+}
+
+// restartController stops the controller (SIGTERM, clean exit: it
+// releases the leader Lease) and returns a func that starts a new one with
+// the same flags and ports and returns when it was started.
+func (p *pipeline) restartController(t testing.TB) (startAgain func() *process) {
+	t.Helper()
+	p.controller.stop(t)
+	return func() *process {
+		t.Helper()
+		p.controller = start(t, p.bin, p.controllerEnv, p.controllerArgs...)
+		return p.controller
+	}
 }
 
 // controllerRSS is the resident memory of the controller and the proxy
@@ -123,6 +143,21 @@ func (p *pipeline) get(host, path string) (int, string, error) {
 // Gateway default/web, runs beforeProxy, then starts a proxy that holds only
 // a token, the trust bundle and the endpoints, and waits until it is ready.
 func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
+	return startPipelineWith(t, pipelineOptions{}, beforeProxy)
+}
+
+// pipelineOptions vary how startPipelineWith runs the controller.
+type pipelineOptions struct {
+	// kubeconfigFromEnv gives the controller its kubeconfig in KUBECONFIG
+	// instead of --kubeconfig. That is the path an in-cluster controller
+	// takes (ctrl.GetConfig: no client-side rate limit, relying on API
+	// Priority and Fairness); --kubeconfig builds a config with client-go's
+	// default limit of 5 requests/s (burst 10), which dominates anything
+	// that needs many requests (informer start, status writes).
+	kubeconfigFromEnv bool
+}
+
+func startPipelineWith(t testing.TB, opts pipelineOptions, beforeProxy func(*pipeline)) *pipeline {
 	bin := buildBinary(t)
 	cfg, kubeconfigPath := startEnvtest(t)
 	dir := t.TempDir()
@@ -130,7 +165,7 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pipeline{c: c, ctx: context.Background(), hc: &http.Client{Timeout: 2 * time.Second,
+	p := &pipeline{bin: bin, c: c, ctx: context.Background(), hc: &http.Client{Timeout: 2 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	ctx := p.ctx
 	const ns = "coxswain-system"
@@ -144,12 +179,18 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.SharedPoolName}}))
 
 	streamAddr, bootAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
-	p.controllerPprof = testkit.FreeAddr(t)
-	p.controller = start(t, bin, []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="},
-		"serve", "controller", "--kubeconfig", kubeconfigPath, "--pprof-bind-address", p.controllerPprof,
-		"--health-probe-bind-address", testkit.FreeAddr(t), "--metrics-bind-address", testkit.FreeAddr(t),
+	p.controllerPprof, p.controllerMetrics = testkit.FreeAddr(t), testkit.FreeAddr(t)
+	p.controllerEnv = []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="}
+	p.controllerArgs = []string{"serve", "controller", "--kubeconfig", kubeconfigPath}
+	if opts.kubeconfigFromEnv {
+		p.controllerEnv = []string{"POD_NAMESPACE=" + ns, "KUBECONFIG=" + kubeconfigPath}
+		p.controllerArgs = []string{"serve", "controller"}
+	}
+	p.controllerArgs = append(p.controllerArgs, "--pprof-bind-address", p.controllerPprof,
+		"--health-probe-bind-address", testkit.FreeAddr(t), "--metrics-bind-address", p.controllerMetrics,
 		"--discovery-bind-address", streamAddr, "--discovery-bootstrap-bind-address", bootAddr,
 		"--manage-shared-pool=false")
+	p.controller = start(t, bin, p.controllerEnv, p.controllerArgs...)
 
 	must(c.Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "coxswain"},
 		Spec: gwv1.GatewayClassSpec{ControllerName: "coxswain-labs.dev/gateway-controller"}}))
@@ -188,10 +229,10 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	}
 
 	proxyHealth := testkit.FreeAddr(t)
-	p.proxyHealth = proxyHealth
+	p.proxyHealth, p.proxyMetrics = proxyHealth, testkit.FreeAddr(t)
 	p.proxy = start(t, bin, []string{"POD_NAME=shared-proxy-0"},
 		"serve", "proxy", "--shared", "--bind-host", "127.0.0.1", "--access-log=false", "--enable-pprof",
-		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", testkit.FreeAddr(t),
+		"--health-probe-bind-address", proxyHealth, "--metrics-bind-address", p.proxyMetrics,
 		"--discovery-endpoint", "https://"+streamAddr, "--discovery-bootstrap-endpoint", "https://"+bootAddr,
 		"--discovery-token-path", tokenPath, "--discovery-trust-bundle", bundlePath,
 		"--discovery-controller-namespace", ns)
