@@ -170,3 +170,39 @@ func mustLegacyVersion(t *testing.T, s *snapshot.Snapshot) string {
 	}
 	return v
 }
+
+// BenchmarkPublish is the controller's wire-form cost of one rebuild with
+// n virtual hosts, one of them changed: split, marshal, reassemble the
+// changed host, version.
+func BenchmarkPublish(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			build := func(changed int) *snapshot.Snapshot {
+				l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
+				for i := 0; i < n; i++ {
+					h := fmt.Sprintf("r%d.example.com", i)
+					to := "moved-" + h
+					if i == changed {
+						to = "changed-" + h
+					}
+					l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
+						ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
+						Redirect: &snapshot.Redirect{Hostname: to, StatusCode: 301},
+					}}})
+				}
+				s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
+				snapshot.Normalize(s)
+				return s
+			}
+			snaps := []*snapshot.Snapshot{build(0), build(1)}
+			srv := &Server{assemblers: map[snapshot.Scope]*snapshot.Assembler{}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := srv.toPublished(snaps[i%2]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

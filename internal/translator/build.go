@@ -163,15 +163,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		l.VirtualHosts = make([]snapshot.VirtualHost, 0, len(hosts))
 		for _, h := range hosts {
 			vb := lb.vhosts[h]
-			slices.SortStableFunc(vb.entries, func(a, b entry) int {
-				if a.key.less(b.key) {
-					return -1
-				}
-				if b.key.less(a.key) {
-					return 1
-				}
-				return 0
-			})
+			slices.SortStableFunc(vb.entries, func(a, b entry) int { return a.key.compare(b.key) })
 			vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
 			if len(vb.entries) > 0 {
 				vh.Routes = make([]snapshot.Route, len(vb.entries))

@@ -80,16 +80,24 @@ func (k *precKey) finalize() {
 }
 
 // less orders k before o (see precKey); finalize must have run on both.
-func (k *precKey) less(o *precKey) bool {
-	return cmp.Or(
-		cmp.Compare(k.packed, o.packed),
-		cmp.Compare(k.createdNs, o.createdNs),
-		cmp.Compare(k.namespace, o.namespace),
-		cmp.Compare(k.name, o.name),
-		cmp.Compare(k.kind, o.kind),
-		cmp.Compare(k.rule, o.rule),
-		cmp.Compare(k.match, o.match),
-	) < 0
+func (k *precKey) less(o *precKey) bool { return k.compare(o) < 0 }
+
+// compare is -1, 0 or +1 as k sorts before, with or after o; it stops at
+// the first field that differs (most keys differ in packed already).
+func (k *precKey) compare(o *precKey) int {
+	if c := cmp.Compare(k.packed, o.packed); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.createdNs, o.createdNs); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.namespace, o.namespace); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.name, o.name); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(k.kind, o.kind), cmp.Compare(k.rule, o.rule), cmp.Compare(k.match, o.match))
 }
 
 // matchKey is the rank part of a precKey for one match; grpc ranks a
