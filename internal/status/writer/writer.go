@@ -258,6 +258,18 @@ func (w *Writer) patch(ctx context.Context, kind string, obj, orig client.Object
 	}
 }
 
+// getCached is get without a copy: obj shares the informer cache's memory
+// and must not be modified.
+func (w *Writer) getCached(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
+	if err := w.Client.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
 func (w *Writer) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
 	if err := w.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -485,22 +497,29 @@ func routeStatuses(res *translator.Result) []struct {
 	}
 }
 
-// setOurs replaces our entries of obj's status (k.entries) with desired,
-// keeping every other controller's, and patches when that changed anything.
-func setOurs[E any](ctx context.Context, w *Writer, k statusKind[E], obj client.Object, desired []E) error {
-	orig := obj.DeepCopyObject().(client.Object)
-	es := k.entries(obj)
-	*es = mergeOurs(*es, desired, k.controller, k.same, k.conds, obj.GetGeneration(), w.now())
-	if apiequality.Semantic.DeepEqual(*k.entries(orig), *es) {
+// setOurs replaces our entries of cached's status (k.entries) with
+// desired, keeping every other controller's, and patches a copy when that
+// changes anything; cached itself is never modified.
+func setOurs[E any](ctx context.Context, w *Writer, k statusKind[E], cached client.Object, desired []E) error {
+	merge := func(obj client.Object) []E {
+		return mergeOurs(*k.entries(obj), desired, k.controller, k.same, k.conds, obj.GetGeneration(), w.now())
+	}
+	// cached is the informer cache's own object (read without a copy):
+	// most rounds change nothing, and only then is it copied.
+	if apiequality.Semantic.DeepEqual(*k.entries(cached), merge(cached)) {
 		return nil
 	}
-	return w.patch(ctx, k.name, obj, orig)
+	obj := cached.DeepCopyObject().(client.Object)
+	// Merged again from the copy, so that no entry shares memory with the
+	// cache when the patch response is decoded into obj.
+	*k.entries(obj) = merge(obj)
+	return w.patch(ctx, k.name, obj, cached)
 }
 
 // writeOurs is setOurs on the object of kind k named key, if it exists.
 func writeOurs[E any](ctx context.Context, w *Writer, k statusKind[E], key types.NamespacedName, desired []E) error {
 	obj := k.newObj()
-	if ok, err := w.get(ctx, key, obj); !ok || err != nil {
+	if ok, err := w.getCached(ctx, key, obj); !ok || err != nil {
 		return err
 	}
 	return setOurs(ctx, w, k, obj, desired)
@@ -554,7 +573,8 @@ func (w *Writer) staleEntries(ctx context.Context, res *translator.Result) error
 // lacks. A kind the apiserver does not serve has none.
 func dropStale[E any](ctx context.Context, w *Writer, k statusKind[E], seen map[types.NamespacedName]bool) error {
 	list := k.newList()
-	if err := w.Client.List(ctx, list); meta.IsNoMatchError(err) {
+	// The cache's own objects: setOurs copies the few it changes.
+	if err := w.Client.List(ctx, list, client.UnsafeDisableDeepCopy); meta.IsNoMatchError(err) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("list %s: %w", k.name, err)
