@@ -186,7 +186,10 @@ func (p *Provider) Start(ctx context.Context) error {
 		DeleteFunc: func(any) { p.Trigger() },
 	}
 	for _, obj := range watched() {
-		inf, err := p.opts.Cache.GetInformer(ctx, obj)
+		// Start every informer first and wait for them together below:
+		// waiting kind by kind costs each kind's initial list plus up to a
+		// 100 ms sync poll, seconds in all at every controller start.
+		inf, err := p.opts.Cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if meta.IsNoMatchError(err) {
 			// A kind whose CRD is not installed (an older Gateway API, or
 			// our CRDs missing) is read as empty rather than stopping the
