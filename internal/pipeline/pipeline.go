@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package pipeline wires the routing pipeline into a controller-runtime
-// manager: provider (watch, debounce, gather) → translator (pure) → the
+// manager: provider (watch, pace, gather) → translator (pure) → the
 // sinks of every Result: the one status writer, the shared pool applier
 // (sharedpool.go) and, when discovery runs, the snapshot publisher
 // (discovery.go, which also adapts discovery's bind and ack reports for

@@ -14,8 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package provider watches every input of a routing rebuild, debounces
-// their events, gathers one translator.Resources value from the informer
+// Package provider watches every input of a routing rebuild, paces
+// rebuilds on their events, gathers one translator.Resources value from the informer
 // caches, translates it, and hands the Result to the sinks (discovery
 // dispatch, the status writer, the shared VIP applier). Data flows one way:
 // nothing here writes to Kubernetes.
@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,9 +52,13 @@ import (
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
-// Debounce bounds: an event after a quiet period rebuilds at once; an event
-// within Quiet of the previous one waits for Quiet without events, but never
-// more than MaxDelay.
+// Pacing bounds: a change that comes more than Quiet after the end of the
+// last rebuild rebuilds at once, a sooner one waits until Quiet has passed.
+// When changes came during the last rebuild (a steady stream of them), the
+// gap is as long as that rebuild took, at most MaxDelay. Every change of a
+// wait coalesces into one rebuild: under a steady stream a change waits at
+// most one gap plus one rebuild, and rebuilding keeps at most about half
+// of one CPU busy.
 const (
 	DefaultQuiet    = 20 * time.Millisecond
 	DefaultMaxDelay = 500 * time.Millisecond
@@ -105,9 +108,12 @@ type Provider struct {
 
 	mu   sync.Mutex
 	last *translator.Result
-	// lastEvent and prevEvent are the Unix nanoseconds of the two latest
-	// triggers, telling a lone change from a burst.
-	lastEvent, prevEvent atomic.Int64
+	// lastEnd and lastTook are when the last rebuild ended and how long
+	// it took; busy is whether changes came while it ran (pace). Only
+	// Start's goroutine uses them.
+	lastEnd  time.Time
+	lastTook time.Duration
+	busy     bool
 }
 
 // New returns a Provider; call SetupWithManager or Start it yourself.
@@ -173,7 +179,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 }
 
 // Start registers event handlers on every informer, then rebuilds once and
-// again after every debounced burst of events, until ctx ends.
+// again after events, paced (pace), until ctx ends.
 func (p *Provider) Start(ctx context.Context) error {
 	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { p.Trigger() },
@@ -214,22 +220,47 @@ func (p *Provider) Start(ctx context.Context) error {
 			return nil
 		case <-p.trigger:
 		}
-		// Leading edge: an event that follows a quiet period (no event for
-		// Quiet) rebuilds at once, so a single change propagates without
-		// waiting out the window. An event inside a burst is debounced: the
-		// rebuild waits for Quiet without events, at most MaxDelay.
-		if p.burst() && !p.debounce(ctx) {
+		if !p.pace(ctx) {
 			return nil
 		}
+		began := time.Now()
 		p.rebuild(ctx)
+		p.lastEnd = time.Now()
+		p.lastTook = p.lastEnd.Sub(began)
+		p.busy = len(p.trigger) > 0
 	}
 }
 
-// burst reports whether the latest event came within Quiet of the one
-// before it.
-func (p *Provider) burst() bool {
-	last, prev := p.lastEvent.Load(), p.prevEvent.Load()
-	return prev != 0 && time.Duration(last-prev) < p.opts.Quiet
+// gap is how long after the end of the last rebuild the next may start:
+// Quiet, or, when changes came during the last one, as long as it took if
+// longer, at most MaxDelay.
+func (p *Provider) gap() time.Duration {
+	if !p.busy {
+		return p.opts.Quiet
+	}
+	return min(max(p.opts.Quiet, p.lastTook), p.opts.MaxDelay)
+}
+
+// pace waits, when the last rebuild ended less than gap ago, until gap has
+// passed; the triggers that come meanwhile coalesce into the rebuild that
+// follows. It reports false when ctx ended.
+func (p *Provider) pace(ctx context.Context) bool {
+	wait := time.Until(p.lastEnd.Add(p.gap()))
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	select {
+	case <-p.trigger:
+	default:
+	}
+	return true
 }
 
 // statusOnly reports an update that cannot change a translation: the status
@@ -258,37 +289,11 @@ func statusOnly(oldObj, newObj any) bool {
 		equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp())
 }
 
-// Trigger asks for a rebuild; bursts coalesce.
+// Trigger asks for a rebuild; triggers coalesce (pace).
 func (p *Provider) Trigger() {
-	now := time.Now().UnixNano()
-	p.prevEvent.Store(p.lastEvent.Swap(now))
 	select {
 	case p.trigger <- struct{}{}:
 	default:
-	}
-}
-
-// debounce waits until Quiet passes without a trigger, or MaxDelay since
-// the first one. It reports false when ctx ended.
-func (p *Provider) debounce(ctx context.Context) bool {
-	deadline := time.NewTimer(p.opts.MaxDelay)
-	defer deadline.Stop()
-	quiet := time.NewTimer(p.opts.Quiet)
-	defer quiet.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-deadline.C:
-			return true
-		case <-quiet.C:
-			return true
-		case <-p.trigger:
-			if !quiet.Stop() {
-				<-quiet.C
-			}
-			quiet.Reset(p.opts.Quiet)
-		}
 	}
 }
 

@@ -67,46 +67,54 @@ func TestStatusOnly(t *testing.T) {
 	}
 }
 
-// A lone trigger is not a burst; a second one within Quiet is, and the
-// debounce then waits at least Quiet but never much more than MaxDelay.
-func TestBurstAndDebounce(t *testing.T) {
-	p := New(Options{Quiet: 30 * time.Millisecond, MaxDelay: 120 * time.Millisecond})
-	p.Trigger()
-	if p.burst() {
-		t.Fatal("the first trigger counted as a burst")
-	}
-	<-p.trigger
-	p.Trigger()
-	if !p.burst() {
-		t.Fatal("a trigger right after another is not a burst")
-	}
-	<-p.trigger
-	// Keep triggering every 5ms: the quiet timer never fires, so the
-	// debounce ends on MaxDelay.
-	stop := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; i < 200; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				p.Trigger()
-			}
-		}
-	}()
+// A change after a quiet spell rebuilds at once; one that comes sooner
+// after the last rebuild waits for the gap: Quiet, or, when changes came
+// during the last rebuild, its duration when longer, never more than
+// MaxDelay. Triggers of the wait coalesce. (Lower bounds only: a loaded
+// machine may wait longer.)
+func TestPacing(t *testing.T) {
+	p := New(Options{Quiet: 30 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+	ctx := context.Background()
 	begin := time.Now()
-	if !p.debounce(context.Background()) {
-		t.Fatal("debounce reported a cancelled context")
+	if !p.pace(ctx) || time.Since(begin) > 25*time.Millisecond {
+		t.Fatalf("the first rebuild waited %v", time.Since(begin))
 	}
-	close(stop)
-	if waited := time.Since(begin); waited < 100*time.Millisecond {
-		t.Fatalf("debounce under a steady stream returned after %v, before MaxDelay", waited)
+	for _, tc := range []struct {
+		name     string
+		took     time.Duration
+		busy     bool
+		min, max time.Duration
+	}{
+		{"a quick rebuild: the gap is Quiet", time.Millisecond, true, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"a slow rebuild without changes meanwhile: the gap is Quiet", 90 * time.Millisecond, false, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"a slow rebuild with changes meanwhile: the gap is its duration", 90 * time.Millisecond, true, 90 * time.Millisecond, 90 * time.Millisecond},
+		{"a very slow rebuild: the gap is MaxDelay", 5 * time.Second, true, 200 * time.Millisecond, 200 * time.Millisecond},
+	} {
+		p.lastEnd, p.lastTook, p.busy = time.Now(), tc.took, tc.busy
+		if g := p.gap(); g < tc.min || g > tc.max {
+			t.Errorf("%s: gap %v", tc.name, g)
+		}
+		p.Trigger()
+		p.Trigger()
+		<-p.trigger // what Start's loop receives
+		p.Trigger() // comes during the wait
+		begin := time.Now()
+		if !p.pace(ctx) {
+			t.Fatal("pace reported a cancelled context")
+		}
+		if waited := time.Since(begin); waited < tc.min-5*time.Millisecond {
+			t.Errorf("%s: waited %v, want at least %v", tc.name, waited, tc.min)
+		}
+		select {
+		case <-p.trigger:
+			t.Errorf("%s: a trigger of the wait was not coalesced into the rebuild", tc.name)
+		default:
+		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	p.lastEnd, p.lastTook, p.busy = time.Now(), time.Second, true
+	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if p.debounce(ctx) {
-		t.Fatal("debounce ignored a cancelled context")
+	if p.pace(cctx) {
+		t.Fatal("pace ignored a cancelled context")
 	}
 }

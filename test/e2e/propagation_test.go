@@ -41,7 +41,7 @@ func TestPropagationLatency(t *testing.T) {
 		t.Skip("set COXSWAIN_PROPAGATION_ROUTES (make bench-propagation) to measure propagation latency")
 	}
 	// COXSWAIN_PROPAGATION_GAP spaces the creations (e.g. 25ms): changes
-	// closer together than the 20 ms debounce window are coalesced on
+	// closer together than the provider's 20 ms rebuild gap are coalesced on
 	// purpose, so a gap measures the latency of an isolated change.
 	gap, _ := time.ParseDuration(os.Getenv("COXSWAIN_PROPAGATION_GAP"))
 	p := startPipeline(t, nil)
