@@ -63,7 +63,7 @@ func newRelayCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("loading the relay certificate: %w", err)
 			}
-			base, err := infraRESTConfig(kubeconfig)
+			base, err := restConfig(kubeconfig)
 			if err != nil && mopts.InfraAddr == "" {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
