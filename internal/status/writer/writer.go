@@ -190,12 +190,8 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 		}
 	}
 	w.programmed.prune(gateways)
-	for _, kind := range routeStatuses(res) {
-		for i := range kind.reported {
-			if !record(w.route(ctx, kind.routeKind, &kind.reported[i])) {
-				return errors.Join(errs...)
-			}
-		}
+	if !record(w.routes(ctx, res)) {
+		return errors.Join(errs...)
 	}
 	for i := range res.BackendTLSPolicies {
 		if !record(w.backendTLSPolicy(ctx, &res.BackendTLSPolicies[i])) {
@@ -523,6 +519,47 @@ func writeOurs[E any](ctx context.Context, w *Writer, k statusKind[E], key types
 		return err
 	}
 	return setOurs(ctx, w, k, obj, desired)
+}
+
+// routeWriters bounds the route status patches in flight in one round:
+// routes are many (thousands, all new after a bulk apply), and each patch
+// is a Lease read and a patch, round trips the apiserver can overlap.
+const routeWriters = 8
+
+// routes writes every route's status, routeWriters at a time. It returns
+// the errors joined; after an ErrNotLeader it starts no more writes.
+func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
+	var (
+		mu        sync.Mutex
+		errs      []error
+		notLeader atomic.Bool
+		wg        sync.WaitGroup
+	)
+	sem := make(chan struct{}, routeWriters)
+	for _, kind := range routeStatuses(res) {
+		for i := range kind.reported {
+			if notLeader.Load() {
+				break
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(k routeKind, d *translator.RouteStatus) {
+				defer func() { <-sem; wg.Done() }()
+				err := w.route(ctx, k, d)
+				if err == nil {
+					return
+				}
+				if errors.Is(err, ErrNotLeader) {
+					notLeader.Store(true)
+				}
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}(kind.routeKind, &kind.reported[i])
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (w *Writer) route(ctx context.Context, k routeKind, d *translator.RouteStatus) error {
