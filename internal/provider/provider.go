@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -85,8 +86,11 @@ type Options struct {
 	InstallNamespace string
 	Quiet            time.Duration
 	MaxDelay         time.Duration
-	// Translate defaults to translator.Translate.
+	// Translate defaults to translator.Translate, and Refresh then to
+	// translator.RefreshEndpoints: the rebuild after changes to
+	// EndpointSlices alone (nil: always Translate).
 	Translate func(*translator.Resources) *translator.Result
+	Refresh   func(prev *translator.Result, res *translator.Resources) (*translator.Result, bool)
 	Sinks     []Sink
 	Log       logr.Logger
 	// Registerer receives the rebuild metrics; nil keeps them private.
@@ -114,6 +118,10 @@ type Provider struct {
 	lastEnd  time.Time
 	lastTook time.Duration
 	busy     bool
+	// structural is set by every event but an EndpointSlice's: the next
+	// rebuild translates in full; without it only endpoints changed since
+	// the last rebuild, which refreshes them alone (Options.Refresh).
+	structural atomic.Bool
 }
 
 // New returns a Provider; call SetupWithManager or Start it yourself.
@@ -126,6 +134,9 @@ func New(opts Options) *Provider {
 	}
 	if opts.Translate == nil {
 		opts.Translate = translator.Translate
+		if opts.Refresh == nil {
+			opts.Refresh = translator.RefreshEndpoints
+		}
 	}
 	return &Provider{opts: opts, channel: &channelReader{reader: opts.APIReader}, trigger: make(chan struct{}, 1), m: newMetrics(opts.Registerer)}
 }
@@ -168,7 +179,7 @@ func newMetrics(reg prometheus.Registerer) metrics {
 	return metrics{
 		rebuilds: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "coxswain_controller_rebuilds_total",
-			Help: "Routing rebuilds (gather + translate), by result.",
+			Help: "Routing rebuilds (gather + translate), by result: ok (a full translation), endpoints (only EndpointSlices changed: their endpoints refreshed alone), gather_error.",
 		}, []string{"result"})),
 		rebuildSeconds: promreg.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "coxswain_controller_rebuild_duration_seconds",
@@ -181,15 +192,16 @@ func newMetrics(reg prometheus.Registerer) metrics {
 // Start registers event handlers on every informer, then rebuilds once and
 // again after events, paced (pace), until ctx ends.
 func (p *Provider) Start(ctx context.Context) error {
+	p.structural.Store(true)
 	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { p.Trigger() },
+		AddFunc: p.changed,
 		UpdateFunc: func(oldObj, newObj any) {
 			if statusOnly(oldObj, newObj) {
 				return
 			}
-			p.Trigger()
+			p.changed(newObj)
 		},
-		DeleteFunc: func(any) { p.Trigger() },
+		DeleteFunc: p.changed,
 	}
 	for _, obj := range watched() {
 		// Start every informer first and wait for them together below:
@@ -289,6 +301,17 @@ func statusOnly(oldObj, newObj any) bool {
 		equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp())
 }
 
+// changed notes an event on obj and asks for a rebuild.
+func (p *Provider) changed(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if _, ok := obj.(*discoveryv1.EndpointSlice); !ok {
+		p.structural.Store(true)
+	}
+	p.Trigger()
+}
+
 // Trigger asks for a rebuild; triggers coalesce (pace).
 func (p *Provider) Trigger() {
 	select {
@@ -301,8 +324,12 @@ func (p *Provider) rebuild(ctx context.Context) {
 	ctx, span := otel.Tracer("coxswain/controller").Start(ctx, "rebuild")
 	defer span.End()
 	start := time.Now()
+	full := p.structural.Swap(false)
 	res, err := p.Gather(ctx)
 	if err != nil {
+		if full {
+			p.structural.Store(true)
+		}
 		p.m.rebuilds.WithLabelValues("gather_error").Inc()
 		span.SetStatus(codes.Error, err.Error())
 		p.opts.Log.Error(err, "gathering rebuild inputs; keeping the last result")
@@ -310,9 +337,19 @@ func (p *Provider) rebuild(ctx context.Context) {
 		time.AfterFunc(time.Second, p.Trigger)
 		return
 	}
-	out := p.translate(ctx, res)
+	var out *translator.Result
+	result := "ok"
+	if prev := p.Last(); !full && prev != nil && p.opts.Refresh != nil {
+		if r, ok := p.opts.Refresh(prev, res); ok {
+			out, result = r, "endpoints"
+			span.SetAttributes(attribute.Bool("coxswain.endpoints_only", true))
+		}
+	}
+	if out == nil {
+		out = p.translate(ctx, res)
+	}
 	p.m.rebuildSeconds.Observe(time.Since(start).Seconds())
-	p.m.rebuilds.WithLabelValues("ok").Inc()
+	p.m.rebuilds.WithLabelValues(result).Inc()
 	p.mu.Lock()
 	p.last = out
 	p.mu.Unlock()

@@ -167,12 +167,23 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	es := &snapshot.EndpointSet{Name: name, AppProtocol: proto}
 	t.applyTLSPolicy(es, svc, sp)
 	t.applyBackendPolicy(es, svc.Namespace, svc.Name, sp.Name)
+	src := endpointSource{service: key(&svc.ObjectMeta), portName: sp.Name, protocol: sp.Protocol}
+	es.Endpoints = readyEndpoints(t.ix.slices[src.service], src)
+	t.endpointSets[name] = es
+	t.recordSource(name, src)
+	return name
+}
+
+// readyEndpoints lists the ready addresses of the slices of a Service
+// for the Service port src names, sorted by address and port, each once.
+func readyEndpoints(slices []*discoveryv1.EndpointSlice, src endpointSource) []snapshot.Endpoint {
 	type ep struct {
 		a string
 		p int32
 	}
+	var out []snapshot.Endpoint
 	seen := map[ep]bool{}
-	for _, sl := range t.ix.slices[nn{Namespace: svc.Namespace, Name: svc.Name}] {
+	for _, sl := range slices {
 		if sl.AddressType == discoveryv1.AddressTypeFQDN {
 			continue
 		}
@@ -182,7 +193,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 			if p.Name != nil {
 				pn = *p.Name
 			}
-			if pn == sp.Name && p.Port != nil && sameProtocol(p.Protocol, sp.Protocol) {
+			if pn == src.portName && p.Port != nil && sameProtocol(p.Protocol, src.protocol) {
 				port = *p.Port
 				break
 			}
@@ -203,18 +214,17 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 					continue
 				}
 				seen[k] = true
-				es.Endpoints = append(es.Endpoints, snapshot.Endpoint{Address: a, Port: port})
+				out = append(out, snapshot.Endpoint{Address: a, Port: port})
 			}
 		}
 	}
-	sort.Slice(es.Endpoints, func(i, j int) bool {
-		if es.Endpoints[i].Address != es.Endpoints[j].Address {
-			return es.Endpoints[i].Address < es.Endpoints[j].Address
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Address != out[j].Address {
+			return out[i].Address < out[j].Address
 		}
-		return es.Endpoints[i].Port < es.Endpoints[j].Port
+		return out[i].Port < out[j].Port
 	})
-	t.endpointSets[name] = es
-	return name
+	return out
 }
 
 // sameProtocol compares an EndpointSlice port's protocol with a Service

@@ -229,6 +229,9 @@ func (t *translator) clientCertSet(es *snapshot.EndpointSet, cert string) string
 		cp.TLS = &u
 		cp.Name = name
 		t.endpointSets[name] = &cp
+		if src, ok := t.out.endpointSources[es.Name]; ok {
+			t.recordSource(name, src)
+		}
 		if pols := t.setPolicies[es.Name]; len(pols) > 0 {
 			t.setPolicies[name] = pols
 		}

@@ -141,6 +141,10 @@ type Result struct {
 	InternalPorts []portalloc.Assignment
 	// Events to record (InvalidAnnotation, RouteConflict, ...).
 	Events []Event
+
+	// endpointSources says which Service port each endpoint set of the
+	// snapshots lists the endpoints of (RefreshEndpoints).
+	endpointSources map[string]endpointSource
 }
 
 // GatewayClassStatus is the desired status of a GatewayClass we own.

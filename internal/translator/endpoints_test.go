@@ -1,0 +1,136 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestRefreshEndpointsEqualsTranslate: over random sequences of
+// EndpointSlice changes to every golden input, refreshing the previous
+// Result's endpoints gives what a full translation gives, and leaves the
+// previous Result as it was.
+func TestRefreshEndpointsEqualsTranslate(t *testing.T) {
+	rng := rand.New(rand.NewSource(17))
+	for _, in := range goldenInputs(t) {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := loadResources(data, false)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		prev := Translate(res)
+		for step := 0; step < 12; step++ {
+			next := *res
+			next.EndpointSlices = churnSlices(rng, res.EndpointSlices, step)
+			before := mustJSON(t, prev)
+			got, ok := RefreshEndpoints(prev, &next)
+			if !ok {
+				t.Fatalf("%s step %d: RefreshEndpoints refused a Result of Translate", in, step)
+			}
+			if !bytes.Equal(before, mustJSON(t, prev)) {
+				t.Fatalf("%s step %d: RefreshEndpoints changed the previous Result", in, step)
+			}
+			want := Translate(&next)
+			if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
+				t.Fatalf("%s step %d: refreshed and translated Results differ:\n%s", in, step, firstDifference(w, g))
+			}
+			for i, s := range got.Snapshots {
+				if i < len(prev.Snapshots) && s != prev.Snapshots[i] && bytes.Equal(mustJSON(t, s), mustJSON(t, prev.Snapshots[i])) {
+					t.Fatalf("%s step %d: snapshot %s was copied though its endpoints did not change", in, step, s.Scope)
+				}
+			}
+			res, prev = &next, got
+		}
+	}
+}
+
+func TestRefreshEndpointsNeedsATranslatedResult(t *testing.T) {
+	if _, ok := RefreshEndpoints(nil, &Resources{}); ok {
+		t.Fatal("refreshed a nil Result")
+	}
+	if _, ok := RefreshEndpoints(&Result{}, nil); ok {
+		t.Fatal("refreshed from nil Resources")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// churnSlices returns a changed copy of slices (never modifying them):
+// endpoints turned ready or not, removed or added, ports renumbered,
+// slices removed, split or moved to another Service.
+func churnSlices(rng *rand.Rand, in []*discoveryv1.EndpointSlice, step int) []*discoveryv1.EndpointSlice {
+	out := make([]*discoveryv1.EndpointSlice, 0, len(in)+1)
+	for _, s := range in {
+		if s == nil {
+			continue
+		}
+		c := s.DeepCopy()
+		switch rng.Intn(8) {
+		case 0: // toggle readiness
+			for i := range c.Endpoints {
+				ready := c.Endpoints[i].Conditions.Ready == nil || *c.Endpoints[i].Conditions.Ready
+				c.Endpoints[i].Conditions.Ready = ptr.To(!ready)
+			}
+		case 1: // drop an endpoint
+			if len(c.Endpoints) > 0 {
+				c.Endpoints = c.Endpoints[1:]
+			}
+		case 2: // add one
+			c.Endpoints = append(c.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.200.%d.%d", step, rng.Intn(250)+1)}})
+		case 3: // renumber the ports
+			for i := range c.Ports {
+				if c.Ports[i].Port != nil {
+					c.Ports[i].Port = ptr.To(*c.Ports[i].Port + 1)
+				}
+			}
+		case 4: // remove the slice
+			continue
+		case 5: // split: a second slice of the same Service
+			d := c.DeepCopy()
+			d.Name += fmt.Sprintf("-split%d", step)
+			for i := range d.Endpoints {
+				d.Endpoints[i].Addresses = []string{fmt.Sprintf("10.201.%d.%d", step, i+1)}
+			}
+			out = append(out, d)
+		case 6: // move to another Service
+			if c.Labels == nil {
+				c.Labels = map[string]string{}
+			}
+			c.Labels[discoveryv1.LabelServiceName] += "-other"
+		}
+		out = append(out, c)
+	}
+	return out
+}
