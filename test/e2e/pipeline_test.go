@@ -143,21 +143,6 @@ func (p *pipeline) get(host, path string) (int, string, error) {
 // Gateway default/web, runs beforeProxy, then starts a proxy that holds only
 // a token, the trust bundle and the endpoints, and waits until it is ready.
 func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
-	return startPipelineWith(t, pipelineOptions{}, beforeProxy)
-}
-
-// pipelineOptions vary how startPipelineWith runs the controller.
-type pipelineOptions struct {
-	// kubeconfigFromEnv gives the controller its kubeconfig in KUBECONFIG
-	// instead of --kubeconfig. That is the path an in-cluster controller
-	// takes (ctrl.GetConfig: no client-side rate limit, relying on API
-	// Priority and Fairness); --kubeconfig builds a config with client-go's
-	// default limit of 5 requests/s (burst 10), which dominates anything
-	// that needs many requests (informer start, status writes).
-	kubeconfigFromEnv bool
-}
-
-func startPipelineWith(t testing.TB, opts pipelineOptions, beforeProxy func(*pipeline)) *pipeline {
 	bin := buildBinary(t)
 	cfg, kubeconfigPath := startEnvtest(t)
 	dir := t.TempDir()
@@ -182,10 +167,6 @@ func startPipelineWith(t testing.TB, opts pipelineOptions, beforeProxy func(*pip
 	p.controllerPprof, p.controllerMetrics = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	p.controllerEnv = []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="}
 	p.controllerArgs = []string{"serve", "controller", "--kubeconfig", kubeconfigPath}
-	if opts.kubeconfigFromEnv {
-		p.controllerEnv = []string{"POD_NAMESPACE=" + ns, "KUBECONFIG=" + kubeconfigPath}
-		p.controllerArgs = []string{"serve", "controller"}
-	}
 	p.controllerArgs = append(p.controllerArgs, "--pprof-bind-address", p.controllerPprof,
 		"--health-probe-bind-address", testkit.FreeAddr(t), "--metrics-bind-address", p.controllerMetrics,
 		"--discovery-bind-address", streamAddr, "--discovery-bootstrap-bind-address", bootAddr,

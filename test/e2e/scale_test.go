@@ -58,22 +58,6 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// scaleOptions run the controller as in a cluster, with its kubeconfig in
-// KUBECONFIG (no client-side rate limit), unless COXSWAIN_SCALE_KUBECONFIG_FLAG
-// is set: then with --kubeconfig, as the other e2e tests do (client-go's
-// 5 requests/s).
-func scaleOptions() pipelineOptions {
-	return pipelineOptions{kubeconfigFromEnv: os.Getenv("COXSWAIN_SCALE_KUBECONFIG_FLAG") == ""}
-}
-
-// clientLimit names scaleOptions' choice in the printed line.
-func clientLimit() string {
-	if scaleOptions().kubeconfigFromEnv {
-		return "none"
-	}
-	return "5qps"
-}
-
 // rssKB is a process's VmRSS in kB (-1 when unknown).
 func rssKB(pr *process) int {
 	v, _, _ := strings.Cut(vmRSS(pr), " ")
@@ -176,7 +160,7 @@ func TestResyncAfterRestart(t *testing.T) {
 		t.Skip("set COXSWAIN_RESYNC=1 (make bench-scale) to measure the resync after a controller restart")
 	}
 	preload := envInt("COXSWAIN_PROPAGATION_PRELOAD", 0)
-	p := startPipelineWith(t, scaleOptions(), nil)
+	p := startPipeline(t, nil)
 	if preload > 0 {
 		began := time.Now()
 		p.preload(t, preload)
@@ -318,8 +302,8 @@ func TestResyncAfterRestart(t *testing.T) {
 	if os.Getenv("COXSWAIN_SCALE_LOGS") != "" {
 		t.Logf("the restarted controller's output:\n%s", ctrl.output.String())
 	}
-	fmt.Printf("resync preload=%d client_limit=%s down_ms=%.0f leader_ms=%.0f rebuilt_ms=%.0f first_rebuild_ms=%.0f proxy_connected_ms=%.0f acked_ms=%.0f programmed_ms=%.0f serve_ms=%.0f changed_ms=%.0f accepted_ms=%.0f status_patches=%.0f rebuilds=%.0f controller_rss_kb=%d proxy_rss_kb=%d\n",
-		preload, clientLimit(), ms(down), ms(res["leader"]), ms(res["rebuilt"]), firstRebuild*1000, ms(res["proxy_connected"]), ms(res["acked"]), ms(res["programmed"]),
+	fmt.Printf("resync preload=%d down_ms=%.0f leader_ms=%.0f rebuilt_ms=%.0f first_rebuild_ms=%.0f proxy_connected_ms=%.0f acked_ms=%.0f programmed_ms=%.0f serve_ms=%.0f changed_ms=%.0f accepted_ms=%.0f status_patches=%.0f rebuilds=%.0f controller_rss_kb=%d proxy_rss_kb=%d\n",
+		preload, ms(down), ms(res["leader"]), ms(res["rebuilt"]), firstRebuild*1000, ms(res["proxy_connected"]), ms(res["acked"]), ms(res["programmed"]),
 		ms(res["serve"]), ms(res["changed"]), ms(res["accepted"]), patches, rebuilds, rssKB(ctrl), rssKB(p.proxy))
 }
 
@@ -482,7 +466,7 @@ func TestEndpointChurn(t *testing.T) {
 		backends[i] = b
 	}
 
-	p := startPipelineWith(t, scaleOptions(), nil)
+	p := startPipeline(t, nil)
 	if preload > 0 {
 		began := time.Now()
 		p.preload(t, preload)
@@ -606,8 +590,8 @@ func TestEndpointChurn(t *testing.T) {
 	t.Logf("%d EndpointSlice updates in %s (%.1f/s, %d failed); load: %s; an added endpoint's first request after p50 %.1f ms, p90 %.1f, p99 %.1f, max %.1f (%d samples, %d unseen, %d stale); a removed one's last request p50 %.1f ms, p99 %.1f; sampling: %d endpoints listed, %.0f requests/s",
 		updates, elapsed.Round(time.Millisecond), float64(updates)/elapsed.Seconds(), updateErrs, rep, q(added, 0.5), q(added, 0.9), q(added, 0.99), q(added, 1),
 		len(added), unseen, stale, q(removed, 0.5), q(removed, 0.99), window+1, reqRate)
-	fmt.Printf("churn preload=%d client_limit=%s rate=%d seconds=%d updates=%d update_rate=%.1f update_errors=%d requests=%d failed=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f samples=%d unseen=%d stale=%d removed_p50_ms=%.1f removed_p99_ms=%.1f listed=%d req_rate=%.0f controller_rss_kb=%d proxy_rss_kb=%d\n",
-		preload, clientLimit(), rate, seconds, updates, float64(updates)/elapsed.Seconds(), updateErrs, rep.Sent, rep.Failed,
+	fmt.Printf("churn preload=%d rate=%d seconds=%d updates=%d update_rate=%.1f update_errors=%d requests=%d failed=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f samples=%d unseen=%d stale=%d removed_p50_ms=%.1f removed_p99_ms=%.1f listed=%d req_rate=%.0f controller_rss_kb=%d proxy_rss_kb=%d\n",
+		preload, rate, seconds, updates, float64(updates)/elapsed.Seconds(), updateErrs, rep.Sent, rep.Failed,
 		q(added, 0.5), q(added, 0.9), q(added, 0.99), q(added, 1), len(added), unseen, stale, q(removed, 0.5), q(removed, 0.99),
 		window+1, reqRate, rssKB(p.controller), rssKB(p.proxy))
 	if updateErrs > 0 {
