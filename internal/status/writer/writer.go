@@ -497,19 +497,31 @@ func routeStatuses(res *translator.Result) []struct {
 // desired, keeping every other controller's, and patches a copy when that
 // changes anything; cached itself is never modified.
 func setOurs[E any](ctx context.Context, w *Writer, k statusKind[E], cached client.Object, desired []E) error {
+	patch := oursPatch(w, k, cached, desired)
+	if patch == nil {
+		return nil
+	}
+	return patch(ctx)
+}
+
+// oursPatch is the patch that brings our entries of cached's status to
+// desired (setOurs), or nil when they are there already. cached is the
+// informer cache's own object (read without a copy): most rounds change
+// nothing, and only a patch copies it.
+func oursPatch[E any](w *Writer, k statusKind[E], cached client.Object, desired []E) func(context.Context) error {
 	merge := func(obj client.Object) []E {
 		return mergeOurs(*k.entries(obj), desired, k.controller, k.same, k.conds, obj.GetGeneration(), w.now())
 	}
-	// cached is the informer cache's own object (read without a copy):
-	// most rounds change nothing, and only then is it copied.
 	if apiequality.Semantic.DeepEqual(*k.entries(cached), merge(cached)) {
 		return nil
 	}
-	obj := cached.DeepCopyObject().(client.Object)
-	// Merged again from the copy, so that no entry shares memory with the
-	// cache when the patch response is decoded into obj.
-	*k.entries(obj) = merge(obj)
-	return w.patch(ctx, k.name, obj, cached)
+	return func(ctx context.Context) error {
+		obj := cached.DeepCopyObject().(client.Object)
+		// Merged again from the copy, so that no entry shares memory with
+		// the cache when the patch response is decoded into obj.
+		*k.entries(obj) = merge(obj)
+		return w.patch(ctx, k.name, obj, cached)
+	}
 }
 
 // writeOurs is setOurs on the object of kind k named key, if it exists.
@@ -526,8 +538,10 @@ func writeOurs[E any](ctx context.Context, w *Writer, k statusKind[E], key types
 // is a Lease read and a patch, round trips the apiserver can overlap.
 const routeWriters = 8
 
-// routes writes every route's status, routeWriters at a time. It returns
-// the errors joined; after an ErrNotLeader it starts no more writes.
+// routes writes every route's status. The comparisons run in turn (CPU,
+// one core: the rebuilds need the other); the patches they call for run
+// routeWriters at a time. It returns the errors joined; after an
+// ErrNotLeader it starts no more patches.
 func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 	var (
 		mu        sync.Mutex
@@ -535,35 +549,44 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 		notLeader atomic.Bool
 		wg        sync.WaitGroup
 	)
+	fail := func(err error) {
+		if errors.Is(err, ErrNotLeader) {
+			notLeader.Store(true)
+		}
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
 	sem := make(chan struct{}, routeWriters)
 	for _, kind := range routeStatuses(res) {
 		for i := range kind.reported {
 			if notLeader.Load() {
 				break
 			}
+			d := &kind.reported[i]
+			obj := kind.newObj()
+			if ok, err := w.getCached(ctx, d.NamespacedName, obj); err != nil {
+				fail(err)
+				continue
+			} else if !ok {
+				continue
+			}
+			patch := oursPatch(w, kind.routeKind, obj, d.Parents)
+			if patch == nil {
+				continue
+			}
 			sem <- struct{}{}
 			wg.Add(1)
-			go func(k routeKind, d *translator.RouteStatus) {
+			go func() {
 				defer func() { <-sem; wg.Done() }()
-				err := w.route(ctx, k, d)
-				if err == nil {
-					return
+				if err := patch(ctx); err != nil {
+					fail(err)
 				}
-				if errors.Is(err, ErrNotLeader) {
-					notLeader.Store(true)
-				}
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}(kind.routeKind, &kind.reported[i])
+			}()
 		}
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func (w *Writer) route(ctx context.Context, k routeKind, d *translator.RouteStatus) error {
-	return writeOurs(ctx, w, k, d.NamespacedName, d.Parents)
 }
 
 // staleEntries removes this controller's status.parents entries from routes
