@@ -17,8 +17,10 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -110,22 +112,25 @@ func grpcRouteParts(r *gwv1.GRPCRoute) (*metav1.ObjectMeta, []gwv1.ParentReferen
 // those with a parent Gateway of ours. parts gives a route's metadata and
 // parentRefs.
 func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
-	sorted := make([]*R, 0, len(routes))
+	type namedRoute struct {
+		meta *metav1.ObjectMeta
+		r    *R
+	}
+	sorted := make([]namedRoute, 0, len(routes))
 	for _, r := range routes {
 		if r != nil {
 			if meta, _ := parts(r); named(meta) {
-				sorted = append(sorted, r)
+				sorted = append(sorted, namedRoute{meta, r})
 			}
 		}
 	}
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, _ := parts(sorted[i])
-		b, _ := parts(sorted[j])
-		return byName(a, b)
+	slices.SortStableFunc(sorted, func(a, b namedRoute) int {
+		return cmp.Or(strings.Compare(a.meta.Namespace, b.meta.Namespace), strings.Compare(a.meta.Name, b.meta.Name))
 	})
 	var out []RouteStatus
 	var last nn
-	for i, r := range sorted {
+	for i, n := range sorted {
+		r := n.r
 		meta, refs := parts(r)
 		k := key(meta)
 		if i > 0 && last == k {
