@@ -51,7 +51,7 @@ function table(headers, rows, empty) {
 function renderFleet(v) {
   const rows = v.proxies.map((p) =>
     el("tr", { "data-proxy": p.nodeId },
-      el("td", {}, p.nodeId), el("td", {}, p.scope), el("td", {}, p.peer || ""),
+      el("td", {}, p.nodeId), el("td", {}, p.scope), el("td", {}, p.peer || ""), el("td", {}, p.layout || ""),
       el("td", { class: p.inSync ? "ok" : "bad" }, p.ackedVersion ? p.ackedVersion.slice(0, 12) + (p.inSync ? " (current)" : " (behind)") : "none"),
       el("td", {}, p.lastAck ? new Date(p.lastAck).toLocaleTimeString() : ""),
       el("td", {}, (p.gateways || []).map((g) => g.namespace + "/" + g.name + " gen " + g.generation).join(", ")),
@@ -65,7 +65,7 @@ function renderFleet(v) {
   const standby = v.leader ? null : el("p", { class: "warning" }, "This replica is a standby: the leader holds the fleet.");
   return [standby, note,
     el("h2", {}, "Proxies"),
-    table(["Node", "Scope", "Address", "Acked snapshot", "Last ack", "Gateways (acked generation)", "Bound ports", "SVID expires in", "Refused"], rows, "No proxy is connected."),
+    table(["Node", "Scope", "Address", "Layout", "Acked snapshot", "Last ack", "Gateways (acked generation)", "Bound ports", "SVID expires in", "Refused"], rows, "No proxy is connected."),
     el("h2", {}, "Published scopes"),
     table(["Scope", "Version", "Published", "Gateways", "Proxies"], scopes, "Nothing is published yet.")];
 }
