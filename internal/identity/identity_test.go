@@ -32,7 +32,9 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/coxswain-go/coxswain/internal/identity"
@@ -65,6 +67,38 @@ func newCA(t *testing.T) (*identity.CA, []byte, []byte) {
 		t.Fatal(err)
 	}
 	return ca, certPEM, keyPEM
+}
+
+// laggingReader answers NotFound for every Get, as an informer cache does
+// until it has seen an object just created.
+type laggingReader struct{ client.Client }
+
+func (laggingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+}
+
+// A CA created behind a cache that has not seen it yet is loaded at once,
+// and the trust ConfigMap published with it, not a reload later.
+func TestCASecretCreatedBehindALaggingCache(t *testing.T) {
+	k8s := api.Client(t)
+	ns := "ca-lagging"
+	ensureNamespace(t, ns)
+	ca := identity.NewCA(td)
+	src := &identity.SecretSource{Client: laggingReader{k8s}, Namespace: ns, Name: names.CASecretName, Mode: identity.ModeAuto,
+		CA: ca, TrustConfigMap: names.TrustBundleConfigMapName, Log: testr.New(t)}
+	if err := src.Load(context.Background()); err != nil {
+		t.Fatalf("the first Load after creating the CA: %v", err)
+	}
+	if len(ca.BundlePEM()) == 0 {
+		t.Fatal("no CA loaded")
+	}
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: names.TrustBundleConfigMapName}, cm); err != nil {
+		t.Fatalf("the trust ConfigMap was not published with the CA: %v", err)
+	}
+	if cm.Data[names.TrustBundleKey] != string(ca.BundlePEM()) {
+		t.Fatal("the trust ConfigMap does not hold the CA's bundle")
+	}
 }
 
 func TestCASecretFirstWriterWins(t *testing.T) {

@@ -85,10 +85,18 @@ func (s *SecretSource) Load(ctx context.Context) error {
 		if s.Mode != ModeAuto {
 			return fmt.Errorf("CA Secret %s is absent (mode %s): discovery is not served until it exists", key, s.Mode)
 		}
-		if err := s.create(ctx); err != nil {
-			return err
+		created, cerr := s.create(ctx)
+		switch {
+		case cerr != nil:
+			return cerr
+		case created != nil:
+			// Use what was written: a cache-backed reader may not have
+			// seen it yet (it would answer NotFound until the next
+			// reload, and the trust ConfigMap would wait as long).
+			sec, err = created, nil
+		default:
+			err = reader.Get(ctx, key, sec) // another replica's
 		}
-		err = s.Client.Get(ctx, key, sec) // uncached: a cache may not have seen it yet
 	}
 	if err != nil {
 		return fmt.Errorf("reading CA Secret %s: %w", key, err)
@@ -139,10 +147,12 @@ func (s *SecretSource) publishTrust(ctx context.Context, reader client.Reader) e
 	return nil
 }
 
-func (s *SecretSource) create(ctx context.Context) error {
+// create writes a new CA Secret and returns it; nil without an error when
+// another replica created it first.
+func (s *SecretSource) create(ctx context.Context) (*corev1.Secret, error) {
 	certPEM, keyPEM, err := GenerateAuthority(s.CA.TrustDomain(), time.Now())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -157,11 +167,11 @@ func (s *SecretSource) create(ctx context.Context) error {
 	switch {
 	case err == nil:
 		s.Log.Info("created the discovery CA", "secret", s.Namespace+"/"+s.Name)
-		return nil
+		return sec, nil
 	case apierrors.IsAlreadyExists(err):
-		return nil // another replica was first; load theirs
+		return nil, nil // another replica was first; load theirs
 	default:
-		return fmt.Errorf("creating CA Secret %s/%s: %w", s.Namespace, s.Name, err)
+		return nil, fmt.Errorf("creating CA Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 }
 
