@@ -86,7 +86,8 @@ type Options struct {
 	InstallNamespace string
 	Quiet            time.Duration
 	MaxDelay         time.Duration
-	// Translate defaults to translator.Translate, and Refresh then to
+	// Translate defaults to a translator.Memo's (each route compiled
+	// again only when it or what it reads changed), and Refresh then to
 	// translator.RefreshEndpoints: the rebuild after changes to
 	// EndpointSlices alone (nil: always Translate).
 	Translate func(*translator.Resources) *translator.Result
@@ -106,6 +107,7 @@ type Options struct {
 // warm results; only the sinks decide what a non-leader may do.
 type Provider struct {
 	opts    Options
+	memo    *translator.Memo // the default Translate's, for its counts
 	channel *channelReader
 	trigger chan struct{}
 	m       metrics
@@ -132,13 +134,15 @@ func New(opts Options) *Provider {
 	if opts.MaxDelay < opts.Quiet {
 		opts.MaxDelay = DefaultMaxDelay
 	}
+	var memo *translator.Memo
 	if opts.Translate == nil {
-		opts.Translate = translator.Translate
+		memo = translator.NewMemo()
+		opts.Translate = memo.Translate
 		if opts.Refresh == nil {
 			opts.Refresh = translator.RefreshEndpoints
 		}
 	}
-	return &Provider{opts: opts, channel: &channelReader{reader: opts.APIReader}, trigger: make(chan struct{}, 1), m: newMetrics(opts.Registerer)}
+	return &Provider{opts: opts, memo: memo, channel: &channelReader{reader: opts.APIReader}, trigger: make(chan struct{}, 1), m: newMetrics(opts.Registerer)}
 }
 
 // NeedLeaderElection is false: every replica gathers and translates.
@@ -173,6 +177,7 @@ func policyObjects() []client.Object {
 type metrics struct {
 	rebuilds       *prometheus.CounterVec
 	rebuildSeconds prometheus.Histogram
+	compilations   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) metrics {
@@ -186,6 +191,10 @@ func newMetrics(reg prometheus.Registerer) metrics {
 			Help:    "Time to gather and translate one rebuild.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		})),
+		compilations: promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coxswain_controller_route_compilations_total",
+			Help: "HTTPRoutes and GRPCRoutes a full translation needed, by result: reused (the route and what it reads were unchanged since the last translation), compiled.",
+		}, []string{"result"})),
 	}
 }
 
@@ -365,6 +374,12 @@ func (p *Provider) translate(ctx context.Context, res *translator.Resources) *tr
 	defer span.End()
 	out := p.opts.Translate(res)
 	span.SetAttributes(attribute.Int("coxswain.snapshots", len(out.Snapshots)))
+	if p.memo != nil {
+		reused, compiled := p.memo.LastCounts()
+		p.m.compilations.WithLabelValues("reused").Add(float64(reused))
+		p.m.compilations.WithLabelValues("compiled").Add(float64(compiled))
+		span.SetAttributes(attribute.Int("coxswain.routes_reused", reused), attribute.Int("coxswain.routes_compiled", compiled))
+	}
 	return out
 }
 

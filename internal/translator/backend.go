@@ -148,6 +148,7 @@ func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
 // served upgrades a plain set to h2c for every user (see markH2C): gRPC
 // servers speak only HTTP/2.
 func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) string {
+	t.recordSet(svc, sp, proto)
 	udp := sp.Protocol == corev1.ProtocolUDP
 	sk := setKey{svc.Namespace, svc.Name, sp.Port, udp}
 	name, ok := t.setNames[sk]

@@ -170,24 +170,34 @@ func BenchmarkTranslate(b *testing.B) {
 // which this measures next to BenchmarkTranslate.
 func BenchmarkTranslateOneRouteChange(b *testing.B) {
 	for _, n := range benchSizes() {
-		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
-			a := generate(n, 50, 1)
-			c := *a
-			c.HTTPRoutes = append(c.HTTPRoutes[:0:0], a.HTTPRoutes...)
-			changed := a.HTTPRoutes[n/2].DeepCopy()
-			changed.Generation++
-			changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
-			c.HTTPRoutes[n/2] = changed
-			inputs := []*Resources{a, &c}
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for i := 0; i < b.N; i++ {
-				_ = Translate(inputs[i%2])
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
-		})
+		for _, mode := range []string{"full", "memo"} {
+			b.Run(fmt.Sprintf("routes=%d/%s", n, mode), func(b *testing.B) {
+				a := generate(n, 50, 1)
+				v := &versioner{}
+				v.stampAll(a)
+				c := *a
+				c.HTTPRoutes = append(c.HTTPRoutes[:0:0], a.HTTPRoutes...)
+				changed := a.HTTPRoutes[n/2].DeepCopy()
+				changed.Generation++
+				changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
+				v.stamp(changed)
+				c.HTTPRoutes[n/2] = changed
+				inputs := []*Resources{a, &c}
+				translate := Translate
+				if mode == "memo" {
+					translate = NewMemo().Translate
+					translate(a)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					_ = translate(inputs[(i+1)%2])
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+			})
+		}
 	}
 }
 

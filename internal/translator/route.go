@@ -92,8 +92,8 @@ func (cr *compiledRoute) unresolved(reason, msg string) {
 // then the stream kinds) with a parent Gateway of ours and attaches it to
 // its listeners.
 func (t *translator) processRoutes() {
-	t.out.HTTPRoutes = processRouteKind(t, t.res.HTTPRoutes, httpRouteParts, t.compileHTTPRoute)
-	t.out.GRPCRoutes = processRouteKind(t, t.res.GRPCRoutes, grpcRouteParts, t.compileGRPCRoute)
+	t.out.HTTPRoutes = processRouteKind(t, t.res.HTTPRoutes, httpRouteParts, memoizedCompile(t, kindHTTPRoute, httpRouteParts, t.compileHTTPRoute))
+	t.out.GRPCRoutes = processRouteKind(t, t.res.GRPCRoutes, grpcRouteParts, memoizedCompile(t, kindGRPCRoute, grpcRouteParts, t.compileGRPCRoute))
 	t.out.TLSRoutes = processRouteKind(t, t.res.TLSRoutes, tlsRouteParts, t.compileTLSRoute)
 	t.out.TCPRoutes = processRouteKind(t, t.res.TCPRoutes, tcpRouteParts, t.compileTCPRoute)
 	t.out.UDPRoutes = processRouteKind(t, t.res.UDPRoutes, udpRouteParts, t.compileUDPRoute)

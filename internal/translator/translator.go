@@ -110,6 +110,8 @@ type translator struct {
 	res *Resources
 	ix  *index
 	out *Result
+	// memo, when set, reuses compiled routes across translations (memo.go).
+	memo *memoPass
 
 	classes  map[string]*classInfo
 	gateways map[nn]*gatewayInfo
@@ -155,7 +157,13 @@ func Translate(res *Resources) *Result {
 	if res == nil {
 		res = &Resources{}
 	}
+	return translate(res, nil)
+}
+
+// translate is Translate with an optional Memo pass.
+func translate(res *Resources, memo *memoPass) *Result {
 	t := &translator{
+		memo:         memo,
 		res:          res,
 		ix:           buildIndex(res),
 		out:          &Result{},

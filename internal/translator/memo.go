@@ -1,0 +1,277 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// Memo carries the compiled HTTPRoutes and GRPCRoutes of one translation
+// into the next, so that a change to one route compiles that route alone.
+//
+// Compiling a route reads the route and, through the translator, every
+// input but routes and EndpointSlices (Services, ReferenceGrants, policies,
+// ...; its endpoint sets are rebuilt from the slices each time). A route's
+// compilation is reused when the route has the same UID and
+// resourceVersion and those other inputs are the same objects at the same
+// resourceVersions as in the translation that compiled it; anything else
+// compiles again. Inputs without a resourceVersion (test fixtures) are
+// never trusted. Routes whose filters name policies (ExtensionRef) are
+// always compiled: their compilation points at the policies of its own
+// translation.
+//
+// Memo.Translate(res) equals Translate(res) whatever the Memo saw before
+// (TestMemoEqualsTranslate). A Memo serves one caller at a time.
+type Memo struct {
+	mu     sync.Mutex
+	env    [sha256.Size]byte
+	routes map[memoKey]*memoRoute
+	// lastHits and lastMisses count the compilations the last Translate
+	// reused and made.
+	lastHits, lastMisses int
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo { return &Memo{} }
+
+type memoKey struct {
+	kind, namespace, name string
+}
+
+// memoRoute is one compiled route and what it was compiled from.
+type memoRoute struct {
+	uid types.UID
+	rv  string
+	// cr has no meta: the route of the next translation lends its own.
+	cr *compiledRoute
+	// sets are the endpointSet calls the compilation made, in order, to
+	// be made again (they also build the sets' endpoints and record
+	// their sources in the Result).
+	sets []setCall
+}
+
+// setCall is one call of endpointSet: the Service, its port by index,
+// and the protocol asked for.
+type setCall struct {
+	service types.NamespacedName
+	port    int
+	proto   snapshot.AppProtocol
+}
+
+// memoPass is the Memo's state during one translation.
+type memoPass struct {
+	prev map[memoKey]*memoRoute
+	next map[memoKey]*memoRoute
+	// rec collects the endpointSet calls of the compilation in progress.
+	rec *[]setCall
+	// hits and misses count compilations reused and made (tests).
+	hits, misses int
+}
+
+// Translate is Translate(res), reusing the compiled routes the Memo holds
+// where their inputs did not change, and keeping this translation's.
+func (m *Memo) Translate(res *Resources) *Result {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if res == nil {
+		res = &Resources{}
+	}
+	env, ok := envDigest(res)
+	pass := &memoPass{}
+	if ok && env == m.env {
+		pass.prev = m.routes
+	}
+	pass.next = make(map[memoKey]*memoRoute, len(pass.prev))
+	out := translate(res, pass)
+	if ok {
+		m.env, m.routes = env, pass.next
+	} else {
+		m.env, m.routes = [sha256.Size]byte{}, nil
+	}
+	m.lastHits, m.lastMisses = pass.hits, pass.misses
+	return out
+}
+
+// LastCounts returns how many route compilations the last Translate
+// reused and how many it made.
+func (m *Memo) LastCounts() (reused, compiled int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastHits, m.lastMisses
+}
+
+// compile is compile(), or the memoized compilation of the same route.
+func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, compile func() *compiledRoute) *compiledRoute {
+	k := memoKey{kind, meta.Namespace, meta.Name}
+	if meta.ResourceVersion != "" {
+		if mr := p.prev[k]; mr != nil && mr.uid == meta.UID && mr.rv == meta.ResourceVersion && t.replaySets(mr.sets) {
+			p.hits++
+			p.next[k] = mr
+			cr := *mr.cr
+			cr.meta = meta
+			return &cr
+		}
+	}
+	p.misses++
+	var rec []setCall
+	p.rec = &rec
+	cr := compile()
+	p.rec = nil
+	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
+		kept := *cr
+		kept.meta = nil
+		p.next[k] = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, cr: &kept, sets: rec}
+	}
+	return cr
+}
+
+// recordSet notes an endpointSet call made by a compilation in progress.
+func (t *translator) recordSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) {
+	if t.memo == nil || t.memo.rec == nil {
+		return
+	}
+	for i := range svc.Spec.Ports {
+		if &svc.Spec.Ports[i] != sp {
+			continue
+		}
+		c := setCall{service: key(&svc.ObjectMeta), port: i, proto: proto}
+		for _, r := range *t.memo.rec {
+			if r.service == c.service && r.port == c.port {
+				return // a call after the first changes nothing
+			}
+		}
+		*t.memo.rec = append(*t.memo.rec, c)
+		return
+	}
+}
+
+// replaySets makes a memoized compilation's endpointSet calls again; it
+// reports false (compile afresh) if a Service or port is gone, which an
+// unchanged environment rules out.
+func (t *translator) replaySets(calls []setCall) bool {
+	var buf [4]*corev1.Service
+	svcs := buf[:0]
+	for _, c := range calls {
+		svc := t.ix.services[c.service]
+		if svc == nil || c.port >= len(svc.Spec.Ports) {
+			return false
+		}
+		svcs = append(svcs, svc)
+	}
+	for i, c := range calls {
+		t.endpointSet(svcs[i], &svcs[i].Spec.Ports[c.port], c.proto)
+	}
+	return true
+}
+
+// memoizedCompile wraps a route kind's compile function with the pass's
+// memo (compile itself when there is none).
+func memoizedCompile[R any](t *translator, kind string, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) func(*R) *compiledRoute {
+	if t.memo == nil {
+		return compile
+	}
+	return func(r *R) *compiledRoute {
+		meta, _ := parts(r)
+		return t.memo.compile(t, kind, meta, func() *compiledRoute { return compile(r) })
+	}
+}
+
+// routeInputs are the fields of Resources a route's compilation does not
+// read through the translator: the routes themselves (each memoized on
+// its own resourceVersion) and the EndpointSlices (read only into endpoint
+// sets, which are rebuilt).
+var routeInputs = map[string]bool{
+	"HTTPRoutes": true, "GRPCRoutes": true, "TLSRoutes": true, "TCPRoutes": true, "UDPRoutes": true,
+	"EndpointSlices": true,
+}
+
+var objectType = reflect.TypeFor[metav1.Object]()
+
+// envDigest is a digest of every input of res but routeInputs: the
+// identity and resourceVersion of each object, in any order, and the value
+// of every other field. It reports false if an object has no
+// resourceVersion (its changes could not be seen).
+func envDigest(res *Resources) ([sha256.Size]byte, bool) {
+	h := sha256.New()
+	v := reflect.ValueOf(res).Elem()
+	typ := v.Type()
+	var ids []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if routeInputs[f.Name] || !f.IsExported() {
+			continue
+		}
+		h.Write([]byte(f.Name))
+		h.Write([]byte{0})
+		fv := v.Field(i)
+		switch {
+		case fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(objectType):
+			ids = ids[:0]
+			for j := range fv.Len() {
+				id, ok := objectID(fv.Index(j))
+				if !ok {
+					return [sha256.Size]byte{}, false
+				}
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			for _, id := range ids {
+				h.Write([]byte(id))
+			}
+		case fv.Type().Implements(objectType):
+			id, ok := objectID(fv)
+			if !ok {
+				return [sha256.Size]byte{}, false
+			}
+			h.Write([]byte(id))
+		default:
+			b, err := json.Marshal(fv.Interface())
+			if err != nil {
+				return [sha256.Size]byte{}, false
+			}
+			h.Write(b)
+		}
+		h.Write([]byte{0})
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d, true
+}
+
+// objectID is "<ns>/<name>/<uid>/<resourceVersion>" of an object ("" for a
+// nil one), false without a resourceVersion.
+func objectID(v reflect.Value) (string, bool) {
+	if v.IsNil() {
+		return "\x00nil\x00", true
+	}
+	o := v.Interface().(metav1.Object)
+	if o.GetResourceVersion() == "" {
+		return "", false
+	}
+	return o.GetNamespace() + "/" + o.GetName() + "/" + string(o.GetUID()) + "/" + o.GetResourceVersion() + "\x00", true
+}

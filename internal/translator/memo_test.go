@@ -1,0 +1,264 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"reflect"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// TestMemoEqualsTranslate: over random sequences of changes to every
+// golden input (routes edited, added, removed or only re-versioned;
+// Services, Gateways, grants and policies touched or edited; EndpointSlices
+// churned), a Memo's translation equals a fresh one at every step, and the
+// Memo does reuse compilations.
+func TestMemoEqualsTranslate(t *testing.T) {
+	rng := rand.New(rand.NewSource(23))
+	var hits, misses int
+	for _, in := range goldenInputs(t) {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := loadResources(data, false)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		v := &versioner{}
+		v.stampAll(res)
+		m := NewMemo()
+		for step := 0; step < 16; step++ {
+			if step > 0 {
+				res = v.change(rng, res, step)
+			}
+			got, want := m.Translate(res), Translate(res)
+			if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
+				t.Fatalf("%s step %d: memoized and fresh translations differ:\n%s", in, step, firstDifference(w, g))
+			}
+			if !reflect.DeepEqual(got.endpointSources, want.endpointSources) {
+				t.Fatalf("%s step %d: endpoint sources differ: %v, want %v", in, step, got.endpointSources, want.endpointSources)
+			}
+			hits, misses = hits+m.lastHits, misses+m.lastMisses
+		}
+	}
+	t.Logf("compilations reused %d, made %d", hits, misses)
+	if hits == 0 || hits < misses/4 {
+		t.Fatalf("the Memo reused %d compilations and made %d: it is not doing its job", hits, misses)
+	}
+}
+
+// TestMemoTrustsOnlyVersionedInputs: without resourceVersions a Memo
+// compiles everything, every time.
+func TestMemoTrustsOnlyVersionedInputs(t *testing.T) {
+	res := generate(50, 5, 1)
+	m := NewMemo()
+	m.Translate(res)
+	m.Translate(res)
+	if m.lastHits != 0 {
+		t.Fatalf("reused %d compilations of unversioned inputs", m.lastHits)
+	}
+	(&versioner{}).stampAll(res)
+	m.Translate(res)
+	m.Translate(res)
+	if m.lastHits == 0 || m.lastMisses != 0 {
+		t.Fatalf("versioned and unchanged: reused %d, compiled %d; want all reused", m.lastHits, m.lastMisses)
+	}
+}
+
+// versioner gives objects UIDs and resourceVersions, as an apiserver
+// would.
+type versioner struct{ n int }
+
+func (v *versioner) next() string { v.n++; return strconv.Itoa(v.n) }
+
+// stamp versions one object; a new object also gets a UID.
+func (v *versioner) stamp(o metav1.Object) {
+	if o.GetUID() == "" {
+		o.SetUID(types.UID("uid-" + v.next()))
+	}
+	o.SetResourceVersion(v.next())
+}
+
+// stampAll versions every object of res in place.
+func (v *versioner) stampAll(res *Resources) {
+	eachObjectField(res, func(f reflect.Value) {
+		for i := range f.Len() {
+			if !f.Index(i).IsNil() {
+				v.stamp(f.Index(i).Interface().(metav1.Object))
+			}
+		}
+	})
+	if res.SharedProxyService != nil {
+		v.stamp(res.SharedProxyService)
+	}
+}
+
+// eachObjectField calls fn with every []*Object field of res.
+func eachObjectField(res *Resources, fn func(reflect.Value)) {
+	rv := reflect.ValueOf(res).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		if f.Kind() == reflect.Slice && f.Type().Elem().Implements(objectType) {
+			fn(f)
+		}
+	}
+}
+
+// change returns a copy of res with one to three random changes; changed
+// objects are copies with a new resourceVersion (res is not modified).
+func (v *versioner) change(rng *rand.Rand, res *Resources, step int) *Resources {
+	next := *res
+	for range 1 + rng.Intn(3) {
+		switch rng.Intn(10) {
+		case 0, 1, 2:
+			next.HTTPRoutes = v.changeHTTPRoute(rng, next.HTTPRoutes, step)
+		case 3:
+			next.GRPCRoutes = changeSome(rng, next.GRPCRoutes, v, func(r *gwv1.GRPCRoute) *gwv1.GRPCRoute {
+				if len(r.Spec.Rules) > 0 && len(r.Spec.Rules[0].BackendRefs) > 0 {
+					if p := r.Spec.Rules[0].BackendRefs[0].Port; p != nil {
+						r.Spec.Rules[0].BackendRefs[0].Port = ptr.To(*p + 1)
+					}
+				}
+				return r
+			})
+		case 4:
+			next.EndpointSlices = churnSlices(rng, next.EndpointSlices, step)
+			for _, s := range next.EndpointSlices {
+				v.stamp(s)
+			}
+		case 5: // a Service port renumbered, or the Service removed
+			if rng.Intn(3) == 0 && len(next.Services) > 0 {
+				i := rng.Intn(len(next.Services))
+				next.Services = append(next.Services[:i:i], next.Services[i+1:]...)
+				break
+			}
+			next.Services = changeSome(rng, next.Services, v, func(s *corev1.Service) *corev1.Service {
+				for i := range s.Spec.Ports {
+					s.Spec.Ports[i].Port++
+				}
+				return s
+			})
+		default: // any other object re-versioned, unchanged
+			v.touchAny(rng, &next)
+		}
+	}
+	return &next
+}
+
+// changeHTTPRoute edits, removes, adds or re-versions one HTTPRoute.
+func (v *versioner) changeHTTPRoute(rng *rand.Rand, in []*gwv1.HTTPRoute, step int) []*gwv1.HTTPRoute {
+	if len(in) == 0 {
+		return in
+	}
+	i := rng.Intn(len(in))
+	if in[i] == nil {
+		return in
+	}
+	out := append(in[:0:0], in...)
+	switch rng.Intn(7) {
+	case 0: // removed
+		return append(out[:i], out[i+1:]...)
+	case 1: // a copy under a new name
+		c := in[i].DeepCopy()
+		c.Name += fmt.Sprintf("-copy%d", step)
+		c.UID = ""
+		v.stamp(c)
+		return append(out, c)
+	}
+	c := in[i].DeepCopy()
+	r := c.Spec.Rules
+	switch rng.Intn(5) {
+	case 0: // a path changed
+		if len(r) > 0 && len(r[0].Matches) > 0 && r[0].Matches[0].Path != nil {
+			r[0].Matches[0].Path.Value = ptr.To(fmt.Sprintf("/changed%d", step))
+		}
+	case 1: // a backend port changed
+		if len(r) > 0 && len(r[0].BackendRefs) > 0 && r[0].BackendRefs[0].Port != nil {
+			r[0].BackendRefs[0].Port = ptr.To(*r[0].BackendRefs[0].Port + 1)
+		}
+	case 2: // a backend that does not exist
+		if len(r) > 0 && len(r[0].BackendRefs) > 0 {
+			r[0].BackendRefs[0].Name = "missing"
+		}
+	case 3: // a hostname added
+		c.Spec.Hostnames = append(c.Spec.Hostnames, gwv1.Hostname(fmt.Sprintf("h%d.example.com", step)))
+	case 4: // a rule removed
+		if len(r) > 0 {
+			c.Spec.Rules = r[1:]
+		}
+	}
+	v.stamp(c)
+	out[i] = c
+	return out
+}
+
+// changeSome replaces one random object of in by fn(a deep copy), newly
+// versioned.
+func changeSome[T any, PT interface {
+	*T
+	metav1.Object
+	DeepCopy() PT
+}](rng *rand.Rand, in []PT, v *versioner, fn func(PT) PT) []PT {
+	if len(in) == 0 {
+		return in
+	}
+	i := rng.Intn(len(in))
+	if in[i] == nil {
+		return in
+	}
+	out := append(in[:0:0], in...)
+	c := fn(in[i].DeepCopy())
+	v.stamp(c)
+	out[i] = c
+	return out
+}
+
+// touchAny gives a random object of any kind a new resourceVersion.
+func (v *versioner) touchAny(rng *rand.Rand, res *Resources) {
+	var fields []reflect.Value
+	eachObjectField(res, func(f reflect.Value) {
+		if f.Len() > 0 {
+			fields = append(fields, f)
+		}
+	})
+	if len(fields) == 0 {
+		return
+	}
+	f := fields[rng.Intn(len(fields))]
+	i := rng.Intn(f.Len())
+	if f.Index(i).IsNil() {
+		return
+	}
+	c := f.Index(i).Interface().(runtime.Object).DeepCopyObject()
+	v.stamp(c.(metav1.Object))
+	cp := reflect.MakeSlice(f.Type(), f.Len(), f.Len())
+	reflect.Copy(cp, f)
+	cp.Index(i).Set(reflect.ValueOf(c))
+	f.Set(cp)
+}
