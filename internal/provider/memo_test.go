@@ -43,7 +43,7 @@ func TestRouteChangeCompilesThatRouteAlone(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		if err := c.Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: gwv1.HTTPRouteSpec{
 			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}},
-			Rules: []gwv1.HTTPRouteRule{{Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Value: ptr.To("/" + name)}}}}},
+			Rules:           []gwv1.HTTPRouteRule{{Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Value: ptr.To("/" + name)}}}}},
 		}}); err != nil {
 			t.Fatal(err)
 		}
