@@ -147,6 +147,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	sort.Slice(lbs, func(i, j int) bool { return snapshot.ListenerLess(&lbs[i].l, &lbs[j].l) })
 	for _, lb := range lbs {
 		l := lb.l
+		lk := snapshot.ListenerKey(&lb.l)
 		if l.Protocol == snapshot.ProtocolHTTPS || (l.Protocol == snapshot.ProtocolTLS && len(lb.sni) > 0) {
 			l.TLS = &snapshot.ListenerTLS{Certificates: lb.sni, ClientValidation: lb.clientValidation}
 		}
@@ -166,10 +167,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 			slices.SortStableFunc(vb.entries, func(a, b entry) int { return a.key.compare(b.key) })
 			vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
 			if len(vb.entries) > 0 {
-				vh.Routes = make([]snapshot.Route, len(vb.entries))
-				for i := range vb.entries {
-					vh.Routes[i] = *vb.entries[i].route
-				}
+				vh.Routes = t.hostRoutes(hostKey{sb.scope, lk, h}, vb.entries)
 			}
 			l.VirtualHosts = append(l.VirtualHosts, vh)
 		}

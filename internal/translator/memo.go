@@ -51,6 +51,7 @@ type Memo struct {
 	mu     sync.Mutex
 	env    [sha256.Size]byte
 	routes map[memoKey]*memoRoute
+	hosts  map[hostKey]*builtHost
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made.
 	lastHits, lastMisses int
@@ -83,10 +84,28 @@ type setCall struct {
 	proto   snapshot.AppProtocol
 }
 
+// hostKey names a virtual host of a snapshot.
+type hostKey struct {
+	scope          snapshot.Scope
+	listener, host string
+}
+
+// builtHost is the route list of a virtual host and the compiled routes
+// it was copied from. Compiled routes are never modified, so a virtual
+// host built from the same ones, in the same order, has the same list:
+// it shares it, and discovery need not encode it again
+// (snapshot.Encoder).
+type builtHost struct {
+	from   []*snapshot.Route
+	routes []snapshot.Route
+}
+
 // memoPass is the Memo's state during one translation.
 type memoPass struct {
 	prev map[memoKey]*memoRoute
 	next map[memoKey]*memoRoute
+
+	prevHosts, nextHosts map[hostKey]*builtHost
 	// rec collects the endpointSet calls of the compilation in progress.
 	rec *[]setCall
 	// hits and misses count compilations reused and made (tests).
@@ -107,11 +126,15 @@ func (m *Memo) Translate(res *Resources) *Result {
 		pass.prev = m.routes
 	}
 	pass.next = make(map[memoKey]*memoRoute, len(pass.prev))
+	if ok {
+		pass.prevHosts = m.hosts
+		pass.nextHosts = make(map[hostKey]*builtHost, len(m.hosts))
+	}
 	out := translate(res, pass)
 	if ok {
-		m.env, m.routes = env, pass.next
+		m.env, m.routes, m.hosts = env, pass.next, pass.nextHosts
 	} else {
-		m.env, m.routes = [sha256.Size]byte{}, nil
+		m.env, m.routes, m.hosts = [sha256.Size]byte{}, nil, nil
 	}
 	m.lastHits, m.lastMisses = pass.hits, pass.misses
 	return out
@@ -148,6 +171,40 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 		p.next[k] = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, cr: &kept, sets: rec}
 	}
 	return cr
+}
+
+// hostRoutes is the route list of virtual host k, built from entries (in
+// order): the list of the last translation's host if it was built from
+// the same compiled routes, else a new one.
+func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
+	p := t.memo
+	if p != nil && p.nextHosts != nil {
+		if b := p.prevHosts[k]; b != nil && len(b.from) == len(entries) {
+			same := true
+			for i := range entries {
+				if b.from[i] != entries[i].route {
+					same = false
+					break
+				}
+			}
+			if same {
+				p.nextHosts[k] = b
+				return b.routes
+			}
+		}
+	}
+	routes := make([]snapshot.Route, len(entries))
+	for i := range entries {
+		routes[i] = *entries[i].route
+	}
+	if p != nil && p.nextHosts != nil {
+		from := make([]*snapshot.Route, len(entries))
+		for i := range entries {
+			from[i] = entries[i].route
+		}
+		p.nextHosts[k] = &builtHost{from: from, routes: routes}
+	}
+	return routes
 }
 
 // recordSet notes an endpointSet call made by a compilation in progress.

@@ -31,6 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // TestMemoEqualsTranslate: over random sequences of changes to every
@@ -261,4 +263,57 @@ func (v *versioner) touchAny(rng *rand.Rand, res *Resources) {
 	reflect.Copy(cp, f)
 	cp.Index(i).Set(reflect.ValueOf(c))
 	f.Set(cp)
+}
+
+// TestMemoSharesUnchangedVirtualHosts: after one route changes, every
+// virtual host it is not in keeps the very route list of the last
+// translation (what lets discovery skip encoding it), and its own host
+// gets a new one.
+func TestMemoSharesUnchangedVirtualHosts(t *testing.T) {
+	res := generate(400, 5, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	before := m.Translate(res)
+	next := *res
+	next.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
+	changed := res.HTTPRoutes[7].DeepCopy()
+	changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
+	v.stamp(changed)
+	next.HTTPRoutes[7] = changed
+	after := m.Translate(&next)
+	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
+	}
+	old := map[string]*snapshot.Route{}
+	for _, l := range before.Snapshots[0].Listeners {
+		for _, vh := range l.VirtualHosts {
+			if len(vh.Routes) > 0 {
+				old[snapshot.ListenerKey(&l)+"|"+vh.Hostname] = &vh.Routes[0]
+			}
+		}
+	}
+	host := string(changed.Spec.Hostnames[0])
+	shared, fresh := 0, 0
+	for _, l := range after.Snapshots[0].Listeners {
+		for _, vh := range l.VirtualHosts {
+			if len(vh.Routes) == 0 {
+				continue
+			}
+			same := old[snapshot.ListenerKey(&l)+"|"+vh.Hostname] == &vh.Routes[0]
+			switch {
+			case vh.Hostname == host && same:
+				t.Fatalf("host %s of the changed route kept its old route list", host)
+			case vh.Hostname == host:
+				fresh++
+			case !same:
+				t.Fatalf("host %s, untouched, got a new route list", vh.Hostname)
+			default:
+				shared++
+			}
+		}
+	}
+	if fresh == 0 || shared < 100 {
+		t.Fatalf("%d hosts shared their route list and %d did not; want >= 100 and > 0", shared, fresh)
+	}
 }
