@@ -85,10 +85,10 @@ type Server struct {
 	conns  map[*conn]struct{}            // the subscribed streams (server_conn.go)
 	nodes  map[string]*conn              // the same, by node id
 
-	// assemblers remember each scope's decoded resources between
-	// publishes (toPublished); only Publish uses them.
-	assemblersMu sync.Mutex
-	assemblers   map[snapshot.Scope]*snapshot.Assembler
+	// codecs remember each scope's encoded virtual hosts and decoded
+	// resources between publishes (toPublished); only Publish uses them.
+	codecsMu sync.Mutex
+	codecs   map[snapshot.Scope]*scopeCodec
 	// changes feeds DataPlaneChanges (gatewaystate.go).
 	changes chan struct{}
 }
@@ -119,7 +119,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		scopes:      map[snapshot.Scope]*published{},
 		conns:       map[*conn]struct{}{},
 		nodes:       map[string]*conn{},
-		assemblers:  map[snapshot.Scope]*snapshot.Assembler{},
+		codecs:      map[snapshot.Scope]*scopeCodec{},
 		changes:     make(chan struct{}, 1),
 		shutdown:    make(chan struct{}),
 	}

@@ -145,7 +145,7 @@ func (f *form) deltaFrom(base *form) (upserts []*discoveryv1.Resource, removed [
 // ack (intermediate rebuilds coalesce).
 func (s *Server) Publish(snaps []*snapshot.Snapshot) error {
 	next, errs := s.nextScopes(snaps, time.Now())
-	s.dropAssemblers(next)
+	s.dropCodecs(next)
 	changed := s.swapScopes(next)
 	s.metrics.publishes.Inc()
 	if changed {
@@ -154,13 +154,19 @@ func (s *Server) Publish(snaps []*snapshot.Snapshot) error {
 	return errors.Join(errs...)
 }
 
-// dropAssemblers forgets the assemblers of the scopes no longer published.
-func (s *Server) dropAssemblers(next map[snapshot.Scope]*published) {
-	s.assemblersMu.Lock()
-	defer s.assemblersMu.Unlock()
-	for sc := range s.assemblers {
+// scopeCodec is what Publish remembers of one scope's last snapshot.
+type scopeCodec struct {
+	enc snapshot.Encoder
+	asm snapshot.Assembler
+}
+
+// dropCodecs forgets the codecs of the scopes no longer published.
+func (s *Server) dropCodecs(next map[snapshot.Scope]*published) {
+	s.codecsMu.Lock()
+	defer s.codecsMu.Unlock()
+	for sc := range s.codecs {
 		if _, ok := next[sc]; !ok {
-			delete(s.assemblers, sc)
+			delete(s.codecs, sc)
 		}
 	}
 }
@@ -221,21 +227,23 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (changed bool) {
 
 // toPublished splits a snapshot into the resources of LayoutVirtualHosts
 // and reassembles them as a proxy will, which validates the round trip and
-// yields the version. The scope's assembler decodes only the resources
-// that changed since its last snapshot.
+// yields the version. The scope's codec encodes only the virtual hosts
+// that are not the same as in its last snapshot, and decodes only the
+// resources that changed.
 func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
-	res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, snap)
-	if err != nil {
-		return nil, err
+	s.codecsMu.Lock()
+	c := s.codecs[snap.Scope]
+	if c == nil {
+		c = &scopeCodec{asm: snapshot.Assembler{Scope: snap.Scope, Layout: snapshot.LayoutVirtualHosts}}
+		s.codecs[snap.Scope] = c
 	}
-	s.assemblersMu.Lock()
-	a := s.assemblers[snap.Scope]
-	if a == nil {
-		a = &snapshot.Assembler{Scope: snap.Scope, Layout: snapshot.LayoutVirtualHosts}
-		s.assemblers[snap.Scope] = a
+	res, err := c.enc.Resources(snap)
+	var assembled *snapshot.Snapshot
+	var version string
+	if err == nil {
+		assembled, version, err = c.asm.Assemble(res)
 	}
-	assembled, version, err := a.Assemble(res)
-	s.assemblersMu.Unlock()
+	s.codecsMu.Unlock()
 	if err != nil {
 		return nil, err
 	}

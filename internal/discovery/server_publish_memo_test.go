@@ -36,7 +36,7 @@ func memoSnapshot(t *testing.T, addrs ...string) *published {
 			Name: fmt.Sprintf("apps/svc-%d:80", i), Endpoints: []snapshot.Endpoint{{Address: a, Port: 8080}},
 		})
 	}
-	p, err := (&Server{assemblers: map[snapshot.Scope]*snapshot.Assembler{}}).toPublished(s)
+	p, err := (&Server{codecs: map[snapshot.Scope]*scopeCodec{}}).toPublished(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPublishedListenerLayoutOnDemand(t *testing.T) {
 		Name: "l", Port: 30080, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
 		VirtualHosts: []snapshot.VirtualHost{{Hostname: "a.example.com"}, {Hostname: "b.example.com"}},
 	}}}
-	p, err := (&Server{assemblers: map[snapshot.Scope]*snapshot.Assembler{}}).toPublished(s)
+	p, err := (&Server{codecs: map[snapshot.Scope]*scopeCodec{}}).toPublished(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,33 +176,49 @@ func mustLegacyVersion(t *testing.T, s *snapshot.Snapshot) string {
 // changed host, version.
 func BenchmarkPublish(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
-			build := func(changed int) *snapshot.Snapshot {
-				l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
-				for i := 0; i < n; i++ {
-					h := fmt.Sprintf("r%d.example.com", i)
-					to := "moved-" + h
-					if i == changed {
-						to = "changed-" + h
-					}
-					l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
+		for _, shared := range []bool{false, true} {
+			b.Run(fmt.Sprintf("hosts=%d/shared=%v", n, shared), func(b *testing.B) {
+				routes := func(h, to string) []snapshot.Route {
+					return []snapshot.Route{{
 						ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
 						Redirect: &snapshot.Redirect{Hostname: to, StatusCode: 301},
-					}}})
+					}}
 				}
-				s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
-				snapshot.Normalize(s)
-				return s
-			}
-			snaps := []*snapshot.Snapshot{build(0), build(1)}
-			srv := &Server{assemblers: map[snapshot.Scope]*snapshot.Assembler{}}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := srv.toPublished(snaps[i%2]); err != nil {
-					b.Fatal(err)
+				unchanged := make([][]snapshot.Route, n)
+				for i := range unchanged {
+					h := fmt.Sprintf("r%d.example.com", i)
+					unchanged[i] = routes(h, "moved-"+h)
 				}
-			}
-		})
+				// build changes host changed; with shared, the other
+				// hosts keep their route lists, as the translator's Memo
+				// keeps them.
+				build := func(changed int) *snapshot.Snapshot {
+					l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
+					for i := 0; i < n; i++ {
+						h := fmt.Sprintf("r%d.example.com", i)
+						rs := unchanged[i]
+						switch {
+						case i == changed:
+							rs = routes(h, "changed-"+h)
+						case !shared:
+							rs = routes(h, "moved-"+h)
+						}
+						l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: rs})
+					}
+					s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
+					snapshot.Normalize(s)
+					return s
+				}
+				snaps := []*snapshot.Snapshot{build(0), build(1)}
+				srv := &Server{codecs: map[snapshot.Scope]*scopeCodec{}}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := srv.toPublished(snaps[i%2]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -72,9 +72,33 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 	case LayoutListeners:
 		return Resources(s)
 	case LayoutVirtualHosts:
-	default:
-		return nil, fmt.Errorf("unknown resource layout %s", layout)
+		return (&Encoder{}).Resources(s)
 	}
+	return nil, fmt.Errorf("unknown resource layout %s", layout)
+}
+
+// Encoder is ResourcesIn(LayoutVirtualHosts, ·) for the successive
+// snapshots of one scope. It remembers the body of each virtual host it
+// encoded: a virtual host of the next snapshot with the same hostname and
+// flags and the very same route list (the same slice: snapshots are never
+// modified, and a translator that reuses an unchanged host's list says
+// thereby that it is unchanged) is not encoded again. The zero value is
+// ready; an Encoder serves one caller at a time.
+type Encoder struct {
+	hosts map[string]encodedHost
+}
+
+// encodedHost is one virtual host's body and the route list it encoded.
+type encodedHost struct {
+	routes *Route
+	n      int
+	single bool
+	body   []byte
+}
+
+// Resources is ResourcesIn(LayoutVirtualHosts, s).
+func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
+	next := make(map[string]encodedHost, len(e.hosts))
 	withoutHosts := *s
 	withoutHosts.Listeners = make([]Listener, len(s.Listeners))
 	var out []Resource
@@ -82,11 +106,23 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 		l := s.Listeners[i]
 		lk := ListenerKey(&l)
 		for j := range l.VirtualHosts {
-			b, err := json.Marshal(&l.VirtualHosts[j])
-			if err != nil {
-				return nil, err
+			vh := &l.VirtualHosts[j]
+			key := VirtualHostKey(lk, vh.Hostname)
+			eh, ok := e.hosts[key]
+			if !ok || len(vh.Routes) == 0 || eh.routes != &vh.Routes[0] || eh.n != len(vh.Routes) || eh.single != vh.SingleLabelWildcard {
+				b, err := json.Marshal(vh)
+				if err != nil {
+					return nil, err
+				}
+				eh = encodedHost{n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
+				if len(vh.Routes) > 0 {
+					eh.routes = &vh.Routes[0]
+				}
 			}
-			out = append(out, Resource{Key: VirtualHostKey(lk, l.VirtualHosts[j].Hostname), Body: b})
+			if eh.routes != nil {
+				next[key] = eh
+			}
+			out = append(out, Resource{Key: key, Body: eh.body})
 		}
 		l.VirtualHosts = nil
 		withoutHosts.Listeners[i] = l
@@ -97,6 +133,7 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 	}
 	out = append(out, rest...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	e.hosts = next
 	return out, nil
 }
 

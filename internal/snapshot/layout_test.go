@@ -20,6 +20,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -281,5 +283,74 @@ func BenchmarkAssembleDelta(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestEncoderEqualsResourcesIn drives one Encoder through snapshots that
+// share unchanged virtual hosts' route lists with the one before, as the
+// translator's Memo makes them, and through the changes a shared list
+// must not hide (a shorter list over the same array, a flag, a renamed
+// host): every result equals ResourcesIn's, and unchanged hosts keep their
+// encoded body.
+func TestEncoderEqualsResourcesIn(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	s := scaled(30)
+	e := &Encoder{}
+	var prev map[string][]byte
+	for step := 0; step < 120; step++ {
+		next := *s
+		next.Listeners = slices.Clone(s.Listeners)
+		l := &next.Listeners[0]
+		l.VirtualHosts = slices.Clone(l.VirtualHosts)
+		i := rng.Intn(len(l.VirtualHosts))
+		vh := &l.VirtualHosts[i]
+		changed := vh.Hostname
+		switch rng.Intn(4) {
+		case 0: // a new route list
+			routes := slices.Clone(vh.Routes)
+			routes[0].ID += "x"
+			vh.Routes = routes
+		case 1: // the same array, one route fewer
+			if len(vh.Routes) > 1 {
+				vh.Routes = vh.Routes[:len(vh.Routes)-1]
+			}
+		case 2:
+			vh.SingleLabelWildcard = !vh.SingleLabelWildcard
+		case 3: // renamed, keeping its list
+			vh.Hostname = fmt.Sprintf("renamed%d.example.com", step)
+			changed = vh.Hostname
+			sortVirtualHosts(l.VirtualHosts)
+		}
+		got, err := e.Resources(&next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ResourcesIn(LayoutVirtualHosts, &next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("step %d: %d resources, want %d", step, len(got), len(want))
+		}
+		bodies := map[string][]byte{}
+		for j := range want {
+			if got[j].Key != want[j].Key || !bytes.Equal(got[j].Body, want[j].Body) {
+				t.Fatalf("step %d: resource %s differs from ResourcesIn's", step, want[j].Key)
+			}
+			bodies[got[j].Key] = got[j].Body
+			if b, ok := prev[got[j].Key]; ok && strings.HasPrefix(got[j].Key, vhostKind+"|") &&
+				!strings.HasSuffix(got[j].Key, "|"+changed) && &b[0] != &got[j].Body[0] {
+				t.Fatalf("step %d: unchanged %s was encoded again", step, got[j].Key)
+			}
+		}
+		prev, s = bodies, &next
+	}
+}
+
+// TestVirtualHostFieldsAreTheEncoders: the Encoder compares a virtual
+// host's hostname, flag and route list; a new field must be compared too.
+func TestVirtualHostFieldsAreTheEncoders(t *testing.T) {
+	if n := reflect.TypeFor[VirtualHost]().NumField(); n != 3 {
+		t.Fatalf("VirtualHost has %d fields; teach Encoder.Resources to compare the new one, then update this test", n)
 	}
 }
