@@ -17,7 +17,6 @@ limitations under the License.
 package translator
 
 import (
-	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,7 +163,6 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		l.VirtualHosts = make([]snapshot.VirtualHost, 0, len(hosts))
 		for _, h := range hosts {
 			vb := lb.vhosts[h]
-			slices.SortStableFunc(vb.entries, func(a, b entry) int { return a.key.compare(b.key) })
 			vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
 			if len(vb.entries) > 0 {
 				vh.Routes = t.hostRoutes(hostKey{sb.scope, lk, h}, vb.entries)

@@ -91,10 +91,10 @@ type hostKey struct {
 }
 
 // builtHost is the route list of a virtual host and the compiled routes
-// it was copied from. Compiled routes are never modified, so a virtual
-// host built from the same ones, in the same order, has the same list:
-// it shares it, and discovery need not encode it again
-// (snapshot.Encoder).
+// it was built from, in the order they were emitted. Compiled routes are
+// never modified, so a virtual host emitted from the same ones in the same
+// order has the same list: it shares it, and discovery need not encode it
+// again (snapshot.Encoder).
 type builtHost struct {
 	from   []*snapshot.Route
 	routes []snapshot.Route
@@ -173,9 +173,10 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	return cr
 }
 
-// hostRoutes is the route list of virtual host k, built from entries (in
-// order): the list of the last translation's host if it was built from
-// the same compiled routes, else a new one.
+// hostRoutes is the route list of virtual host k: its entries, in
+// emission order, sorted by precedence. It is the list of the last
+// translation's host if that was emitted from the same compiled routes in
+// the same order (which sort the same way), else a new one.
 func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 	p := t.memo
 	if p != nil && p.nextHosts != nil {
@@ -193,15 +194,19 @@ func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 			}
 		}
 	}
+	var from []*snapshot.Route
+	if p != nil && p.nextHosts != nil {
+		from = make([]*snapshot.Route, len(entries))
+		for i := range entries {
+			from[i] = entries[i].route
+		}
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return a.key.compare(b.key) })
 	routes := make([]snapshot.Route, len(entries))
 	for i := range entries {
 		routes[i] = *entries[i].route
 	}
-	if p != nil && p.nextHosts != nil {
-		from := make([]*snapshot.Route, len(entries))
-		for i := range entries {
-			from[i] = entries[i].route
-		}
+	if from != nil {
 		p.nextHosts[k] = &builtHost{from: from, routes: routes}
 	}
 	return routes
