@@ -115,17 +115,21 @@ func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1
 	type namedRoute struct {
 		meta *metav1.ObjectMeta
 		r    *R
+		at   int // index in routes: of two with one name, the first wins
 	}
 	sorted := make([]namedRoute, 0, len(routes))
-	for _, r := range routes {
+	for i, r := range routes {
 		if r != nil {
 			if meta, _ := parts(r); named(meta) {
-				sorted = append(sorted, namedRoute{meta, r})
+				sorted = append(sorted, namedRoute{meta, r, i})
 			}
 		}
 	}
-	slices.SortStableFunc(sorted, func(a, b namedRoute) int {
-		return cmp.Or(strings.Compare(a.meta.Namespace, b.meta.Namespace), strings.Compare(a.meta.Name, b.meta.Name))
+	// The order a stable sort by namespace/name gives, from a faster
+	// unstable one (at 10,000 routes the stable merge was a sixth of a
+	// memoized translation).
+	slices.SortFunc(sorted, func(a, b namedRoute) int {
+		return cmp.Or(strings.Compare(a.meta.Namespace, b.meta.Namespace), strings.Compare(a.meta.Name, b.meta.Name), cmp.Compare(a.at, b.at))
 	})
 	var out []RouteStatus
 	var last nn

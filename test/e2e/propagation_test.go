@@ -52,6 +52,9 @@ func TestPropagationLatency(t *testing.T) {
 		began := time.Now()
 		p.preload(t, preload)
 		t.Logf("%d routes preloaded and served in %s; controller RSS %s", preload, time.Since(began).Round(time.Millisecond), p.controllerRSS())
+		// Measure the steady state: one change among N routes, not the
+		// status writes of N routes just created.
+		p.settle(t, preload)
 	}
 	// COXSWAIN_PROPAGATION_PROFILE=DIR writes CPU profiles of the
 	// controller and the proxy over the measured changes.
