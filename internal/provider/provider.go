@@ -285,18 +285,10 @@ func (p *Provider) pace(ctx context.Context) bool {
 }
 
 // statusOnly reports an update that cannot change a translation: the status
-// of a kind whose status the translator never reads (written by our own
-// status writer, mostly). Services, EndpointSlices and Deployments are
-// never skipped: their status or unversioned spec matters.
+// of a kind whose status the translator never reads
+// (translator.IgnoresStatus).
 func statusOnly(oldObj, newObj any) bool {
-	switch newObj.(type) {
-	case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute,
-		*gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute, *gwv1.ListenerSet, *gwv1.BackendTLSPolicy, *networkingv1.Ingress,
-		*gatewayv1alpha1.IpAccessControl, *gatewayv1alpha1.RateLimit, *gatewayv1alpha1.BasicAuth,
-		*gatewayv1alpha1.JwtAuth, *gatewayv1alpha1.CoxswainExternalAuth, *gatewayv1alpha1.Compression,
-		*gatewayv1alpha1.RequestSizeLimit, *gatewayv1alpha1.PathRewriteRegex, *gatewayv1alpha1.RetryPolicy,
-		*gatewayv1alpha1.CoxswainBackendPolicy, *gatewayv1alpha1.ClientTrafficPolicy:
-	default:
+	if !translator.IgnoresStatus(newObj) {
 		return false
 	}
 	o, ok1 := oldObj.(client.Object)

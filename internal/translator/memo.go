@@ -18,10 +18,14 @@ package translator
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +43,9 @@ import (
 // ...; its endpoint sets are rebuilt from the slices each time). A route's
 // compilation is reused when the route has the same UID and
 // resourceVersion and those other inputs are the same objects at the same
-// resourceVersions as in the translation that compiled it; anything else
-// compiles again. Inputs without a resourceVersion (test fixtures) are
+// resourceVersions (for kinds whose status Translate never reads: the
+// same generation and metadata) as in the translation that compiled it;
+// anything else compiles again. Inputs without a resourceVersion (test fixtures) are
 // never trusted. Routes whose filters name policies (ExtensionRef) are
 // always compiled: their compilation points at the policies of its own
 // translation.
@@ -325,8 +330,12 @@ func envDigest(res *Resources) ([sha256.Size]byte, bool) {
 	return d, true
 }
 
-// objectID is "<ns>/<name>/<uid>/<resourceVersion>" of an object ("" for a
-// nil one), false without a resourceVersion.
+// objectID identifies an object of the environment at its current
+// content ("" for a nil one), false when that cannot be told: its
+// resourceVersion, or, for a kind whose status Translate never reads
+// (IgnoresStatus) and that has a generation, the generation, labels,
+// annotations and deletionTimestamp (so that our own status writes, which
+// change every Gateway's attachedRoutes, do not count as changes).
 func objectID(v reflect.Value) (string, bool) {
 	if v.IsNil() {
 		return "\x00nil\x00", true
@@ -335,5 +344,28 @@ func objectID(v reflect.Value) (string, bool) {
 	if o.GetResourceVersion() == "" {
 		return "", false
 	}
-	return o.GetNamespace() + "/" + o.GetName() + "/" + string(o.GetUID()) + "/" + o.GetResourceVersion() + "\x00", true
+	id := o.GetNamespace() + "/" + o.GetName() + "/" + string(o.GetUID()) + "/"
+	if g := o.GetGeneration(); g != 0 && IgnoresStatus(v.Interface()) {
+		return id + "g" + strconv.FormatInt(g, 10) + "/" + metadataDigest(o) + "\x00", true
+	}
+	return id + o.GetResourceVersion() + "\x00", true
+}
+
+// metadataDigest is a digest of an object's labels, annotations and
+// deletionTimestamp.
+func metadataDigest(o metav1.Object) string {
+	h := sha256.New()
+	for _, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+			h.Write([]byte(m[k]))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{1})
+	}
+	if t := o.GetDeletionTimestamp(); t != nil {
+		h.Write([]byte(t.UTC().Format(time.RFC3339)))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -137,7 +137,7 @@ func eachObjectField(res *Resources, fn func(reflect.Value)) {
 func (v *versioner) change(rng *rand.Rand, res *Resources, step int) *Resources {
 	next := *res
 	for range 1 + rng.Intn(3) {
-		switch rng.Intn(10) {
+		switch rng.Intn(11) {
 		case 0, 1, 2:
 			next.HTTPRoutes = v.changeHTTPRoute(rng, next.HTTPRoutes, step)
 		case 3:
@@ -166,7 +166,20 @@ func (v *versioner) change(rng *rand.Rand, res *Resources, step int) *Resources 
 				}
 				return s
 			})
-		default: // any other object re-versioned, unchanged
+		case 6: // a Gateway's listener renumbered (a new generation)
+			next.Gateways = changeSome(rng, next.Gateways, v, func(g *gwv1.Gateway) *gwv1.Gateway {
+				if len(g.Spec.Listeners) > 0 {
+					g.Spec.Listeners[0].Port++
+				}
+				g.Generation++
+				return g
+			})
+		case 7: // a ReferenceGrant removed
+			if len(next.ReferenceGrants) > 0 {
+				i := rng.Intn(len(next.ReferenceGrants))
+				next.ReferenceGrants = append(next.ReferenceGrants[:i:i], next.ReferenceGrants[i+1:]...)
+			}
+		default: // any other object re-versioned, unchanged (as our status writes do)
 			v.touchAny(rng, &next)
 		}
 	}
@@ -315,5 +328,33 @@ func TestMemoSharesUnchangedVirtualHosts(t *testing.T) {
 	}
 	if fresh == 0 || shared < 100 {
 		t.Fatalf("%d hosts shared their route list and %d did not; want >= 100 and > 0", shared, fresh)
+	}
+}
+
+// TestMemoIgnoresOurStatusWrites: a Gateway whose status alone changed
+// (a new resourceVersion, the same generation: what every attachedRoutes
+// update is) leaves every compilation reusable; a new label does not.
+func TestMemoIgnoresOurStatusWrites(t *testing.T) {
+	res := generate(50, 5, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	next := *res
+	gw := res.Gateways[0].DeepCopy()
+	gw.Status.Listeners = []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: 51}}
+	v.stamp(gw)
+	next.Gateways = []*gwv1.Gateway{gw}
+	m.Translate(&next)
+	if m.lastMisses != 0 {
+		t.Fatalf("a status-only Gateway update made %d compilations", m.lastMisses)
+	}
+	labelled := gw.DeepCopy()
+	labelled.Labels = map[string]string{"team": "a"}
+	v.stamp(labelled)
+	next.Gateways = []*gwv1.Gateway{labelled}
+	m.Translate(&next)
+	if m.lastHits != 0 {
+		t.Fatalf("a relabelled Gateway still reused %d compilations", m.lastHits)
 	}
 }
