@@ -99,7 +99,7 @@ func (c *Client) applyToDataPlane(snap *snapshot.Snapshot, version string) error
 // when m is full, else cur (the last acked set) with m's upserts and
 // removals. cur is not modified.
 func mergeResources(cur map[string][]byte, m *discoveryv1.Snapshot) (map[string][]byte, error) {
-	next := map[string][]byte{}
+	next := make(map[string][]byte, len(cur)+len(m.GetResources()))
 	if !m.GetFull() {
 		if cur == nil {
 			return nil, errors.New("delta received without a baseline")

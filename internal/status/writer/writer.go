@@ -83,6 +83,9 @@ type Writer struct {
 
 	patches    *prometheus.CounterVec
 	programmed *programmedMetric
+	// settled lets a round skip the routes whose status is known to be
+	// what it desires (settled.go).
+	settled settledRoutes
 
 	latest atomic.Pointer[translator.Result]
 	notify chan struct{}
@@ -501,26 +504,27 @@ func setOurs[E any](ctx context.Context, w *Writer, k statusKind[E], cached clie
 	if patch == nil {
 		return nil
 	}
-	return patch(ctx)
+	_, err := patch(ctx)
+	return err
 }
 
 // oursPatch is the patch that brings our entries of cached's status to
 // desired (setOurs), or nil when they are there already. cached is the
 // informer cache's own object (read without a copy): most rounds change
 // nothing, and only a patch copies it.
-func oursPatch[E any](w *Writer, k statusKind[E], cached client.Object, desired []E) func(context.Context) error {
+func oursPatch[E any](w *Writer, k statusKind[E], cached client.Object, desired []E) func(context.Context) (patched client.Object, err error) {
 	merge := func(obj client.Object) []E {
 		return mergeOurs(*k.entries(obj), desired, k.controller, k.same, k.conds, obj.GetGeneration(), w.now())
 	}
 	if apiequality.Semantic.DeepEqual(*k.entries(cached), merge(cached)) {
 		return nil
 	}
-	return func(ctx context.Context) error {
+	return func(ctx context.Context) (client.Object, error) {
 		obj := cached.DeepCopyObject().(client.Object)
 		// Merged again from the copy, so that no entry shares memory with
 		// the cache when the patch response is decoded into obj.
 		*k.entries(obj) = merge(obj)
-		return w.patch(ctx, k.name, obj, cached)
+		return obj, w.patch(ctx, k.name, obj, cached)
 	}
 }
 
@@ -558,6 +562,8 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 		mu.Unlock()
 	}
 	sem := make(chan struct{}, routeWriters)
+	w.settled.begin()
+	defer func() { w.settled.end(len(errs) == 0) }()
 	for _, kind := range routeStatuses(res) {
 		for i := range kind.reported {
 			if notLeader.Load() {
@@ -571,17 +577,25 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 			} else if !ok {
 				continue
 			}
+			key, digest := settledKey{kind.name, d.NamespacedName}, parentsDigest(d.Parents)
+			if w.settled.settled(key, obj.GetResourceVersion(), digest) {
+				continue
+			}
 			patch := oursPatch(w, kind.routeKind, obj, d.Parents)
 			if patch == nil {
+				w.settled.record(key, obj.GetResourceVersion(), digest)
 				continue
 			}
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				if err := patch(ctx); err != nil {
+				patched, err := patch(ctx)
+				if err != nil {
 					fail(err)
+					return
 				}
+				w.settled.record(key, patched.GetResourceVersion(), digest)
 			}()
 		}
 	}

@@ -1,0 +1,99 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package writer_test
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/status"
+	"github.com/coxswain-go/coxswain/internal/translator"
+)
+
+// TestRouteStatusSettledOnlyWhileUnchanged: a round that desires what a
+// route already carries writes nothing; but when someone else rewrites
+// the route's status, or what we desire changes, the next round writes
+// ours again, though the rounds before had found it settled.
+func TestRouteStatusSettledOnlyWhileUnchanged(t *testing.T) {
+	f := newFixture(t, "settled")
+	route := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: "app"},
+		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}}},
+	}
+	if err := kube.Create(f.ctx, route); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: route.Namespace, Name: route.Name}
+	desired := func(msg string) *translator.Result {
+		return &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: key, Generation: 1, Parents: []gwv1.RouteParentStatus{{
+			ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
+			Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, msg, 1)},
+		}}}}}
+	}
+	get := func() *gwv1.HTTPRoute {
+		t.Helper()
+		r := &gwv1.HTTPRoute{}
+		if err := kube.Get(f.ctx, key, r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	accepted := func(r *gwv1.HTTPRoute) string {
+		if len(r.Status.Parents) != 1 {
+			return ""
+		}
+		if c := meta.FindStatusCondition(r.Status.Parents[0].Conditions, status.TypeAccepted); c != nil {
+			return c.Message
+		}
+		return ""
+	}
+	write := func(res *translator.Result) {
+		t.Helper()
+		if err := f.w.Write(f.ctx, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	write(desired("accepted"))
+	r := get()
+	if accepted(r) != "accepted" {
+		t.Fatalf("first round: status %+v", r.Status)
+	}
+	write(desired("accepted"))
+	if again := get(); again.ResourceVersion != r.ResourceVersion {
+		t.Fatal("a round that desired what the route carries wrote it")
+	}
+
+	r.Status.Parents[0].Conditions[0].Message = "tampered"
+	if err := kube.Status().Update(f.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	write(desired("accepted"))
+	if got := accepted(get()); got != "accepted" {
+		t.Fatalf("after another writer changed the status, the round left %q", got)
+	}
+
+	write(desired("accepted again"))
+	if got := accepted(get()); got != "accepted again" {
+		t.Fatalf("after the desired status changed, the route says %q", got)
+	}
+}
