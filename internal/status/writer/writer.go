@@ -90,8 +90,8 @@ type Writer struct {
 	latest atomic.Pointer[translator.Result]
 	// written is the last Result a round wrote without an error.
 	written atomic.Pointer[translator.Result]
-	notify chan struct{}
-	once   sync.Once
+	notify  chan struct{}
+	once    sync.Once
 
 	mu         sync.Mutex
 	lastEvents map[string]bool
