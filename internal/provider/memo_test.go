@@ -66,6 +66,26 @@ func TestRouteChangeCompilesThatRouteAlone(t *testing.T) {
 	if got := compilations(t, run, "reused") - reused; got < 2 {
 		t.Fatalf("one route changed: %v compilations reused, want 2 or more", got)
 	}
+
+	// Gather hands over the informer store's own objects: an unchanged
+	// route is the same object in two gathers.
+	first, err := run.p.Gather(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := run.p.Gather(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := map[*gwv1.HTTPRoute]bool{}
+	for _, r := range first.HTTPRoutes {
+		same[r] = true
+	}
+	for _, r := range second.HTTPRoutes {
+		if !same[r] {
+			t.Fatalf("route %s/%s was copied between two gathers", r.Namespace, r.Name)
+		}
+	}
 }
 
 // waitResult waits for a Result that ok accepts.

@@ -515,6 +515,9 @@ func listKind[T any, L any, PL interface {
 	*L
 	client.ObjectList
 }](ctx context.Context, c client.Reader, r *translator.Resources, kind string, l PL, items func(PL) []T) ([]*T, error) {
+	if out, ok := fromStore[T](ctx, c); ok {
+		return out, nil
+	}
 	if err := c.List(ctx, l, client.UnsafeDisableDeepCopy); meta.IsNoMatchError(err) {
 		r.AbsentKinds = append(r.AbsentKinds, kind)
 		return nil, nil
@@ -524,21 +527,61 @@ func listKind[T any, L any, PL interface {
 	return pointers(items(l)), nil
 }
 
-// list lists from the cache and returns pointers into the items. The
-// items share their fields with the informer cache's objects (no deep
-// copy: at 10,000 routes the copies were a sixth of a rebuild's CPU), so
-// nothing downstream may change them: the translator is pure, and
-// FuzzTranslate checks that it leaves its input as it was.
+// list lists from the cache: the informer store's own objects when it can
+// (fromStore), else pointers into List's items, which share their fields
+// with the cache's objects (no deep copy: at 10,000 routes the copies were
+// a sixth of a rebuild's CPU). Either way nothing downstream may change
+// them: the translator is pure, and FuzzTranslate checks that it leaves
+// its input as it was.
 func list[T any, L any, PL interface {
 	*L
 	client.ObjectList
 }](ctx context.Context, c client.Reader, l PL, items func(PL) []T, opts ...client.ListOption) ([]*T, error) {
+	if len(opts) == 0 {
+		if out, ok := fromStore[T](ctx, c); ok {
+			return out, nil
+		}
+	}
 	if err := c.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...); meta.IsNoMatchError(err) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("list %T: %w", l, err)
 	}
 	return pointers(items(l)), nil
+}
+
+// fromStore lists every object of type T straight from its synced
+// informer's store: the cache's own objects, not even copied into a list
+// (at 10,000 routes, copying them into List's items was 8 ms of every
+// rebuild). It reports false, to fall back to List, when c is no informer
+// cache or the informer is missing or not synced yet.
+func fromStore[T any](ctx context.Context, c client.Reader) ([]*T, bool) {
+	informers, ok := c.(cache.Informers)
+	if !ok {
+		return nil, false
+	}
+	obj, ok := any(new(T)).(client.Object)
+	if !ok {
+		return nil, false
+	}
+	inf, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, false
+	}
+	si, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok || !si.HasSynced() {
+		return nil, false
+	}
+	stored := si.GetIndexer().List()
+	out := make([]*T, 0, len(stored))
+	for _, o := range stored {
+		t, ok := o.(*T)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, t)
+	}
+	return out, true
 }
 
 // pointers returns pointers into items.
