@@ -259,7 +259,7 @@ func validateListener(l *Listener, certs, sets map[string]bool) error {
 	if len(l.StreamRoutes) > 0 {
 		return fmt.Errorf("%s listener has streamRoutes", l.Protocol)
 	}
-	hosts := map[string]bool{}
+	hosts := make(map[string]bool, len(l.VirtualHosts))
 	for j, vh := range l.VirtualHosts {
 		if vh.Hostname != "*" && !validHostname(vh.Hostname) {
 			return fmt.Errorf("virtualHosts[%d]: invalid hostname %q", j, vh.Hostname)

@@ -101,7 +101,11 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	next := make(map[string]encodedHost, len(e.hosts))
 	withoutHosts := *s
 	withoutHosts.Listeners = make([]Listener, len(s.Listeners))
-	var out []Resource
+	n := len(s.Listeners) + len(s.EndpointSets) + len(s.Certificates) + len(s.Gateways)
+	for i := range s.Listeners {
+		n += len(s.Listeners[i].VirtualHosts)
+	}
+	out := make([]Resource, 0, n)
 	for i := range s.Listeners {
 		l := s.Listeners[i]
 		lk := ListenerKey(&l)
@@ -183,6 +187,12 @@ type Assembler struct {
 	decoded map[string]decodedResource
 }
 
+// pendingHost is a decoded virtual host waiting for its listener.
+type pendingHost struct {
+	listener string
+	vh       VirtualHost
+}
+
 // decodedResource is one resource body and what it decodes to.
 type decodedResource struct {
 	body   []byte
@@ -214,10 +224,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 	version := sha256.New()
 	s := &Snapshot{Scope: a.Scope}
 	listenerAt := map[string]int{} // listener key → index in s.Listeners
-	var hosts []struct {
-		listener string
-		vh       VirtualHost
-	}
+	hosts := make([]pendingHost, 0, len(sorted))
 	for _, r := range sorted {
 		if _, dup := next[r.Key]; dup {
 			return nil, "", fmt.Errorf("duplicate resource key %q", r.Key)
@@ -239,10 +246,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		case VirtualHost:
 			rest, _ := strings.CutPrefix(r.Key, vhostKind+"|")
 			lk, _, _ := strings.Cut(rest, "|")
-			hosts = append(hosts, struct {
-				listener string
-				vh       VirtualHost
-			}{lk, v})
+			hosts = append(hosts, pendingHost{lk, v})
 		case EndpointSet:
 			s.EndpointSets = append(s.EndpointSets, v)
 		case Certificate:
@@ -251,13 +255,21 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 			s.Gateways = append(s.Gateways, v)
 		}
 	}
+	perListener := make([]int, len(s.Listeners))
 	for _, h := range hosts {
 		i, ok := listenerAt[h.listener]
 		if !ok {
 			return nil, "", fmt.Errorf("resource %q: no listener %q", VirtualHostKey(h.listener, h.vh.Hostname), h.listener)
 		}
+		perListener[i]++
+	}
+	for i, n := range perListener {
 		// Every listener's list is new (decoded listeners carry none), so
-		// appending never writes into a remembered value.
+		// filling it never writes into a remembered value.
+		s.Listeners[i].VirtualHosts = make([]VirtualHost, 0, n)
+	}
+	for _, h := range hosts {
+		i := listenerAt[h.listener]
 		s.Listeners[i].VirtualHosts = append(s.Listeners[i].VirtualHosts, h.vh)
 	}
 	normalizeTop(s)
