@@ -157,6 +157,45 @@ func addPolicies[P any](t *translator, kind string, objs []*P, parts func(*P) (*
 	}
 }
 
+// targetedRouteRules lists the rule names of every HTTPRoute and GRPCRoute
+// a policy targets, by kind and name (the others are not needed: at
+// 10,000 routes listing them all was a tenth of a translation's garbage).
+func (t *translator) targetedRouteRules() map[string]map[nn][]string {
+	routes := map[string]map[nn][]string{kindHTTPRoute: {}, kindGRPCRoute: {}}
+	targeted := map[string]map[nn]bool{kindHTTPRoute: {}, kindGRPCRoute: {}}
+	for _, p := range t.policies {
+		for _, ref := range p.targets {
+			if m := targeted[string(ref.Kind)]; m != nil {
+				m[nn{Namespace: p.meta.Namespace, Name: string(ref.Name)}] = true
+			}
+		}
+	}
+	if len(targeted[kindHTTPRoute]) > 0 {
+		for _, r := range t.res.HTTPRoutes {
+			if r != nil && targeted[kindHTTPRoute][key(&r.ObjectMeta)] {
+				routes[kindHTTPRoute][key(&r.ObjectMeta)] = ruleSectionNames(r.Spec.Rules, func(rule *gwv1.HTTPRouteRule) *gwv1.SectionName { return rule.Name })
+			}
+		}
+	}
+	if len(targeted[kindGRPCRoute]) > 0 {
+		for _, r := range t.res.GRPCRoutes {
+			if r != nil && targeted[kindGRPCRoute][key(&r.ObjectMeta)] {
+				routes[kindGRPCRoute][key(&r.ObjectMeta)] = ruleSectionNames(r.Spec.Rules, func(rule *gwv1.GRPCRouteRule) *gwv1.SectionName { return rule.Name })
+			}
+		}
+	}
+	return routes
+}
+
+// ruleSectionNames is the section name of every rule ("" for none).
+func ruleSectionNames[R any](rules []R, name func(*R) *gwv1.SectionName) []string {
+	names := make([]string, 0, len(rules))
+	for i := range rules {
+		names = append(names, sectionName(name(&rules[i])))
+	}
+	return names
+}
+
 // processPolicies compiles every policy and decides the winner of each
 // attachment point.
 func (t *translator) processPolicies() {
@@ -166,25 +205,7 @@ func (t *translator) processPolicies() {
 	for _, k := range policyKinds {
 		k(t)
 	}
-	routes := map[string]map[nn][]string{kindHTTPRoute: {}, kindGRPCRoute: {}}
-	for _, r := range t.res.HTTPRoutes {
-		if r != nil {
-			names := make([]string, 0, len(r.Spec.Rules))
-			for _, rule := range r.Spec.Rules {
-				names = append(names, sectionName(rule.Name))
-			}
-			routes[kindHTTPRoute][key(&r.ObjectMeta)] = names
-		}
-	}
-	for _, r := range t.res.GRPCRoutes {
-		if r != nil {
-			names := make([]string, 0, len(r.Spec.Rules))
-			for _, rule := range r.Spec.Rules {
-				names = append(names, sectionName(rule.Name))
-			}
-			routes[kindGRPCRoute][key(&r.ObjectMeta)] = names
-		}
-	}
+	routes := t.targetedRouteRules()
 	// t.policies is oldest first within each kind, so the first policy to
 	// claim a target is the winner.
 	for _, p := range t.policies {

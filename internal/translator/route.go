@@ -131,7 +131,7 @@ func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1
 	slices.SortFunc(sorted, func(a, b namedRoute) int {
 		return cmp.Or(strings.Compare(a.meta.Namespace, b.meta.Namespace), strings.Compare(a.meta.Name, b.meta.Name), cmp.Compare(a.at, b.at))
 	})
-	var out []RouteStatus
+	var out []RouteStatus // nil when none: the Result says null
 	var last nn
 	for i, n := range sorted {
 		r := n.r
@@ -146,6 +146,9 @@ func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1
 		}
 		cr := compile(r)
 		if parents := t.attach(cr, refs); len(parents) > 0 {
+			if out == nil {
+				out = make([]RouteStatus, 0, len(sorted)-i)
+			}
 			out = append(out, RouteStatus{NamespacedName: k, Generation: meta.Generation, Parents: parents})
 		}
 	}
