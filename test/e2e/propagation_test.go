@@ -27,6 +27,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // TestPropagationLatency measures route change → proxy serving it, through
@@ -108,6 +111,26 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (p *pipeline) preload(t *testing.T, n int) {
 	t.Helper()
 	sem := make(chan struct{}, 8)
+	// COXSWAIN_PROPAGATION_GATEWAYS (default 1) Gateways are present: web
+	// and idle ones, one HTTP listener each (shared: an internal port and
+	// a VIP Service each).
+	extra := envInt("COXSWAIN_PROPAGATION_GATEWAYS", 1) - 1
+	gwErrs := make(chan error, max(extra, 0))
+	for i := 0; i < extra; i++ {
+		sem <- struct{}{}
+		go func(i int) {
+			defer func() { <-sem }()
+			host := gwv1.Hostname(fmt.Sprintf("gw-%d.example.org", i))
+			gwErrs <- p.c.Create(p.ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("gw-%d", i)},
+				Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+					Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80, Hostname: &host}}}})
+		}(i)
+	}
+	for i := 0; i < extra; i++ {
+		if err := <-gwErrs; err != nil {
+			t.Fatal(err)
+		}
+	}
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		sem <- struct{}{}

@@ -147,16 +147,23 @@ func milestone(start time.Time, every, bound time.Duration, cond func() bool) <-
 	return ch
 }
 
-// settle waits until the Gateway is Programmed and all n routes of
-// default are Accepted, so that what is measured next does not share the
+// settle waits until every Gateway of default is Programmed and all n
+// routes of default are Accepted, so that what is measured next does not share the
 // CPUs with the status writes of a bulk creation; it logs how long the
 // statuses took after the routes were served.
 func (p *pipeline) settle(t *testing.T, n int) {
 	t.Helper()
 	began := time.Now()
 	testkit.EventuallyExplained(t, 10*time.Minute, func() string {
-		if pc := p.gatewayProgrammed(); pc == nil || pc.Status != metav1.ConditionTrue {
-			return "Gateway not Programmed"
+		gws := &gwv1.GatewayList{}
+		if err := p.c.List(p.ctx, gws, client.InNamespace("default")); err != nil {
+			return err.Error()
+		}
+		for i := range gws.Items {
+			if pc := meta.FindStatusCondition(gws.Items[i].Status.Conditions, string(gwv1.GatewayConditionProgrammed)); pc == nil || pc.Status != metav1.ConditionTrue {
+				time.Sleep(time.Second)
+				return fmt.Sprintf("Gateway %s not Programmed", gws.Items[i].Name)
+			}
 		}
 		list := &gwv1.HTTPRouteList{}
 		if err := p.c.List(p.ctx, list, client.InNamespace("default")); err != nil {
