@@ -83,9 +83,9 @@ type Writer struct {
 
 	patches    *prometheus.CounterVec
 	programmed *programmedMetric
-	// settled lets a round skip the routes whose status is known to be
-	// what it desires (settled.go).
-	settled settledRoutes
+	// settled and settledGateways let a round skip the routes and
+	// Gateways whose status is known to be what it desires (settled.go).
+	settled, settledGateways settledStatuses
 
 	latest atomic.Pointer[translator.Result]
 	// written is the last Result a round wrote without an error.
@@ -194,12 +194,15 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	// series (one that failed to read keeps its last value); the others
 	// are dropped once every Gateway was tried.
 	gateways := make(map[types.NamespacedName]bool, len(res.Gateways))
+	w.settledGateways.begin()
 	for i := range res.Gateways {
 		gateways[res.Gateways[i].NamespacedName] = true
 		if !record(w.gateway(ctx, &res.Gateways[i])) {
+			w.settledGateways.end(false)
 			return errors.Join(errs...)
 		}
 	}
+	w.settledGateways.end(len(errs) == 0)
 	w.programmed.prune(gateways)
 	if !again && !record(w.routes(ctx, res)) {
 		return errors.Join(errs...)
@@ -307,13 +310,19 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 }
 
 func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error {
-	obj := &gwv1.Gateway{}
-	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
+	cached := &gwv1.Gateway{}
+	if ok, err := w.getCached(ctx, d.NamespacedName, cached); !ok || err != nil {
 		return err
 	}
+	g := w.gateFor(d, cached.Generation)
+	key := settledKey{"Gateway", d.NamespacedName}
+	digest, settable := gatewayDigest(d, g)
+	if settable && w.settledGateways.settled(key, cached.ResourceVersion, digest) {
+		return nil
+	}
+	obj := cached.DeepCopy()
 	orig := obj.DeepCopy()
 	now := w.now()
-	g := w.gateFor(d, obj.Generation)
 	w.recordRejections(obj, g)
 	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, g.apply(orig.Status.Conditions, d.Status.Conditions), obj.Generation, now)
 	w.programmed.observe(d.NamespacedName, obj.Status.Conditions, obj.Generation)
@@ -321,9 +330,18 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	obj.Status.AttachedListenerSets = d.Status.AttachedListenerSets
 	obj.Status.Listeners = mergeListeners(orig.Status.Listeners, d.Status.Listeners, listenerName, listenerConditions, g.apply, obj.Generation, now)
 	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		if settable {
+			w.settledGateways.record(key, cached.ResourceVersion, digest)
+		}
 		return nil
 	}
-	return w.patch(ctx, "Gateway", obj, orig)
+	if err := w.patch(ctx, "Gateway", obj, orig); err != nil {
+		return err
+	}
+	if settable {
+		w.settledGateways.record(key, obj.GetResourceVersion(), digest)
+	}
+	return nil
 }
 
 // backendTLSPolicy replaces this controller's entries of status.ancestors
