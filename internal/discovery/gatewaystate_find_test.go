@@ -35,7 +35,7 @@ func TestFindGateway(t *testing.T) {
 	unsorted := []snapshot.GatewayRef{sorted[7], sorted[2], sorted[11], sorted[0]}
 	for _, gws := range [][]snapshot.GatewayRef{sorted, unsorted} {
 		for _, want := range gws {
-			if g := findGateway(gws, want.Namespace, want.Name); g == nil || *g != want {
+			if g := findGateway(gws, want.Namespace, want.Name); g == nil || g.Namespace != want.Namespace || g.Name != want.Name || g.Generation != want.Generation {
 				t.Fatalf("findGateway(%s/%s) = %v", want.Namespace, want.Name, g)
 			}
 		}
