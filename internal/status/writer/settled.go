@@ -160,7 +160,7 @@ func parentsDigest(ps []gwv1.RouteParentStatus) [sha256.Size]byte {
 // field sequences give the same bytes.
 type digestWriter struct{ b []byte }
 
-func (w *digestWriter) int(v int64) { w.b = binary.LittleEndian.AppendUint64(w.b, uint64(v)) }
+func (w *digestWriter) int(v int64) { w.b = binary.LittleEndian.AppendUint64(w.b, uint64(v)) } //nolint:gosec // G115: the bits of v, not a quantity
 
 func (w *digestWriter) string(s string) {
 	w.int(int64(len(s)))
