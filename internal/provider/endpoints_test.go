@@ -19,6 +19,7 @@ package provider
 import (
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -130,8 +131,14 @@ func hasEndpoints(r *translator.Result, addrs []string) bool {
 // rebuilds is the provider's rebuild count of one result.
 func rebuilds(t *testing.T, run *providerRun, result string) float64 {
 	t.Helper()
+	return counterValue(t, run.p.m.rebuilds, result)
+}
+
+// counterValue is the value of one label's counter of vec.
+func counterValue(t *testing.T, vec *prometheus.CounterVec, label string) float64 {
+	t.Helper()
 	m := &dto.Metric{}
-	if err := run.p.m.rebuilds.WithLabelValues(result).Write(m); err != nil {
+	if err := vec.WithLabelValues(label).Write(m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()

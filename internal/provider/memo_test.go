@@ -19,7 +19,6 @@ package provider
 import (
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,9 +116,5 @@ func servesPath(r *translator.Result, path string) bool {
 // compilations is the provider's route compilation count of one result.
 func compilations(t *testing.T, run *providerRun, result string) float64 {
 	t.Helper()
-	m := &dto.Metric{}
-	if err := run.p.m.compilations.WithLabelValues(result).Write(m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
+	return counterValue(t, run.p.m.compilations, result)
 }

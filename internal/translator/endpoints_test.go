@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math/rand"
 	"os"
 	"testing"
@@ -34,15 +35,7 @@ import (
 // previous Result as it was.
 func TestRefreshEndpointsEqualsTranslate(t *testing.T) {
 	rng := rand.New(rand.NewSource(17))
-	for _, in := range goldenInputs(t) {
-		data, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := loadResources(data, false)
-		if err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
+	for in, res := range goldenResources(t) {
 		prev := Translate(res)
 		for step := 0; step < 12; step++ {
 			next := *res
@@ -75,6 +68,25 @@ func TestRefreshEndpointsNeedsATranslatedResult(t *testing.T) {
 	}
 	if _, ok := RefreshEndpoints(&Result{}, nil); ok {
 		t.Fatal("refreshed from nil Resources")
+	}
+}
+
+// goldenResources yields every golden input, loaded leniently, by file.
+func goldenResources(t *testing.T) iter.Seq2[string, *Resources] {
+	return func(yield func(string, *Resources) bool) {
+		for _, in := range goldenInputs(t) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := loadResources(data, false)
+			if err != nil {
+				t.Fatalf("%s: %v", in, err)
+			}
+			if !yield(in, res) {
+				return
+			}
+		}
 	}
 }
 

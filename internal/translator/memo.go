@@ -113,7 +113,7 @@ type memoPass struct {
 	prevHosts, nextHosts map[hostKey]*builtHost
 	// rec collects the endpointSet calls of the compilation in progress.
 	rec *[]setCall
-	// hits and misses count compilations reused and made (tests).
+	// hits and misses count compilations reused and made (LastCounts).
 	hits, misses int
 }
 

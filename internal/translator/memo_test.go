@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
-	"os"
 	"reflect"
 	"strconv"
 	"testing"
@@ -43,15 +42,7 @@ import (
 func TestMemoEqualsTranslate(t *testing.T) {
 	rng := rand.New(rand.NewSource(23))
 	var hits, misses int
-	for _, in := range goldenInputs(t) {
-		data, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := loadResources(data, false)
-		if err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
+	for in, res := range goldenResources(t) {
 		v := &versioner{}
 		v.stampAll(res)
 		m := NewMemo()
