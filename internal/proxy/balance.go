@@ -62,6 +62,9 @@ type endpointSet struct {
 	// ejectMu serialises outlier ejections, so MaxEjectionPercent holds
 	// (outlier.go).
 	ejectMu *sync.Mutex
+	// src is the input it was compiled from (reusableSet); requests never
+	// read it.
+	src snapshot.EndpointSet
 }
 
 // endpoint is one upstream address with its requests in flight (for
@@ -102,6 +105,10 @@ func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[strin
 		if prev != nil {
 			old = prev.sets[in[i].Name]
 		}
+		if es := reusableSet(&in[i], old); es != nil {
+			sets[in[i].Name] = es
+			continue
+		}
 		sets[in[i].Name] = newEndpointSet(&in[i], old, certs)
 	}
 	return sets
@@ -114,6 +121,7 @@ func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[strin
 // health.
 func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet, certs map[string]*parsedCert) *endpointSet {
 	es := &endpointSet{
+		src:         *in,
 		name:        in.Name,
 		h2c:         in.AppProtocol == snapshot.AppProtocolH2C,
 		lb:          in.LoadBalancer,
@@ -165,11 +173,11 @@ type weightedBackends struct {
 
 // compileBackends compiles a route's backends with their header filters
 // and the cumulative weights pickBackend draws from.
-func (wb *weightedBackends) compileBackends(in []snapshot.Backend, sets map[string]*endpointSet) error {
+func (wb *weightedBackends) compileBackends(in []snapshot.Backend, set func(name string) *endpointSet) error {
 	for _, b := range in {
 		cb := backend{invalid: b.Invalid, reqHdr: compileHeaderMod(b.RequestHeaders), respHdr: compileHeaderMod(b.ResponseHeaders)}
 		if !b.Invalid {
-			cb.set = sets[b.EndpointSet]
+			cb.set = set(b.EndpointSet)
 			if cb.set == nil {
 				return fmt.Errorf("unknown endpoint set %q", b.EndpointSet)
 			}

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -297,35 +298,51 @@ func BenchmarkFastPathGet(b *testing.B) {
 
 // BenchmarkCompile is what the proxy pays to compile a snapshot of n
 // virtual hosts (one redirect route each) into a routing state, with the
-// previous state in force, as after a discovery change: the cost that
-// grows with the routes present rather than with the change.
+// previous state in force, as after a discovery change. one-changed: the
+// snapshot shares every other host's routes with the one in force (as
+// discovery's Assembler hands them over), so those hosts are taken over;
+// unshared: no list is shared, so every host compiles again (the cost
+// before compiles reused anything, and still that of a snapshot built
+// afresh).
 func BenchmarkCompile(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
-			l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
-			for i := 0; i < n; i++ {
-				h := "r" + strconv.Itoa(i) + ".example.com"
-				l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
-					ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
-					Redirect: &snapshot.Redirect{Hostname: "moved-" + h, StatusCode: 301},
-				}}})
-			}
-			s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
-			snapshot.Normalize(s)
-			m := newMetrics(nil)
-			prev, err := compile(s, nil, m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				st, err := compileEnv(s, "v", prev, m, nil)
+		for _, mode := range []string{"one-changed", "unshared"} {
+			b.Run("hosts="+strconv.Itoa(n)+"/"+mode, func(b *testing.B) {
+				build := func() *snapshot.Snapshot {
+					l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
+					for i := 0; i < n; i++ {
+						h := "r" + strconv.Itoa(i) + ".example.com"
+						l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
+							ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
+							Redirect: &snapshot.Redirect{Hostname: "moved-" + h, StatusCode: 301},
+						}}})
+					}
+					s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
+					snapshot.Normalize(s)
+					return s
+				}
+				inputs := []*snapshot.Snapshot{build(), build()}
+				if mode == "one-changed" {
+					// The second shares every host's list but one.
+					hosts := slices.Clone(inputs[0].Listeners[0].VirtualHosts)
+					hosts[n/2].Routes = slices.Clone(hosts[n/2].Routes)
+					inputs[1].Listeners[0].VirtualHosts = hosts
+				}
+				m := newMetrics(nil)
+				prev, err := compile(inputs[0], nil, m)
 				if err != nil {
 					b.Fatal(err)
 				}
-				prev = st
-			}
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					st, err := compileEnv(inputs[(i+1)%2], "v", prev, m, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					prev = st
+				}
+			})
+		}
 	}
 }

@@ -150,6 +150,9 @@ type compiler struct {
 	prev *state
 	m    *metrics
 	env  *policyEnv
+	// lookups, while a virtual host compiles, collects the endpoint sets
+	// its routes look up (set, reuse.go).
+	lookups *[]setLookup
 }
 
 // compileListener compiles one listener: its certificates by SNI and its
@@ -168,11 +171,17 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		wild:         map[string]*vhost{},
 	}
 	lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: c.routeStats(l.Name, "")}
-	ct, err := compileClientTraffic(l.ClientTraffic)
-	if err != nil {
-		return nil, fmt.Errorf("listener %s: clientTraffic: %w", l.Name, err)
+	lr.clientTrafficSrc = l.ClientTraffic
+	old := c.previousListener(l, lr)
+	if old != nil {
+		lr.clientTraffic = old.clientTraffic
+	} else {
+		ct, err := compileClientTraffic(l.ClientTraffic)
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: clientTraffic: %w", l.Name, err)
+		}
+		lr.clientTraffic = ct
 	}
-	lr.clientTraffic = ct
 	if lr.tls {
 		lr.certs = compileCertSet(l.TLS.Certificates, c.st.certs)
 		lr.hosts = compileListenerHosts(l.TLS.Certificates)
@@ -183,9 +192,13 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		}
 	}
 	for vi := range l.VirtualHosts {
-		vh, err := c.compileVHost(&l.VirtualHosts[vi], lr)
-		if err != nil {
-			return nil, fmt.Errorf("listener %s host %q: %w", l.Name, l.VirtualHosts[vi].Hostname, err)
+		in := &l.VirtualHosts[vi]
+		vh := c.reusableVHost(in, old)
+		if vh == nil {
+			var err error
+			if vh, err = c.compileVHost(in, lr); err != nil {
+				return nil, fmt.Errorf("listener %s host %q: %w", l.Name, in.Hostname, err)
+			}
 		}
 		switch h := vh.hostname; {
 		case h == "*":
@@ -233,12 +246,16 @@ func (c *compiler) routeStats(listener, id string) *routeStats {
 // match kind (router.go).
 func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*vhost, error) {
 	vh := &vhost{
+		src:         *in,
 		hostname:    in.Hostname,
 		singleLabel: in.SingleLabelWildcard && strings.HasPrefix(in.Hostname, "*."),
 		routes:      make([]*route, 0, len(in.Routes)),
 		exact:       map[string][]int{},
 		prefix:      map[string][]int{},
 	}
+	var lookups []setLookup
+	c.lookups = &lookups
+	defer func() { c.lookups = nil }()
 	for i := range in.Routes {
 		r, err := c.compileRoute(&in.Routes[i], lr)
 		if err != nil {
@@ -260,6 +277,7 @@ func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*
 			vh.regex = append(vh.regex, idx)
 		}
 	}
+	vh.sets = compactLookups(lookups)
 	return vh, nil
 }
 
@@ -300,8 +318,8 @@ func (c *compiler) compileRoute(in *snapshot.Route, lr *listenerRouter) (*route,
 	if err := c.compilePolicies(in, r, lr); err != nil {
 		return nil, err
 	}
-	r.mirrors = compileMirrors(in.Mirrors, c.st.sets)
-	if err := r.compileBackends(in.Backends, c.st.sets); err != nil {
+	r.mirrors = compileMirrors(in.Mirrors, c.set)
+	if err := r.compileBackends(in.Backends, c.set); err != nil {
 		return nil, err
 	}
 	return r, nil

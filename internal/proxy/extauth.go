@@ -258,7 +258,7 @@ func (c *compiler) compileExtAuth(in *snapshot.ExtAuth) (*extAuthPolicy, error) 
 	default:
 		return nil, fmt.Errorf("extAuth: unknown mode %q", in.Mode)
 	}
-	if p.set = c.st.sets[in.EndpointSet]; p.set == nil {
+	if p.set = c.set(in.EndpointSet); p.set == nil {
 		return nil, fmt.Errorf("extAuth: unknown endpoint set %q", in.EndpointSet)
 	}
 	switch {

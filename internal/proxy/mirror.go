@@ -35,10 +35,10 @@ type mirror struct {
 }
 
 // compileMirrors resolves a route's mirrors to their endpoint sets.
-func compileMirrors(in []snapshot.Mirror, sets map[string]*endpointSet) []mirror {
+func compileMirrors(in []snapshot.Mirror, set func(name string) *endpointSet) []mirror {
 	var out []mirror
 	for _, mi := range in {
-		out = append(out, mirror{set: sets[mi.EndpointSet], num: mi.Numerator, denom: mi.Denominator})
+		out = append(out, mirror{set: set(mi.EndpointSet), num: mi.Numerator, denom: mi.Denominator})
 	}
 	return out
 }

@@ -39,9 +39,11 @@ type listenerRouter struct {
 	port         int32
 	externalPort int32
 	tls          bool
-	// clientTraffic is the port's ClientTraffic (clienttraffic.go).
-	clientTraffic *clientTrafficPolicy
-	exact         map[string]*vhost
+	// clientTraffic is the port's ClientTraffic (clienttraffic.go),
+	// compiled from clientTrafficSrc (previousListener).
+	clientTraffic    *clientTrafficPolicy
+	clientTrafficSrc *snapshot.ClientTraffic
+	exact            map[string]*vhost
 	// wild is keyed by the suffix of "*.<suffix>"; a host matches the
 	// longest suffix that follows at least one label.
 	wild map[string]*vhost
@@ -78,6 +80,11 @@ type vhost struct {
 	// probing early.
 	maxPrefix int
 	regex     []int
+	// src is the input it was compiled from and sets the endpoint sets
+	// its routes looked up: a later compile takes the vhost over while
+	// both are the same (reusableVHost). Requests never read them.
+	src  snapshot.VirtualHost
+	sets []setLookup
 }
 
 type headerMatch struct {

@@ -180,7 +180,7 @@ func (c *compiler) compileStreamListener(l *snapshot.Listener) (*streamListener,
 	for i := range l.StreamRoutes {
 		in := &l.StreamRoutes[i]
 		r := &streamRoute{id: in.ID, terminate: in.Terminate, stats: c.m.newStreamStats(l.Name, in.ID)}
-		if err := r.compileBackends(in.Backends, c.st.sets); err != nil {
+		if err := r.compileBackends(in.Backends, c.set); err != nil {
 			return nil, fmt.Errorf("listener %s stream route %s: %w", l.Name, in.ID, err)
 		}
 		switch h := in.Hostname; {

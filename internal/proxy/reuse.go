@@ -1,0 +1,161 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package proxy
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// A compile keeps what the state in force compiled from the same input:
+// an endpoint set, and a virtual host with its routes, are taken over as
+// they are rather than compiled again, so the cost of a swap follows what
+// changed rather than what exists. Snapshots are immutable (discovery's
+// Assembler hands unchanged resources over as the very values it decoded
+// last time), so "the same input" is judged by identity: the same lists
+// and pointers, and equal scalars. A snapshot built afresh shares nothing
+// and compiles in full, as before.
+
+// sameEndpointSetInput reports whether two endpoint set inputs are known
+// to be equal without looking inside their lists and pointers.
+// TestEndpointSetFieldsAreReuses fails when EndpointSet gains a field this
+// does not compare.
+func sameEndpointSetInput(a, b *snapshot.EndpointSet) bool {
+	return a.Name == b.Name &&
+		a.AppProtocol == b.AppProtocol &&
+		a.LoadBalancer == b.LoadBalancer &&
+		sameList(a.Endpoints, b.Endpoints) &&
+		a.TLS == b.TLS &&
+		a.Hash == b.Hash &&
+		a.ConnectTimeout == b.ConnectTimeout &&
+		a.IdleTimeout == b.IdleTimeout &&
+		a.CircuitBreaker == b.CircuitBreaker &&
+		a.Outlier == b.Outlier &&
+		a.HealthCheck == b.HealthCheck
+}
+
+// sameVirtualHostInput is sameEndpointSetInput for virtual hosts
+// (TestVirtualHostFieldsAreReuses).
+func sameVirtualHostInput(a, b *snapshot.VirtualHost) bool {
+	return a.Hostname == b.Hostname &&
+		a.SingleLabelWildcard == b.SingleLabelWildcard &&
+		sameList(a.Routes, b.Routes)
+}
+
+// sameList reports two slices over the same elements (both empty counts).
+func sameList[E any](a, b []E) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0]
+}
+
+// reusableSet returns the previous state's compiled set of in when its
+// input is the same and nothing else it was compiled from can have
+// changed; nil otherwise. A set with upstream TLS is always compiled
+// again: its configuration also reads the snapshot's certificates.
+func reusableSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
+	if old == nil || in.TLS != nil || !sameEndpointSetInput(in, &old.src) {
+		return nil
+	}
+	return old
+}
+
+// setLookup is one endpoint set a compiled virtual host's routes looked
+// up, and what they found (nil for none).
+type setLookup struct {
+	name string
+	set  *endpointSet
+}
+
+// set resolves an endpoint set name in the state being compiled, noting
+// the lookup for the virtual host being compiled.
+func (c *compiler) set(name string) *endpointSet {
+	es := c.st.sets[name]
+	if c.lookups != nil {
+		*c.lookups = append(*c.lookups, setLookup{name, es})
+	}
+	return es
+}
+
+// previousListener returns the listener the state in force compiled on
+// the same port, when every listener setting its routes and virtual hosts
+// capture is the same as l's: name, ports, TLS and ClientTraffic (whose
+// compiled policy lr then takes over, so that the routes it lends keep
+// pointing at the one in force). Nil when nothing can be reused.
+func (c *compiler) previousListener(l *snapshot.Listener, lr *listenerRouter) *listenerRouter {
+	if c.prev == nil || c.prev.router == nil {
+		return nil
+	}
+	old := c.prev.router.ports[l.Port]
+	if old == nil || old.name != lr.name || old.externalPort != lr.externalPort || old.tls != lr.tls ||
+		old.clientTrafficSrc != l.ClientTraffic {
+		return nil
+	}
+	return old
+}
+
+// reusableVHost returns the virtual host old compiled from the same input
+// as in, when every endpoint set its routes looked up resolves to the same
+// compiled set in the new state; it registers the routes' metric handles
+// in the new state, as compiling them would have. Nil when in must be
+// compiled.
+func (c *compiler) reusableVHost(in *snapshot.VirtualHost, old *listenerRouter) *vhost {
+	if old == nil {
+		return nil
+	}
+	vh := old.byHostname(in.Hostname)
+	if vh == nil || !sameVirtualHostInput(in, &vh.src) {
+		return nil
+	}
+	for _, l := range vh.sets {
+		if c.st.sets[l.name] != l.set {
+			return nil
+		}
+	}
+	for _, r := range vh.routes {
+		key := statsKey{r.listener, r.id}
+		if _, ok := c.st.stats[key]; !ok {
+			c.st.stats[key] = r.stats
+		}
+	}
+	return vh
+}
+
+// byHostname is the virtual host a listener holds for exactly hostname
+// (no wildcard matching), nil for none.
+func (lr *listenerRouter) byHostname(h string) *vhost {
+	switch {
+	case h == "*":
+		return lr.any
+	case strings.HasPrefix(h, "*."):
+		return lr.wild[h[2:]]
+	}
+	return lr.exact[h]
+}
+
+// compactLookups is lookups with each name once (its results agree: one
+// compile resolves a name to one set).
+func compactLookups(lookups []setLookup) []setLookup {
+	if len(lookups) < 2 {
+		return lookups
+	}
+	slices.SortFunc(lookups, func(a, b setLookup) int { return strings.Compare(a.name, b.name) })
+	return slices.Clip(slices.CompactFunc(lookups, func(a, b setLookup) bool { return a.name == b.name }))
+}
