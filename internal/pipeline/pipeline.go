@@ -84,6 +84,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		DataPlane:  dataPlane,
 		Log:        ctrl.Log.WithName("status"),
 		Registerer: ctrlmetrics.Registry,
+		Informers:  mgr.GetCache(),
 	}
 	pool := &SharedPoolApplier{
 		Client:           mgr.GetClient(),

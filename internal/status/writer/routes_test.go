@@ -18,10 +18,13 @@ package writer_test
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
@@ -33,8 +36,59 @@ import (
 // route already carries writes nothing; but when someone else rewrites
 // the route's status, or what we desire changes, the next round writes
 // ours again, though the rounds before had found it settled.
+//
+// It runs twice: with a writer reading through a plain client, and with
+// one reading the informers' stores, as the controller's does.
 func TestRouteStatusSettledOnlyWhileUnchanged(t *testing.T) {
-	f := newFixture(t, "settled")
+	t.Run("client", func(t *testing.T) { routeStatusSettled(t, newFixture(t, "settled"), func() {}) })
+	t.Run("informers", func(t *testing.T) {
+		f := newFixture(t, "settled-informers")
+		c, err := cache.New(restCfg, cache.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Start(f.ctx) }()
+		if _, err := c.GetInformer(f.ctx, &gwv1.HTTPRoute{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.GetInformer(f.ctx, &gwv1.Gateway{}); err != nil {
+			t.Fatal(err)
+		}
+		if !c.WaitForCacheSync(f.ctx) {
+			t.Fatal("cache did not sync")
+		}
+		cached, err := client.New(restCfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.w.Client, f.w.Informers = cached, c
+		// Before each round, the cache has caught up with the apiserver
+		// (as the controller's has, long before its next round).
+		synced := func() {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				var live, seen gwv1.HTTPRouteList
+				if err := kube.List(f.ctx, &live, client.InNamespace(f.key.Namespace)); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.List(f.ctx, &seen, client.InNamespace(f.key.Namespace)); err != nil {
+					t.Fatal(err)
+				}
+				if len(live.Items) == len(seen.Items) && (len(live.Items) == 0 || live.Items[0].ResourceVersion == seen.Items[0].ResourceVersion) {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the cache did not catch up")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		routeStatusSettled(t, f, synced)
+	})
+}
+
+func routeStatusSettled(t *testing.T, f *fixture, synced func()) {
 	route := &gwv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: "app"},
 		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}}},
@@ -68,6 +122,7 @@ func TestRouteStatusSettledOnlyWhileUnchanged(t *testing.T) {
 	}
 	write := func(res *translator.Result) {
 		t.Helper()
+		synced()
 		if err := f.w.Write(f.ctx, res); err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -80,6 +81,12 @@ type Writer struct {
 	Log       logr.Logger
 	// Registerer receives the writer's metrics; nil keeps them private.
 	Registerer prometheus.Registerer
+	// Informers, when set (the manager's cache, which Client reads),
+	// lets a round read routes and Gateways from the informers' stores
+	// without copying them (store.go).
+	Informers cache.Informers
+
+	store storeReader
 
 	patches    *prometheus.CounterVec
 	programmed *programmedMetric
@@ -115,6 +122,7 @@ func (w *Writer) init() {
 		}
 		w.patches = newPatchesMetric(w.Registerer)
 		w.programmed = newProgrammedMetric(w.Registerer)
+		w.store.informers = w.Informers
 		w.lastEvents = map[string]bool{}
 		w.rejectionsSeen = map[string]time.Time{}
 	})
@@ -271,18 +279,6 @@ func (w *Writer) patch(ctx context.Context, kind string, obj, orig client.Object
 	}
 }
 
-// getCached is get without a copy: obj shares the informer cache's memory
-// and must not be modified.
-func (w *Writer) getCached(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
-	if err := w.Client.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, nil
-}
-
 func (w *Writer) get(ctx context.Context, key types.NamespacedName, obj client.Object) (bool, error) {
 	if err := w.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -310,10 +306,11 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 }
 
 func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error {
-	cached := &gwv1.Gateway{}
-	if ok, err := w.getCached(ctx, d.NamespacedName, cached); !ok || err != nil {
+	o, ok, err := w.cached(ctx, d.NamespacedName, &gwv1.Gateway{})
+	if !ok || err != nil {
 		return err
 	}
+	cached := o.(*gwv1.Gateway)
 	g := w.gateFor(d, cached.Generation)
 	key := settledKey{"Gateway", d.NamespacedName}
 	digest, settable := gatewayDigest(d, g)
@@ -559,8 +556,8 @@ func oursPatch[E any](w *Writer, k statusKind[E], cached client.Object, desired 
 
 // writeOurs is setOurs on the object of kind k named key, if it exists.
 func writeOurs[E any](ctx context.Context, w *Writer, k statusKind[E], key types.NamespacedName, desired []E) error {
-	obj := k.newObj()
-	if ok, err := w.getCached(ctx, key, obj); !ok || err != nil {
+	obj, ok, err := w.cached(ctx, key, k.newObj())
+	if !ok || err != nil {
 		return err
 	}
 	return setOurs(ctx, w, k, obj, desired)
@@ -599,8 +596,8 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 				break
 			}
 			d := &kind.reported[i]
-			obj := kind.newObj()
-			if ok, err := w.getCached(ctx, d.NamespacedName, obj); err != nil {
+			obj, ok, err := w.cached(ctx, d.NamespacedName, kind.newObj())
+			if err != nil {
 				fail(err)
 				continue
 			} else if !ok {

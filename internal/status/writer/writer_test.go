@@ -54,6 +54,7 @@ var (
 	api     testkit.Envtest
 	kube    client.Client
 	clients *kubernetes.Clientset
+	restCfg *rest.Config
 	scheme  = runtime.NewScheme()
 )
 
@@ -71,6 +72,7 @@ func TestMain(m *testing.M) {
 		if err := ingressv1alpha1.AddToScheme(scheme); err != nil {
 			return err
 		}
+		restCfg = cfg
 		if kube, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 			return err
 		}

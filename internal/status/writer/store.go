@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package writer
+
+import (
+	"context"
+	"reflect"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// storeReader reads objects straight from the informers' stores: the
+// store's own object, not a copy (a round reads every route and Gateway,
+// and at 10,000 routes copying each out of the cache was most of a round
+// that wrote nothing). Callers must not modify what it returns; a patch
+// copies first (oursPatch).
+type storeReader struct {
+	informers cache.Informers // nil: read through the client
+	mu        sync.Mutex
+	indexers  map[reflect.Type]toolscache.Indexer
+}
+
+// indexer returns the synced store of obj's type, nil when there is none
+// (no informer cache, or its informer not synced yet).
+func (s *storeReader) indexer(ctx context.Context, obj client.Object) toolscache.Indexer {
+	if s.informers == nil {
+		return nil
+	}
+	t := reflect.TypeOf(obj)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ix := s.indexers[t]; ix != nil {
+		return ix
+	}
+	inf, err := s.informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil
+	}
+	si, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok || !si.HasSynced() {
+		return nil
+	}
+	if s.indexers == nil {
+		s.indexers = map[reflect.Type]toolscache.Indexer{}
+	}
+	s.indexers[t] = si.GetIndexer()
+	return si.GetIndexer()
+}
+
+// cached returns the cached object named key, of newObj's type: the
+// store's own when the Writer has its informers (Writer.Informers), else
+// newObj filled from the client's cache. ok is false when there is none.
+func (w *Writer) cached(ctx context.Context, key types.NamespacedName, newObj client.Object) (obj client.Object, ok bool, err error) {
+	if ix := w.store.indexer(ctx, newObj); ix != nil {
+		k := key.Name
+		if key.Namespace != "" {
+			k = key.Namespace + "/" + key.Name
+		}
+		item, exists, err := ix.GetByKey(k)
+		if err != nil {
+			return nil, false, err
+		}
+		if !exists {
+			return nil, false, nil
+		}
+		if o, ok := item.(client.Object); ok && reflect.TypeOf(o) == reflect.TypeOf(newObj) {
+			return o, true, nil
+		}
+	}
+	if err := w.Client.Get(ctx, key, newObj, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return newObj, true, nil
+}
