@@ -118,7 +118,19 @@ func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '
 // Validate checks the invariants every consumer relies on: references
 // resolve, names are unique, numbers are in range, regular expressions
 // compile. It returns the first problem found.
-func Validate(s *Snapshot) error {
+func Validate(s *Snapshot) error { return validate(s, nil) }
+
+// validated marks the parts of a snapshot an Assembler validated before,
+// unchanged since and still valid (no endpoint set they name is gone):
+// validate skips their own checks. hosts[i][j] is virtual host j of
+// listener i, sets[i] endpoint set i. A listener with a hosts entry has
+// unique hostnames by construction (one resource key each).
+type validated struct {
+	hosts [][]bool
+	sets  []bool
+}
+
+func validate(s *Snapshot, known *validated) error {
 	if s == nil {
 		return fmt.Errorf("snapshot is nil")
 	}
@@ -140,6 +152,9 @@ func Validate(s *Snapshot) error {
 			return fmt.Errorf("endpointSets[%d]: duplicate name %q", i, es.Name)
 		}
 		sets[es.Name] = true
+		if known != nil && known.sets[i] {
+			continue
+		}
 		if err := validateUpstreamTLS(es.TLS); err != nil {
 			return fmt.Errorf("endpointSets[%d] (%s): tls: %w", i, es.Name, err)
 		}
@@ -185,7 +200,11 @@ func Validate(s *Snapshot) error {
 			return fmt.Errorf("%s: port %d is used by another %s listener", where, l.Port, transportOf(l.Protocol))
 		}
 		ports[pk] = true
-		if err := validateListener(l, certs, sets); err != nil {
+		var hosts []bool
+		if known != nil {
+			hosts = known.hosts[i]
+		}
+		if err := validateListener(l, certs, sets, hosts); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}
@@ -219,8 +238,10 @@ func transportOf(p Protocol) string {
 	return "TCP"
 }
 
-// validateListener checks one listener's protocol-specific parts.
-func validateListener(l *Listener, certs, sets map[string]bool) error {
+// validateListener checks one listener's protocol-specific parts. A
+// non-nil known says its hostnames are unique, and which of its virtual
+// hosts were validated before (validated).
+func validateListener(l *Listener, certs, sets map[string]bool, known []bool) error {
 	switch l.Protocol {
 	case ProtocolHTTP, ProtocolTCP, ProtocolUDP:
 		if l.TLS != nil {
@@ -259,15 +280,24 @@ func validateListener(l *Listener, certs, sets map[string]bool) error {
 	if len(l.StreamRoutes) > 0 {
 		return fmt.Errorf("%s listener has streamRoutes", l.Protocol)
 	}
-	hosts := make(map[string]bool, len(l.VirtualHosts))
-	for j, vh := range l.VirtualHosts {
+	var hosts map[string]bool
+	if known == nil {
+		hosts = make(map[string]bool, len(l.VirtualHosts))
+	}
+	for j := range l.VirtualHosts {
+		vh := &l.VirtualHosts[j]
+		if known != nil && known[j] {
+			continue
+		}
 		if vh.Hostname != "*" && !validHostname(vh.Hostname) {
 			return fmt.Errorf("virtualHosts[%d]: invalid hostname %q", j, vh.Hostname)
 		}
-		if hosts[vh.Hostname] {
-			return fmt.Errorf("virtualHosts[%d]: duplicate hostname %q", j, vh.Hostname)
+		if known == nil {
+			if hosts[vh.Hostname] {
+				return fmt.Errorf("virtualHosts[%d]: duplicate hostname %q", j, vh.Hostname)
+			}
+			hosts[vh.Hostname] = true
 		}
-		hosts[vh.Hostname] = true
 		for k := range vh.Routes {
 			if err := validateRoute(&vh.Routes[k], sets); err != nil {
 				return fmt.Errorf("host %q: routes[%d] (%s): %w", vh.Hostname, k, vh.Routes[k].ID, err)

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -177,20 +178,27 @@ func sortedByKey(resources []Resource) []Resource {
 // Assembler rebuilds the snapshots of one scope from their resources, in
 // one layout. In LayoutVirtualHosts it remembers what it decoded: a
 // resource whose body is unchanged since the last successful Assemble is
-// not decoded, normalized or hashed again, so the cost of a delta follows
-// what changed. The snapshots it returns share those decoded values and
-// must not be modified (no consumer does: snapshots are immutable).
+// not decoded, normalized, hashed or validated again, so the cost of a
+// delta follows what changed. The snapshots it returns share those decoded
+// values and must not be modified (no consumer does: snapshots are
+// immutable).
 type Assembler struct {
 	Scope  Scope
 	Layout Layout
 
-	decoded map[string]decodedResource
+	// decoded is the resources of the last successful Assemble, by key.
+	decoded map[string]*decodedResource
+	// gen numbers the Assembles; a remembered resource an Assemble lists
+	// again is marked with its number.
+	gen uint64
 }
 
-// pendingHost is a decoded virtual host waiting for its listener.
+// pendingHost is a decoded virtual host waiting for its listener; known
+// when it is unchanged since the last successful Assemble.
 type pendingHost struct {
 	listener string
 	vh       VirtualHost
+	known    bool
 }
 
 // decodedResource is one resource body and what it decodes to.
@@ -198,6 +206,16 @@ type decodedResource struct {
 	body   []byte
 	digest [sha256.Size]byte
 	value  any // Listener (without virtual hosts), VirtualHost, EndpointSet, Certificate or GatewayRef
+	seen   uint64
+}
+
+// sameBody reports equal bodies, at once when they are the same bytes
+// (discovery hands unchanged resources over as the very bodies it had).
+func sameBody(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
 }
 
 // Assemble rebuilds and validates the snapshot of resources (any order)
@@ -220,24 +238,41 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		return nil, "", fmt.Errorf("unknown resource layout %s", a.Layout)
 	}
 	sorted := sortedByKey(resources)
-	next := make(map[string]decodedResource, len(sorted))
+	a.gen++
+	gen := a.gen
+	// fresh are the resources decoded now: new, or changed (replaced).
+	type freshResource struct {
+		key string
+		d   *decodedResource
+	}
+	var fresh []freshResource
+	kept, replaced := 0, 0
 	version := sha256.New()
 	s := &Snapshot{Scope: a.Scope}
 	listenerAt := map[string]int{} // listener key → index in s.Listeners
 	hosts := make([]pendingHost, 0, len(sorted))
-	for _, r := range sorted {
-		if _, dup := next[r.Key]; dup {
+	var setKnown []bool
+	for i, r := range sorted {
+		if i > 0 && sorted[i-1].Key == r.Key {
 			return nil, "", fmt.Errorf("duplicate resource key %q", r.Key)
 		}
-		d, ok := a.decoded[r.Key]
-		if !ok || !bytes.Equal(d.body, r.Body) {
+		d := a.decoded[r.Key]
+		known := d != nil && sameBody(d.body, r.Body)
+		if known {
+			d.seen = gen
+			kept++
+		} else {
+			if d != nil {
+				d.seen = gen // listed, though replaced (setRemoved)
+				replaced++
+			}
 			v, err := decodeResource(r)
 			if err != nil {
 				return nil, "", fmt.Errorf("resource %q: %w", r.Key, err)
 			}
-			d = decodedResource{body: r.Body, digest: sha256.Sum256(r.Body), value: v}
+			d = &decodedResource{body: r.Body, digest: sha256.Sum256(r.Body), value: v, seen: gen}
+			fresh = append(fresh, freshResource{r.Key, d})
 		}
-		next[r.Key] = d
 		writeDigest(version, r.Key, &d.digest)
 		switch v := d.value.(type) {
 		case Listener:
@@ -246,15 +281,19 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		case VirtualHost:
 			rest, _ := strings.CutPrefix(r.Key, vhostKind+"|")
 			lk, _, _ := strings.Cut(rest, "|")
-			hosts = append(hosts, pendingHost{lk, v})
+			hosts = append(hosts, pendingHost{lk, v, known})
 		case EndpointSet:
 			s.EndpointSets = append(s.EndpointSets, v)
+			setKnown = append(setKnown, known)
 		case Certificate:
 			s.Certificates = append(s.Certificates, v)
 		case GatewayRef:
 			s.Gateways = append(s.Gateways, v)
 		}
 	}
+	// What was validated before still is unless an endpoint set it may
+	// name is gone: then every route is checked again.
+	trust := !a.setRemoved(len(a.decoded)-kept-replaced, gen)
 	perListener := make([]int, len(s.Listeners))
 	for _, h := range hosts {
 		i, ok := listenerAt[h.listener]
@@ -263,6 +302,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		}
 		perListener[i]++
 	}
+	marks := make(map[string][]bool, len(s.Listeners)) // listener key → its hosts'
 	for i, n := range perListener {
 		// Every listener's list is new (decoded listeners carry none), so
 		// filling it never writes into a remembered value.
@@ -271,16 +311,54 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 	for _, h := range hosts {
 		i := listenerAt[h.listener]
 		s.Listeners[i].VirtualHosts = append(s.Listeners[i].VirtualHosts, h.vh)
+		marks[h.listener] = append(marks[h.listener], trust && h.known)
+	}
+	// Resources come in key order, so the endpoint sets and each
+	// listener's hosts are in order already (checked: a mark is only
+	// good for the position it was made at).
+	if !trust || !slices.IsSortedFunc(s.EndpointSets, func(a, b EndpointSet) int { return strings.Compare(a.Name, b.Name) }) {
+		setKnown = nil
 	}
 	normalizeTop(s)
-	for i := range s.Listeners {
-		sortVirtualHosts(s.Listeners[i].VirtualHosts)
+	known := &validated{hosts: make([][]bool, len(s.Listeners)), sets: setKnown}
+	if known.sets == nil {
+		known.sets = make([]bool, len(s.EndpointSets))
 	}
-	if err := Validate(s); err != nil {
+	for i := range s.Listeners {
+		l := &s.Listeners[i]
+		if !slices.IsSortedFunc(l.VirtualHosts, func(a, b VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) }) {
+			sortVirtualHosts(l.VirtualHosts)
+			continue // nil marks: every host checked, uniqueness too
+		}
+		known.hosts[i] = marks[ListenerKey(l)]
+	}
+	if err := validate(s, known); err != nil {
 		return nil, "", err
 	}
-	a.decoded = next
+	if a.decoded == nil {
+		a.decoded = make(map[string]*decodedResource, len(sorted))
+	}
+	for _, f := range fresh {
+		a.decoded[f.key] = f.d
+	}
+	if len(a.decoded) != len(sorted) {
+		maps.DeleteFunc(a.decoded, func(_ string, d *decodedResource) bool { return d.seen != gen })
+	}
 	return s, hex.EncodeToString(version.Sum(nil)), nil
+}
+// setRemoved reports whether an endpoint set of the last successful
+// Assemble is not listed in the one at gen; gone is how many of its
+// resources are not (none: nothing to look for).
+func (a *Assembler) setRemoved(gone int, gen uint64) bool {
+	if gone == 0 {
+		return false
+	}
+	for k, d := range a.decoded {
+		if d.seen != gen && strings.HasPrefix(k, "endpoints|") {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeResource strictly decodes one LayoutVirtualHosts resource and

@@ -18,6 +18,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -353,4 +354,87 @@ func TestVirtualHostFieldsAreTheEncoders(t *testing.T) {
 	if n := reflect.TypeFor[VirtualHost]().NumField(); n != 3 {
 		t.Fatalf("VirtualHost has %d fields; teach Encoder.Resources to compare the new one, then update this test", n)
 	}
+}
+
+// TestAssemblerEqualsAFreshOne drives one Assembler through random
+// resource changes, valid and not: hosts rerouted (sometimes to a set
+// that does not exist), removed and added; endpoint sets changed
+// (sometimes to an address that is not one), removed while routes still
+// name them, and added back. After every change it must agree with a new
+// Assembler: the same error or none, and then the same snapshot and
+// version. A failed change is dropped, as a proxy keeps its last good
+// resources.
+func TestAssemblerEqualsAFreshOne(t *testing.T) {
+	rng := rand.New(rand.NewSource(23))
+	good, err := ResourcesIn(LayoutVirtualHosts, scaled(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(24)) }
+	a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}
+	failures := 0
+	for step := 0; step < 400; step++ {
+		next := slices.Clone(good)
+		at := rng.Intn(len(next))
+		switch rng.Intn(6) {
+		case 0, 1: // reroute a host
+			host := fmt.Sprintf("h%05d.example.com", rng.Intn(24))
+			vh := VirtualHost{Hostname: host, Routes: []Route{{
+				ID: "httproute/default/" + host + ":" + fmt.Sprint(step), Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+				Backends: []Backend{{EndpointSet: setName(), Weight: 1}},
+			}}}
+			next = upsert(next, Resource{Key: VirtualHostKey("30000", host), Body: body(vh)})
+		case 2: // change a set's endpoints
+			name := setName()
+			addr := fmt.Sprintf("10.1.0.%d", step%250)
+			if rng.Intn(8) == 0 {
+				addr = "not-an-address"
+			}
+			next = upsert(next, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
+		case 3, 4: // remove a resource (any kind but the listeners)
+			if !strings.HasPrefix(next[at].Key, "listener|") {
+				next = slices.Delete(next, at, at+1)
+			}
+		case 5: // the same bodies in fresh memory
+			for i := range next {
+				next[i].Body = bytes.Clone(next[i].Body)
+			}
+		}
+		rng.Shuffle(len(next), func(i, j int) { next[i], next[j] = next[j], next[i] })
+		want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}).Assemble(next)
+		got, gotV, gotErr := a.Assemble(next)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			failures++
+			continue
+		}
+		if gotV != wantV || !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: the snapshot differs from a fresh Assembler's", step)
+		}
+		good = next
+	}
+	if failures == 0 || failures > 300 {
+		t.Fatalf("%d of 400 changes failed: the test exercises too little", failures)
+	}
+	t.Logf("%d of 400 changes were refused", failures)
+}
+
+// upsert sets the resource of r.Key to r.
+func upsert(res []Resource, r Resource) []Resource {
+	for i := range res {
+		if res[i].Key == r.Key {
+			res[i] = r
+			return res
+		}
+	}
+	return append(res, r)
 }
