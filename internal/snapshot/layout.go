@@ -346,6 +346,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 	}
 	return s, hex.EncodeToString(version.Sum(nil)), nil
 }
+
 // setRemoved reports whether an endpoint set of the last successful
 // Assemble is not listed in the one at gen; gone is how many of its
 // resources are not (none: nothing to look for).
