@@ -151,4 +151,11 @@ func routeStatusSettled(t *testing.T, f *fixture, synced func()) {
 	if got := accepted(get()); got != "accepted again" {
 		t.Fatalf("after the desired status changed, the route says %q", got)
 	}
+
+	// A round that no longer reports the route drops our entry
+	// (staleEntries).
+	write(&translator.Result{})
+	if r := get(); len(r.Status.Parents) != 0 {
+		t.Fatalf("a route no longer reported keeps our status: %+v", r.Status.Parents)
+	}
 }

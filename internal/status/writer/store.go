@@ -94,3 +94,24 @@ func (w *Writer) cached(ctx context.Context, key types.NamespacedName, newObj cl
 	}
 	return newObj, true, nil
 }
+
+// list returns every cached object of newObj's type, the stores' own
+// (no copies), and false when there is no synced store to read: then the
+// caller lists through the client.
+func (s *storeReader) list(ctx context.Context, newObj client.Object) ([]client.Object, bool) {
+	ix := s.indexer(ctx, newObj)
+	if ix == nil {
+		return nil, false
+	}
+	items := ix.List()
+	out := make([]client.Object, 0, len(items))
+	want := reflect.TypeOf(newObj)
+	for _, item := range items {
+		o, ok := item.(client.Object)
+		if !ok || reflect.TypeOf(o) != want {
+			return nil, false
+		}
+		out = append(out, o)
+	}
+	return out, true
+}

@@ -672,15 +672,19 @@ func (w *Writer) staleEntries(ctx context.Context, res *translator.Result) error
 // dropStale removes our entries from every object of kind k that seen
 // lacks. A kind the apiserver does not serve has none.
 func dropStale[E any](ctx context.Context, w *Writer, k statusKind[E], seen map[types.NamespacedName]bool) error {
-	list := k.newList()
 	// The cache's own objects: setOurs copies the few it changes.
-	if err := w.Client.List(ctx, list, client.UnsafeDisableDeepCopy); meta.IsNoMatchError(err) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("list %s: %w", k.name, err)
+	objs, ok := w.store.list(ctx, k.newObj())
+	if !ok {
+		list := k.newList()
+		if err := w.Client.List(ctx, list, client.UnsafeDisableDeepCopy); meta.IsNoMatchError(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("list %s: %w", k.name, err)
+		}
+		objs = k.items(list)
 	}
 	var errs []error
-	for _, obj := range k.items(list) {
+	for _, obj := range objs {
 		if seen[client.ObjectKeyFromObject(obj)] || !hasOurs(*k.entries(obj), k.controller) {
 			continue
 		}
