@@ -48,6 +48,7 @@ import (
 
 	gatewayv1alpha1 "github.com/coxswain-go/coxswain/api/gateway/v1alpha1"
 	ingressv1alpha1 "github.com/coxswain-go/coxswain/api/ingress/v1alpha1"
+	"github.com/coxswain-go/coxswain/internal/cachestore"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/promreg"
 	"github.com/coxswain-go/coxswain/internal/translator"
@@ -564,15 +565,11 @@ func fromStore[T any](ctx context.Context, c client.Reader) ([]*T, bool) {
 	if !ok {
 		return nil, false
 	}
-	inf, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
+	ix := cachestore.Indexer(ctx, informers, obj)
+	if ix == nil {
 		return nil, false
 	}
-	si, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok || !si.HasSynced() {
-		return nil, false
-	}
-	stored := si.GetIndexer().List()
+	stored := ix.List()
 	out := make([]*T, 0, len(stored))
 	for _, o := range stored {
 		t, ok := o.(*T)

@@ -26,6 +26,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/coxswain-go/coxswain/internal/cachestore"
 )
 
 // storeReader reads objects straight from the informers' stores: the
@@ -51,19 +53,15 @@ func (s *storeReader) indexer(ctx context.Context, obj client.Object) toolscache
 	if ix := s.indexers[t]; ix != nil {
 		return ix
 	}
-	inf, err := s.informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil
-	}
-	si, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok || !si.HasSynced() {
+	ix := cachestore.Indexer(ctx, s.informers, obj)
+	if ix == nil {
 		return nil
 	}
 	if s.indexers == nil {
 		s.indexers = map[reflect.Type]toolscache.Indexer{}
 	}
-	s.indexers[t] = si.GetIndexer()
-	return si.GetIndexer()
+	s.indexers[t] = ix
+	return ix
 }
 
 // cached returns the cached object named key, of newObj's type: the
