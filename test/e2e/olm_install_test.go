@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,9 @@ const (
 	olmOwnerLabel     = "olm.owner"
 	olmOwnerKindLabel = "olm.owner.kind"
 	olmOwnerNSLabel   = "olm.owner.namespace"
+	// The label an InstallPlan puts on every object it creates (the CSV,
+	// its ServiceAccount and RBAC); csvrbac adds it to the RBAC.
+	olmManagedLabel = "olm.managed"
 )
 
 // olmTools are the OLM binaries and CRDs the test uses.
@@ -84,6 +88,20 @@ func (o *olmEnv) checkOLMNeverRestarted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// logOLMOnFailure prints, when the test failed, the end of the OLM
+// operator's log and every CSV's phase: CI keeps only the test's output.
+func (o *olmEnv) logOLMOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	csvs, err := o.c.Kubectl(ctx, nil, "get", "csv", "-A", "-o", "custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,PHASE:.status.phase,REASON:.status.reason")
+	t.Logf("CSVs at the failure (err %v):\n%s", err, csvs)
+	logs, err := o.c.Kubectl(ctx, nil, "logs", "-n", olmNamespace, "-l", "app=olm-operator", "--tail=80")
+	t.Logf("the OLM operator's last log lines (err %v):\n%s", err, logs)
 }
 
 // installOperator installs Coxswain from bundle b with CSV csv the OLM way,
@@ -119,11 +137,16 @@ func policyFile(repo string) string {
 
 // createCSV creates csv in the install namespace, then applies the RBAC
 // OLM's resolver derives from it (owned by the stored CSV), as the
-// InstallPlan would.
+// InstallPlan would; both carry olm.managed=true, the label OLM's
+// informers select on (docs/e2e.md).
 func (o *olmEnv) createCSV(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion) {
 	t.Helper()
 	csv = csv.DeepCopy()
 	csv.Namespace = installNS
+	if csv.Labels == nil {
+		csv.Labels = map[string]string{}
+	}
+	csv.Labels[olmManagedLabel] = "true"
 	if err := o.cl.Create(o.ctx, csv); err != nil {
 		t.Fatalf("creating CSV %s: %v", csv.Name, err)
 	}
@@ -161,10 +184,31 @@ func (o *olmEnv) waitCSVSucceeded(t *testing.T, name string, timeout time.Durati
 			return err.Error()
 		}
 		if csv.Status.Phase != operatorsv1alpha1.CSVPhaseSucceeded {
-			return fmt.Sprintf("CSV %s: phase %q, reason %q: %s", name, csv.Status.Phase, csv.Status.Reason, csv.Status.Message)
+			return fmt.Sprintf("CSV %s: phase %q, reason %q: %s%s", name, csv.Status.Phase, csv.Status.Reason, csv.Status.Message, unmetRequirements(csv))
 		}
 		return ""
 	})
+}
+
+// unmetRequirements lists what OLM last found missing for csv (its
+// requirement statuses other than Present, and their unsatisfied
+// dependents), for a failure message.
+func unmetRequirements(csv *operatorsv1alpha1.ClusterServiceVersion) string {
+	var out []string
+	for _, r := range csv.Status.RequirementStatus {
+		if r.Status != operatorsv1alpha1.RequirementStatusReasonPresent {
+			out = append(out, fmt.Sprintf("%s %s: %s %s", r.Kind, r.Name, r.Status, r.Message))
+		}
+		for _, d := range r.Dependents {
+			if d.Status != operatorsv1alpha1.DependentStatusReasonSatisfied {
+				out = append(out, fmt.Sprintf("%s of %s %s: %s %s", d.Kind, r.Kind, r.Name, d.Status, d.Message))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; unmet: " + strings.Join(out, "; ")
 }
 
 // checkOLMOwnsController asserts that OLM created the controller

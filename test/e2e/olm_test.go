@@ -64,6 +64,7 @@ func TestOLMInstall(t *testing.T) {
 	}
 	o := &olmEnv{lcEnv: e, tools: tools, coxswain: coxswain}
 	defer o.checkOLMNeverRestarted(t)
+	t.Cleanup(func() { o.logOLMOnFailure(t) }) // runs before the cluster stops
 
 	current := loadBundle(t, filepath.Join(testkit.RepoRoot(), "bundle"))
 	released := loadBundle(t, filepath.Join(release, "bundle"))

@@ -35,9 +35,11 @@ import (
 	"os"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/install"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -100,9 +102,24 @@ func run(in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// write prints obj as one YAML document of kind gvk.
+// write prints obj as one YAML document of kind gvk, labelled
+// olm.managed=true as the InstallPlan labels every object it creates: the
+// OLM operator's informers see only objects with that label once the
+// cluster holds no unlabelled OLM objects (on a fresh cluster, from the
+// start), so without it OLM is never told the RBAC has arrived and a CSV
+// whose requirements it checked first stays Pending until a resync.
 func write(out io.Writer, gvk schema.GroupVersionKind, obj runtime.Object) error {
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("%s: %w", gvk.Kind, err)
+	}
+	labels := m.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[install.OLMManagedLabelKey] = install.OLMManagedLabelValue
+	m.SetLabels(labels)
 	data, err := yaml.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", gvk.Kind, err)
