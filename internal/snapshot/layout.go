@@ -25,7 +25,6 @@ import (
 	"hash"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -86,20 +85,33 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 // thereby that it is unchanged) is not encoded again. The zero value is
 // ready; an Encoder serves one caller at a time.
 type Encoder struct {
-	hosts map[string]encodedHost
+	// listeners holds, by listener key, the hosts last encoded for it in
+	// their order: a normalized snapshot lists a listener's hosts by
+	// hostname, so the next one's are matched by walking both lists, with
+	// no map of every host to build and probe.
+	listeners map[string][]encodedHost
 }
 
-// encodedHost is one virtual host's body and the route list it encoded.
+// encodedHost is one virtual host's hostname, resource key and body and
+// the route list it encoded.
 type encodedHost struct {
-	routes *Route
-	n      int
-	single bool
-	body   []byte
+	hostname string
+	routes   *Route
+	n        int
+	single   bool
+	key      string
+	body     []byte
+}
+
+// encodes reports whether eh is the encoding of vh.
+func (eh *encodedHost) encodes(vh *VirtualHost) bool {
+	return eh.hostname == vh.Hostname && len(vh.Routes) > 0 && eh.routes == &vh.Routes[0] &&
+		eh.n == len(vh.Routes) && eh.single == vh.SingleLabelWildcard
 }
 
 // Resources is ResourcesIn(LayoutVirtualHosts, s).
 func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
-	next := make(map[string]encodedHost, len(e.hosts))
+	next := make(map[string][]encodedHost, len(s.Listeners))
 	withoutHosts := *s
 	withoutHosts.Listeners = make([]Listener, len(s.Listeners))
 	n := len(s.Listeners) + len(s.EndpointSets) + len(s.Certificates) + len(s.Gateways)
@@ -110,24 +122,37 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	for i := range s.Listeners {
 		l := s.Listeners[i]
 		lk := ListenerKey(&l)
+		prev := e.listeners[lk]
+		encoded := make([]encodedHost, 0, len(l.VirtualHosts))
 		for j := range l.VirtualHosts {
 			vh := &l.VirtualHosts[j]
-			key := VirtualHostKey(lk, vh.Hostname)
-			eh, ok := e.hosts[key]
-			if !ok || len(vh.Routes) == 0 || eh.routes != &vh.Routes[0] || eh.n != len(vh.Routes) || eh.single != vh.SingleLabelWildcard {
+			for len(prev) > 0 && prev[0].hostname < vh.Hostname {
+				prev = prev[1:]
+			}
+			var eh encodedHost
+			switch {
+			case len(prev) > 0 && prev[0].encodes(vh):
+				eh = prev[0]
+			default:
 				b, err := json.Marshal(vh)
 				if err != nil {
 					return nil, err
 				}
-				eh = encodedHost{n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
+				eh = encodedHost{hostname: vh.Hostname, n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
+				if len(prev) > 0 && prev[0].hostname == vh.Hostname {
+					eh.key = prev[0].key
+				} else {
+					eh.key = VirtualHostKey(lk, vh.Hostname)
+				}
 				if len(vh.Routes) > 0 {
 					eh.routes = &vh.Routes[0]
 				}
 			}
-			if eh.routes != nil {
-				next[key] = eh
-			}
-			out = append(out, Resource{Key: key, Body: eh.body})
+			encoded = append(encoded, eh)
+			out = append(out, Resource{Key: eh.key, Body: eh.body})
+		}
+		if len(encoded) > 0 {
+			next[lk] = encoded
 		}
 		l.VirtualHosts = nil
 		withoutHosts.Listeners[i] = l
@@ -137,8 +162,8 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		return nil, err
 	}
 	out = append(out, rest...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	e.hosts = next
+	slices.SortFunc(out, func(a, b Resource) int { return strings.Compare(a.Key, b.Key) })
+	e.listeners = next
 	return out, nil
 }
 

@@ -298,7 +298,8 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 	s := scaled(30)
 	e := &Encoder{}
 	var prev map[string][]byte
-	for step := 0; step < 120; step++ {
+	prevUnsorted := false
+	for step := 0; step < 200; step++ {
 		next := *s
 		next.Listeners = slices.Clone(s.Listeners)
 		l := &next.Listeners[0]
@@ -306,7 +307,8 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 		i := rng.Intn(len(l.VirtualHosts))
 		vh := &l.VirtualHosts[i]
 		changed := vh.Hostname
-		switch rng.Intn(4) {
+		unsorted := false
+		switch rng.Intn(7) {
 		case 0: // a new route list
 			routes := slices.Clone(vh.Routes)
 			routes[0].ID += "x"
@@ -321,6 +323,20 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 			vh.Hostname = fmt.Sprintf("renamed%d.example.com", step)
 			changed = vh.Hostname
 			sortVirtualHosts(l.VirtualHosts)
+		case 4: // removed: the hosts after it move up
+			if len(l.VirtualHosts) > 2 {
+				l.VirtualHosts = slices.Delete(l.VirtualHosts, i, i+1)
+			}
+		case 5: // added, sharing another host's list: the hosts after it move down
+			added := *vh
+			added.Hostname = fmt.Sprintf("added%d.example.com", step)
+			changed = added.Hostname
+			l.VirtualHosts = append(l.VirtualHosts, added)
+			sortVirtualHosts(l.VirtualHosts)
+		case 6: // out of order (not normalized): nothing may be mistaken
+			j := rng.Intn(len(l.VirtualHosts))
+			l.VirtualHosts[i], l.VirtualHosts[j] = l.VirtualHosts[j], l.VirtualHosts[i]
+			unsorted = true
 		}
 		got, err := e.Resources(&next)
 		if err != nil {
@@ -339,12 +355,15 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 				t.Fatalf("step %d: resource %s differs from ResourcesIn's", step, want[j].Key)
 			}
 			bodies[got[j].Key] = got[j].Body
-			if b, ok := prev[got[j].Key]; ok && strings.HasPrefix(got[j].Key, vhostKind+"|") &&
+			if b, ok := prev[got[j].Key]; ok && !unsorted && !prevUnsorted && strings.HasPrefix(got[j].Key, vhostKind+"|") &&
 				!strings.HasSuffix(got[j].Key, "|"+changed) && &b[0] != &got[j].Body[0] {
 				t.Fatalf("step %d: unchanged %s was encoded again", step, got[j].Key)
 			}
 		}
-		prev, s = bodies, &next
+		prev, s, prevUnsorted = bodies, &next, unsorted
+		if unsorted {
+			sortVirtualHosts(l.VirtualHosts)
+		}
 	}
 }
 

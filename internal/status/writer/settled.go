@@ -18,10 +18,10 @@ package writer
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"hash/maphash"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -104,23 +104,51 @@ func (s *settledStatuses) record(k settledKey, resourceVersion string, digest st
 }
 
 // gatewayDigest is a digest of what a Gateway's status is merged from:
-// the desired status and the data plane's gate. A gate with rejections is
-// never settled (false): its Events are recorded every round.
+// the desired status and the data plane's gate (every field of both,
+// TestGatewayDigestCoversEveryField). A gate with rejections is never
+// settled (false): its Events are recorded every round.
 func gatewayDigest(d *translator.GatewayStatus, g programmedGate) (statusDigest, bool) {
 	if g.dp != nil && len(g.dp.Rejections) > 0 {
 		return statusDigest{}, false
 	}
-	b, err := json.Marshal(struct {
-		Status     any
-		DataPlane  *GatewayDataPlane
-		Scope      string
-		Generation int64
-	}{d.Status, g.dp, g.scope, g.generation})
-	if err != nil {
-		return statusDigest{}, false
-	}
 	w := newDigestWriter()
-	w.bytes(b)
+	st := &d.Status
+	w.int(int64(len(st.Addresses)))
+	for i := range st.Addresses {
+		a := &st.Addresses[i]
+		w.optString((*string)(a.Type))
+		w.string(a.Value)
+	}
+	w.conditions(st.Conditions)
+	w.int(int64(len(st.Listeners)))
+	for i := range st.Listeners {
+		l := &st.Listeners[i]
+		w.string(string(l.Name))
+		w.int(int64(len(l.SupportedKinds)))
+		for j := range l.SupportedKinds {
+			w.optString((*string)(l.SupportedKinds[j].Group))
+			w.string(string(l.SupportedKinds[j].Kind))
+		}
+		w.int(int64(l.AttachedRoutes))
+		w.conditions(l.Conditions)
+	}
+	if st.AttachedListenerSets != nil {
+		w.int(1)
+		w.int(int64(*st.AttachedListenerSets))
+	} else {
+		w.int(0)
+	}
+	if dp := g.dp; dp != nil {
+		w.int(1)
+		w.bool(dp.Published)
+		w.string(dp.Scope)
+		w.int(int64(dp.Proxies))
+		w.int(int64(dp.Ready))
+	} else {
+		w.int(0)
+	}
+	w.string(g.scope)
+	w.int(g.generation)
 	return w.sum(), true
 }
 
@@ -144,18 +172,23 @@ func parentsDigest(ps []gwv1.RouteParentStatus) statusDigest {
 			w.int(0)
 		}
 		w.string(string(p.ControllerName))
-		w.int(int64(len(p.Conditions)))
-		for j := range p.Conditions {
-			c := &p.Conditions[j]
-			w.string(c.Type)
-			w.string(string(c.Status))
-			w.int(c.ObservedGeneration)
-			w.int(c.LastTransitionTime.UnixNano())
-			w.string(c.Reason)
-			w.string(c.Message)
-		}
+		w.conditions(p.Conditions)
 	}
 	return w.sum()
+}
+
+// conditions adds every field of each condition.
+func (w *digestWriter) conditions(cs []metav1.Condition) {
+	w.int(int64(len(cs)))
+	for j := range cs {
+		c := &cs[j]
+		w.string(c.Type)
+		w.string(string(c.Status))
+		w.int(c.ObservedGeneration)
+		w.int(c.LastTransitionTime.UnixNano())
+		w.string(c.Reason)
+		w.string(c.Message)
+	}
 }
 
 // statusDigest is a 128-bit digest of a desired status. It is compared
@@ -204,4 +237,12 @@ func (w *digestWriter) optString(s *string) {
 		return
 	}
 	w.string(*s)
+}
+
+func (w *digestWriter) bool(b bool) {
+	if b {
+		w.int(1)
+	} else {
+		w.int(0)
+	}
 }

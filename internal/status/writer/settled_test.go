@@ -24,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
 // TestParentsDigestCoversEveryField: changing any field of a desired route
@@ -81,5 +83,97 @@ func TestParentsDigestCoversEveryField(t *testing.T) {
 	}
 	if parentsDigest(append(base(), base()...)) == want {
 		t.Error("a second parent kept the digest")
+	}
+}
+
+// TestGatewayDigestCoversEveryField: changing any field of a desired
+// Gateway status or of the data plane's gate changes the digest; a field
+// the digest does not know fails the field count.
+func TestGatewayDigestCoversEveryField(t *testing.T) {
+	for typ, n := range map[reflect.Type]int{
+		reflect.TypeFor[gwv1.GatewayStatus]():        4,
+		reflect.TypeFor[gwv1.GatewayStatusAddress](): 2,
+		reflect.TypeFor[gwv1.ListenerStatus]():       4,
+		reflect.TypeFor[gwv1.RouteGroupKind]():       2,
+		reflect.TypeFor[metav1.Condition]():          6,
+		reflect.TypeFor[GatewayDataPlane]():          5,
+		reflect.TypeFor[programmedGate]():            3,
+	} {
+		if typ.NumField() != n {
+			t.Fatalf("%s has %d fields, not %d: teach gatewayDigest the new one, then update this test", typ, typ.NumField(), n)
+		}
+	}
+	cond := func() metav1.Condition {
+		return metav1.Condition{Type: "Programmed", Status: metav1.ConditionTrue, ObservedGeneration: 1,
+			LastTransitionTime: metav1.NewTime(time.Unix(100, 0)), Reason: "r", Message: "m"}
+	}
+	type input struct {
+		d translator.GatewayStatus
+		g programmedGate
+	}
+	base := func() input {
+		return input{
+			d: translator.GatewayStatus{Status: gwv1.GatewayStatus{
+				Addresses:  []gwv1.GatewayStatusAddress{{Type: ptr.To(gwv1.IPAddressType), Value: "10.0.0.1"}},
+				Conditions: []metav1.Condition{cond()},
+				Listeners: []gwv1.ListenerStatus{{
+					Name:           "http",
+					SupportedKinds: []gwv1.RouteGroupKind{{Group: ptr.To(gwv1.Group("g")), Kind: "HTTPRoute"}},
+					AttachedRoutes: 3,
+					Conditions:     []metav1.Condition{cond()},
+				}},
+				AttachedListenerSets: ptr.To(int32(1)),
+			}},
+			g: programmedGate{dp: &GatewayDataPlane{Published: true, Scope: "shared", Proxies: 2, Ready: 2}, scope: "shared", generation: 1},
+		}
+	}
+	changes := map[string]func(in *input){
+		"address type":     func(in *input) { in.d.Status.Addresses[0].Type = nil },
+		"address value":    func(in *input) { in.d.Status.Addresses[0].Value = "10.0.0.2" },
+		"addresses":        func(in *input) { in.d.Status.Addresses = nil },
+		"condition type":   func(in *input) { in.d.Status.Conditions[0].Type = "Accepted" },
+		"condition status": func(in *input) { in.d.Status.Conditions[0].Status = metav1.ConditionFalse },
+		"observed":         func(in *input) { in.d.Status.Conditions[0].ObservedGeneration = 2 },
+		"transition": func(in *input) {
+			in.d.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Unix(101, 0))
+		},
+		"reason":          func(in *input) { in.d.Status.Conditions[0].Reason = "r2" },
+		"message":         func(in *input) { in.d.Status.Conditions[0].Message = "m2" },
+		"split":           func(in *input) { in.d.Status.Conditions[0].Reason, in.d.Status.Conditions[0].Message = "rm", "" },
+		"listener name":   func(in *input) { in.d.Status.Listeners[0].Name = "https" },
+		"kind group":      func(in *input) { in.d.Status.Listeners[0].SupportedKinds[0].Group = nil },
+		"kind":            func(in *input) { in.d.Status.Listeners[0].SupportedKinds[0].Kind = "GRPCRoute" },
+		"kinds":           func(in *input) { in.d.Status.Listeners[0].SupportedKinds = nil },
+		"attached":        func(in *input) { in.d.Status.Listeners[0].AttachedRoutes = 4 },
+		"listener reason": func(in *input) { in.d.Status.Listeners[0].Conditions[0].Reason = "r2" },
+		"listeners":       func(in *input) { in.d.Status.Listeners = append(in.d.Status.Listeners, in.d.Status.Listeners[0]) },
+		"listener sets":   func(in *input) { in.d.Status.AttachedListenerSets = ptr.To(int32(2)) },
+		"no listener sets": func(in *input) {
+			in.d.Status.AttachedListenerSets = nil
+		},
+		"published":       func(in *input) { in.g.dp.Published = false },
+		"dp scope":        func(in *input) { in.g.dp.Scope = "dedicated" },
+		"proxies":         func(in *input) { in.g.dp.Proxies = 3 },
+		"ready":           func(in *input) { in.g.dp.Ready = 1 },
+		"no data plane":   func(in *input) { in.g.dp = nil },
+		"gate scope":      func(in *input) { in.g.scope = "other" },
+		"gate generation": func(in *input) { in.g.generation = 2 },
+	}
+	in := base()
+	want, ok := gatewayDigest(&in.d, in.g)
+	if !ok {
+		t.Fatal("a gate without rejections is not settable")
+	}
+	for name, change := range changes {
+		in := base()
+		change(&in)
+		if got, _ := gatewayDigest(&in.d, in.g); got == want {
+			t.Errorf("changing %s kept the digest", name)
+		}
+	}
+	in = base()
+	in.g.dp.Rejections = []Rejection{{NodeID: "n"}}
+	if _, ok := gatewayDigest(&in.d, in.g); ok {
+		t.Error("a gate with rejections is settable")
 	}
 }
