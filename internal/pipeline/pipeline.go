@@ -24,16 +24,19 @@ limitations under the License.
 package pipeline
 
 import (
+	"context"
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/coxswain-go/coxswain/internal/discovery"
+	"github.com/coxswain-go/coxswain/internal/memrelease"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/provider"
 	"github.com/coxswain-go/coxswain/internal/provision"
 	"github.com/coxswain-go/coxswain/internal/status/writer"
+	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
 // Options wire the routing pipeline into a manager.
@@ -65,6 +68,13 @@ type Options struct {
 	IngressProxyProtocol []string
 }
 
+// releaseAfter is the last sink, and with the status writer's rounds
+// arms idle: once rebuilds and status rounds stop, the memory they left
+// free goes back to the operating system (memrelease).
+func releaseAfter(idle *memrelease.Releaser) provider.Sink {
+	return provider.SinkFunc(func(context.Context, *translator.Result) { idle.Busy() })
+}
+
 // AddToManager adds the pipeline watch → gather → translate → sinks, and
 // the one status writer, to mgr. Every replica translates; only the leader
 // writes status and applies the shared pool.
@@ -77,6 +87,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		}
 		sinks = append([]provider.Sink{publisher{o.Discovery}}, sinks...)
 	}
+	idle := &memrelease.Releaser{}
 	w := &writer.Writer{
 		Client:     mgr.GetClient(),
 		Leader:     o.Leader,
@@ -85,6 +96,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		Log:        ctrl.Log.WithName("status"),
 		Registerer: ctrlmetrics.Registry,
 		Informers:  mgr.GetCache(),
+		AfterRound: idle.Busy,
 	}
 	pool := &SharedPoolApplier{
 		Client:           mgr.GetClient(),
@@ -102,7 +114,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 	p := provider.New(provider.Options{
 		Cache:                mgr.GetCache(),
 		InstallNamespace:     o.InstallNamespace,
-		Sinks:                append([]provider.Sink{w, pool}, sinks...),
+		Sinks:                append(append([]provider.Sink{w, pool}, sinks...), releaseAfter(idle)),
 		Log:                  ctrl.Log.WithName("provider"),
 		Registerer:           ctrlmetrics.Registry,
 		APIReader:            mgr.GetAPIReader(),

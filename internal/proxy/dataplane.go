@@ -30,6 +30,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/coxswain-go/coxswain/internal/memrelease"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -40,6 +41,9 @@ type DataPlane struct {
 	m     *metrics
 	alog  *accessLogger
 	state atomic.Pointer[state]
+	// release returns the memory a swap left free once swaps stop
+	// (memrelease: the heap's goal is set while both states are live).
+	release memrelease.Releaser
 	// h1 and h2c are the transports of HTTP/1.1 and HTTP/2 upstreams (h2c
 	// in cleartext, h2 over TLS), per pool key.
 	h1, h2c   *addrTransports
@@ -124,6 +128,7 @@ func (d *DataPlane) ApplyVersioned(s *snapshot.Snapshot, version string) error {
 		return err
 	}
 	d.m.applies.WithLabelValues("success").Inc()
+	d.release.Busy()
 	if changed {
 		d.cbMu.Lock()
 		cbs := slices.Clone(d.callbacks)
@@ -208,6 +213,7 @@ func (d *DataPlane) Version() string {
 // stream connections finish until ctx ends, then closes what is left; UDP
 // sessions end at once. Later Applies fail.
 func (d *DataPlane) Shutdown(ctx context.Context) error {
+	d.release.Stop()
 	d.mu.Lock()
 	d.closed = true
 	if d.opts.Readiness != nil {

@@ -53,10 +53,15 @@ import (
 // Memo.Translate(res) equals Translate(res) whatever the Memo saw before
 // (TestMemoEqualsTranslate). A Memo serves one caller at a time.
 type Memo struct {
-	mu     sync.Mutex
-	env    [sha256.Size]byte
+	mu  sync.Mutex
+	env [sha256.Size]byte
+	// routes and hosts hold what the last translation compiled and
+	// emitted. A translation updates them in place and marks what it used
+	// with its number (gen), then drops the rest: at 10,000 routes,
+	// building both maps anew was a tenth of a translation.
 	routes map[memoKey]*memoRoute
 	hosts  map[hostKey]*builtHost
+	gen    uint64
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made.
 	lastHits, lastMisses int
@@ -73,6 +78,7 @@ type memoKey struct {
 type memoRoute struct {
 	uid types.UID
 	rv  string
+	gen uint64 // the last translation that used it
 	// cr has no meta: the route of the next translation lends its own.
 	cr *compiledRoute
 	// sets are the endpointSet calls the compilation made, in order, to
@@ -103,14 +109,17 @@ type hostKey struct {
 type builtHost struct {
 	from   []*snapshot.Route
 	routes []snapshot.Route
+	gen    uint64 // the last translation that emitted it
 }
 
 // memoPass is the Memo's state during one translation.
 type memoPass struct {
-	prev map[memoKey]*memoRoute
-	next map[memoKey]*memoRoute
-
-	prevHosts, nextHosts map[hostKey]*builtHost
+	gen uint64
+	// routes are the Memo's, emptied first when the environment changed.
+	routes map[memoKey]*memoRoute
+	// hosts are the Memo's; nil when the translation's inputs cannot be
+	// trusted (an object without a resourceVersion).
+	hosts map[hostKey]*builtHost
 	// rec collects the endpointSet calls of the compilation in progress.
 	rec *[]setCall
 	// hits and misses count compilations reused and made (LastCounts).
@@ -126,20 +135,26 @@ func (m *Memo) Translate(res *Resources) *Result {
 		res = &Resources{}
 	}
 	env, ok := envDigest(res)
-	pass := &memoPass{}
-	if ok && env == m.env {
-		pass.prev = m.routes
+	if m.routes == nil {
+		m.routes, m.hosts = map[memoKey]*memoRoute{}, map[hostKey]*builtHost{}
 	}
-	pass.next = make(map[memoKey]*memoRoute, len(pass.prev))
+	if !ok || env != m.env {
+		clear(m.routes)
+	}
+	m.gen++
+	pass := &memoPass{gen: m.gen, routes: m.routes}
 	if ok {
-		pass.prevHosts = m.hosts
-		pass.nextHosts = make(map[hostKey]*builtHost, len(m.hosts))
+		pass.hosts = m.hosts
 	}
 	out := translate(res, pass)
 	if ok {
-		m.env, m.routes, m.hosts = env, pass.next, pass.nextHosts
+		m.env = env
+		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
+		maps.DeleteFunc(m.hosts, func(_ hostKey, b *builtHost) bool { return b.gen != m.gen })
 	} else {
-		m.env, m.routes, m.hosts = [sha256.Size]byte{}, nil, nil
+		m.env = [sha256.Size]byte{}
+		clear(m.routes)
+		clear(m.hosts)
 	}
 	m.lastHits, m.lastMisses = pass.hits, pass.misses
 	return out
@@ -157,9 +172,9 @@ func (m *Memo) LastCounts() (reused, compiled int) {
 func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, compile func() *compiledRoute) *compiledRoute {
 	k := memoKey{kind, meta.Namespace, meta.Name}
 	if meta.ResourceVersion != "" {
-		if mr := p.prev[k]; mr != nil && mr.uid == meta.UID && mr.rv == meta.ResourceVersion && t.replaySets(mr.sets) {
+		if mr := p.routes[k]; mr != nil && mr.uid == meta.UID && mr.rv == meta.ResourceVersion && t.replaySets(mr.sets) {
 			p.hits++
-			p.next[k] = mr
+			mr.gen = p.gen
 			cr := *mr.cr
 			cr.meta = meta
 			return &cr
@@ -173,7 +188,7 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
 		kept := *cr
 		kept.meta = nil
-		p.next[k] = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, cr: &kept, sets: rec}
+		p.routes[k] = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, cr: &kept, sets: rec}
 	}
 	return cr
 }
@@ -184,8 +199,8 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 // the same order (which sort the same way), else a new one.
 func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 	p := t.memo
-	if p != nil && p.nextHosts != nil {
-		if b := p.prevHosts[k]; b != nil && len(b.from) == len(entries) {
+	if p != nil && p.hosts != nil {
+		if b := p.hosts[k]; b != nil && len(b.from) == len(entries) {
 			same := true
 			for i := range entries {
 				if b.from[i] != entries[i].route {
@@ -194,13 +209,13 @@ func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 				}
 			}
 			if same {
-				p.nextHosts[k] = b
+				b.gen = p.gen
 				return b.routes
 			}
 		}
 	}
 	var from []*snapshot.Route
-	if p != nil && p.nextHosts != nil {
+	if p != nil && p.hosts != nil {
 		from = make([]*snapshot.Route, len(entries))
 		for i := range entries {
 			from[i] = entries[i].route
@@ -212,7 +227,7 @@ func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 		routes[i] = *entries[i].route
 	}
 	if from != nil {
-		p.nextHosts[k] = &builtHost{from: from, routes: routes}
+		p.hosts[k] = &builtHost{from: from, routes: routes, gen: p.gen}
 	}
 	return routes
 }

@@ -159,32 +159,41 @@ func (p *pipeline) preload(t *testing.T, n int) {
 }
 
 // profile fetches secs-long CPU profiles of the controller and the proxy
-// into dir, in the background; the returned func waits for them.
+// into dir, in the background; the returned func waits for them, then
+// fetches both heap profiles (after a GC) into dir too.
 func (p *pipeline) profile(t *testing.T, dir string, secs int) func() {
 	t.Helper()
 	var wg sync.WaitGroup
-	for name, url := range map[string]string{
-		"controller": "http://" + p.controllerPprof + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs),
-		"proxy":      "http://" + p.proxyHealth + "/debug/pprof/profile?seconds=" + strconv.Itoa(secs),
-	} {
+	servers := map[string]string{"controller": p.controllerPprof, "proxy": p.proxyHealth}
+	for name, addr := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hc := &http.Client{Timeout: time.Duration(secs+30) * time.Second}
-			resp, err := hc.Get(url)
-			if err != nil {
-				t.Logf("profile %s: %v", name, err)
-				return
-			}
-			defer func() { _ = resp.Body.Close() }()
-			b, _ := io.ReadAll(resp.Body)
-			path := filepath.Join(dir, name+".pprof")
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Logf("profile %s: %v", name, err)
-				return
-			}
-			t.Logf("CPU profile of the %s: %s", name, path)
+			fetchProfile(t, "http://"+addr+"/debug/pprof/profile?seconds="+strconv.Itoa(secs),
+				filepath.Join(dir, name+".pprof"), time.Duration(secs+30)*time.Second)
 		}()
 	}
-	return wg.Wait
+	return func() {
+		wg.Wait()
+		for name, addr := range servers {
+			fetchProfile(t, "http://"+addr+"/debug/pprof/heap?gc=1", filepath.Join(dir, name+".heap.pprof"), 30*time.Second)
+		}
+	}
+}
+
+// fetchProfile writes the profile url serves to path, logging any failure.
+func fetchProfile(t *testing.T, url, path string, timeout time.Duration) {
+	hc := &http.Client{Timeout: timeout}
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Logf("profile %s: %v", url, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Logf("profile %s: %v", url, err)
+		return
+	}
+	t.Logf("profile %s: %s", url, path)
 }

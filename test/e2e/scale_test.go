@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/memrelease"
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
@@ -182,6 +183,10 @@ func (p *pipeline) settle(t *testing.T, n int) {
 		return ""
 	})
 	t.Logf("all %d routes Accepted %s after they were served; controller RSS %s", n, time.Since(began).Round(time.Millisecond), p.controllerRSS())
+	// Idle: both processes return the memory their bursts left free once
+	// quiet for memrelease.DefaultQuiet.
+	time.Sleep(memrelease.DefaultQuiet + 2*time.Second)
+	fmt.Printf("idle_rss routes=%d controller_rss_kb=%d proxy_rss_kb=%d\n", n, rssKB(p.controller), rssKB(p.proxy))
 }
 
 // TestResyncAfterRestart measures the full resync of a controller that

@@ -85,6 +85,9 @@ type Writer struct {
 	// lets a round read routes and Gateways from the informers' stores
 	// without copying them (store.go).
 	Informers cache.Informers
+	// AfterRound, when set, is called after every round (the pipeline
+	// returns free memory once rounds and rebuilds stop).
+	AfterRound func()
 
 	store storeReader
 
@@ -162,7 +165,11 @@ func (w *Writer) Start(ctx context.Context) error {
 		if res == nil {
 			continue
 		}
-		if err := w.Write(ctx, res); err != nil {
+		err := w.Write(ctx, res)
+		if w.AfterRound != nil {
+			w.AfterRound()
+		}
+		if err != nil {
 			w.Log.Info("status round incomplete, retrying", "error", err.Error(), "in", backoff)
 			time.AfterFunc(backoff, w.Notify)
 			backoff = min(backoff*2, 10*time.Second)
