@@ -113,7 +113,7 @@ bench-scale: envtest kustomize ## With 1000 and then 10000 HTTPRoutes (and GATEW
 	for n in 1000 10000; do \
 		KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" COXSWAIN_PROPAGATION_PRELOAD=$$n COXSWAIN_PROPAGATION_GATEWAYS=$${GATEWAYS:-1} COXSWAIN_PROPAGATION_ROUTES=$${ROUTES:-100} COXSWAIN_PROPAGATION_GAP=25ms \
 			COXSWAIN_RESYNC=1 COXSWAIN_CHURN=1 COXSWAIN_CHURN_RATE=$${CHURN_RATE:-100} COXSWAIN_CHURN_SECONDS=$${CHURN_SECONDS:-60} \
-			go test ./test/e2e -run 'TestPropagationLatency|TestResyncAfterRestart|TestEndpointChurn' -count=1 -v -timeout 60m | grep -E '^(propagation|resync|churn|ok|FAIL|---)|_test\.go:[0-9]+:' || exit 1; \
+			go test ./test/e2e -run 'TestPropagationLatency|TestResyncAfterRestart|TestEndpointChurn' -count=1 -v -timeout 60m | grep -E '^(propagation|resync|churn|idle_rss|ok|FAIL|---)|_test\.go:[0-9]+:' || exit 1; \
 	done
 
 .PHONY: verify
