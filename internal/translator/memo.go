@@ -141,6 +141,10 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if !ok || env != m.env {
 		clear(m.routes)
 	}
+	// Until this translation ends its entries are half updated: a pass
+	// that never ends (a panic someone recovers) leaves an environment no
+	// translation matches, so the next one starts empty.
+	m.env = [sha256.Size]byte{}
 	m.gen++
 	pass := &memoPass{gen: m.gen, routes: m.routes}
 	if ok {
@@ -152,7 +156,6 @@ func (m *Memo) Translate(res *Resources) *Result {
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
 		maps.DeleteFunc(m.hosts, func(_ hostKey, b *builtHost) bool { return b.gen != m.gen })
 	} else {
-		m.env = [sha256.Size]byte{}
 		clear(m.routes)
 		clear(m.hosts)
 	}
