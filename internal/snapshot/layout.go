@@ -130,10 +130,9 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 				prev = prev[1:]
 			}
 			var eh encodedHost
-			switch {
-			case len(prev) > 0 && prev[0].encodes(vh):
+			if len(prev) > 0 && prev[0].encodes(vh) {
 				eh = prev[0]
-			default:
+			} else {
 				b, err := json.Marshal(vh)
 				if err != nil {
 					return nil, err
