@@ -83,9 +83,22 @@ func (n *Network) Setup() error {
 	if err := n.Cleanup(); err != nil {
 		return err
 	}
+	return n.createBridge()
+}
+
+// createBridge creates the bridge, with its fixed address and the gateway
+// address, and brings it up.
+func (n *Network) createBridge() error {
 	ones, _ := n.subnet.Mask.Size()
 	steps := [][]string{
 		{"link", "add", n.bridge, "type", "bridge"},
+		// A bridge whose address was never set takes the lowest address of
+		// its ports, so it changes as pods come and go; pods that cached
+		// the old one for the gateway then send the host nothing it
+		// accepts until they resolve it again - seconds in which every
+		// connection from the host (the Service proxy, probes) to them
+		// hangs. A set address stays (CNI's bridge plugin does the same).
+		{"link", "set", n.bridge, "address", n.BridgeMAC()},
 		{"addr", "add", fmt.Sprintf("%s/%d", n.gateway, ones), "dev", n.bridge},
 		{"link", "set", n.bridge, "up"},
 	}
@@ -95,6 +108,13 @@ func (n *Network) Setup() error {
 		}
 	}
 	return nil
+}
+
+// BridgeMAC is the bridge's fixed address: locally administered, from the
+// gateway address.
+func (n *Network) BridgeMAC() string {
+	g := n.gateway
+	return fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", g[0], g[1], g[2], g[3])
 }
 
 // Cleanup kills whatever runs in the harness's namespaces, then deletes the
