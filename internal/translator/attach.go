@@ -174,10 +174,12 @@ func (t *translator) attachToListeners(cr *compiledRoute, listeners []*listenerI
 			li.lastCounted = cr
 			li.attached++
 		}
-		if cr.err == "" && li.servable {
-			if n := len(li.routes); n > 0 && li.routes[n-1].cr == cr {
-				continue // a second parentRef selecting the same listener
-			}
+		routed := cr.err == "" && li.servable
+		if n := len(li.routes); routed && n > 0 && li.routes[n-1].cr == cr {
+			routed = false // a second parentRef selecting the same listener
+		}
+		t.recordAtt(li, hosts, routed)
+		if routed {
 			li.routes = append(li.routes, attachment{cr: cr, hosts: hosts})
 		}
 	}

@@ -169,7 +169,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	t.applyTLSPolicy(es, svc, sp)
 	t.applyBackendPolicy(es, svc.Namespace, svc.Name, sp.Name)
 	src := endpointSource{service: key(&svc.ObjectMeta), portName: sp.Name, protocol: sp.Protocol}
-	es.Endpoints = readyEndpoints(t.ix.slices[src.service], src)
+	es.Endpoints = t.readyEndpoints(name, t.ix.slices[src.service], src)
 	t.endpointSets[name] = es
 	t.recordSource(name, src)
 	return name

@@ -168,11 +168,25 @@ func BenchmarkTranslate(b *testing.B) {
 // differ in one HTTPRoute (a new generation with a new path). The
 // translator has no incremental mode: a change costs one full rebuild,
 // which this measures next to BenchmarkTranslate.
+//
+// The last case has 1,000 Gateways (ten routes each), as in make
+// bench-scale's GATEWAYS=1000 run.
 func BenchmarkTranslateOneRouteChange(b *testing.B) {
+	type size struct{ routes, gateways int }
+	var sizes []size
 	for _, n := range benchSizes() {
+		sizes = append(sizes, size{n, 1})
+	}
+	sizes = append(sizes, size{10000, 1000})
+	for _, sz := range sizes {
+		n := sz.routes
 		for _, mode := range []string{"full", "memo"} {
-			b.Run(fmt.Sprintf("routes=%d/%s", n, mode), func(b *testing.B) {
-				a := generate(n, 50, 1)
+			name := fmt.Sprintf("routes=%d/%s", n, mode)
+			if sz.gateways > 1 {
+				name = fmt.Sprintf("routes=%d,gateways=%d/%s", n, sz.gateways, mode)
+			}
+			b.Run(name, func(b *testing.B) {
+				a := generate(n, 50, sz.gateways)
 				v := &versioner{}
 				v.stampAll(a)
 				c := *a

@@ -18,6 +18,7 @@ package translator
 
 import (
 	"sort"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,6 +28,8 @@ import (
 // scopeBuilder accumulates one snapshot.
 type scopeBuilder struct {
 	scope snapshot.Scope
+	// id is unique to this builder in the process (compiledRoute.usedBy).
+	id uint64
 	// listeners by snapshot.ListenerKey ("<port>", "<port>/udp").
 	listeners map[string]*listenerBuilder
 	sets      map[string]bool
@@ -72,10 +75,13 @@ type entry struct {
 	key   *precKey
 }
 
+// scopeIDs numbers scope builders.
+var scopeIDs atomic.Uint64
+
 func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 	sb := t.scopes[s]
 	if sb == nil {
-		sb = &scopeBuilder{scope: s, listeners: map[string]*listenerBuilder{}, sets: map[string]bool{}, certs: map[string]bool{}}
+		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: map[string]*listenerBuilder{}, sets: map[string]bool{}, certs: map[string]bool{}}
 		t.scopes[s] = sb
 	}
 	return sb

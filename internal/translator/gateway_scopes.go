@@ -150,6 +150,11 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 				}
 				vh := lb.vhost(h)
 				cr := att.cr
+				// The entries' endpoint sets are recorded once per scope
+				// while they are emitted as compiled: a route served on
+				// many hostnames would record the same sets again and
+				// again (at 10,000 routes, a third of emitting them).
+				used, plain := cr.usedBy == sb.id, true
 				for i := range cr.entries {
 					e := &cr.entries[i]
 					if cr.kind == kindGRPCRoute {
@@ -158,9 +163,17 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 					rt := t.withClientCertificate(sb, gi, &e.route)
 					rt = t.withPolicies(gi, li, cr, e.rule, rt)
 					vh.entries = append(vh.entries, entry{route: rt, key: &e.key})
-					sb.use(rt)
+					if rt != &e.route {
+						plain = false
+						sb.use(rt)
+					} else if !used {
+						sb.use(rt)
+					}
 					t.noteTLSAncestors(gi, rt)
 					t.notePolicyAncestors(gi, rt)
+				}
+				if plain {
+					cr.usedBy = sb.id
 				}
 			}
 		}

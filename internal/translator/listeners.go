@@ -50,6 +50,10 @@ type listenerInfo struct {
 	clientValidation                *snapshot.ClientValidation
 	attached                        int32
 	lastCounted                     *compiledRoute
+	// ord numbers the listener (from 1) in the order of every Gateway's,
+	// then every ListenerSet's: an unchanged environment numbers the same
+	// listeners the same, so a Memo names them by it (attachRoute).
+	ord int
 	routes                          []attachment
 	programmedReason, programmedMsg string
 }

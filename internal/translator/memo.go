@@ -28,6 +28,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -61,7 +62,9 @@ type Memo struct {
 	// building both maps anew was a tenth of a translation.
 	routes map[memoKey]*memoRoute
 	hosts  map[hostKey]*builtHost
-	gen    uint64
+	// endpoints are the endpoint lists of the last translation's sets.
+	endpoints map[string]*memoEndpoints
+	gen       uint64
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made.
 	lastHits, lastMisses int
@@ -80,11 +83,30 @@ type memoRoute struct {
 	rv  string
 	gen uint64 // the last translation that used it
 	// cr has no meta: the route of the next translation lends its own.
-	cr *compiledRoute
+	// lent is cr with the meta last lent, for the next translation to
+	// take as is when its route is the same object (an informer's store
+	// keeps an unchanged object).
+	cr   *compiledRoute
+	lent *compiledRoute
 	// sets are the endpointSet calls the compilation made, in order, to
 	// be made again (they also build the sets' endpoints and record
 	// their sources in the Result).
 	sets []setCall
+	// attached says parents and atts hold the route's attachment, made
+	// in an environment that numbers listeners as this one does: its
+	// status for our parents, and what it attached to which listener.
+	attached bool
+	parents  []gwv1.RouteParentStatus
+	atts     []memoAtt
+}
+
+// memoAtt is one listener a route matched (attachToListeners): the
+// listener by ord, the hostnames it serves there, and whether it was
+// added to the listener's routes (it is counted either way).
+type memoAtt struct {
+	ord    int
+	hosts  []string
+	routed bool
 }
 
 // setCall is one call of endpointSet: the Service, its port by index,
@@ -112,6 +134,17 @@ type builtHost struct {
 	gen    uint64 // the last translation that emitted it
 }
 
+// memoEndpoints is the endpoint list of one endpoint set, and the
+// Service port and EndpointSlices (each the same object at the same
+// resourceVersion) it was listed from.
+type memoEndpoints struct {
+	src    endpointSource
+	slices []*discoveryv1.EndpointSlice
+	rvs    []string
+	eps    []snapshot.Endpoint
+	gen    uint64
+}
+
 // memoPass is the Memo's state during one translation.
 type memoPass struct {
 	gen uint64
@@ -120,8 +153,16 @@ type memoPass struct {
 	// hosts are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
 	hosts map[hostKey]*builtHost
+	// endpoints are the Memo's.
+	endpoints map[string]*memoEndpoints
 	// rec collects the endpointSet calls of the compilation in progress.
 	rec *[]setCall
+	// cur is the entry the compilation just made or reused was kept as
+	// (nil: not kept); atts collects the attachment in progress, and
+	// attsOK stays true while every listener it touches has an ord.
+	cur    *memoRoute
+	atts   *[]memoAtt
+	attsOK bool
 	// hits and misses count compilations reused and made (LastCounts).
 	hits, misses int
 }
@@ -136,7 +177,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	env, ok := envDigest(res)
 	if m.routes == nil {
-		m.routes, m.hosts = map[memoKey]*memoRoute{}, map[hostKey]*builtHost{}
+		m.routes, m.hosts, m.endpoints = map[memoKey]*memoRoute{}, map[hostKey]*builtHost{}, map[string]*memoEndpoints{}
 	}
 	if !ok || env != m.env {
 		clear(m.routes)
@@ -146,7 +187,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	// translation matches, so the next one starts empty.
 	m.env = [sha256.Size]byte{}
 	m.gen++
-	pass := &memoPass{gen: m.gen, routes: m.routes}
+	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints}
 	if ok {
 		pass.hosts = m.hosts
 	}
@@ -159,6 +200,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		clear(m.routes)
 		clear(m.hosts)
 	}
+	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
 	m.lastHits, m.lastMisses = pass.hits, pass.misses
 	return out
 }
@@ -174,14 +216,10 @@ func (m *Memo) LastCounts() (reused, compiled int) {
 // compile is compile(), or the memoized compilation of the same route.
 func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, compile func() *compiledRoute) *compiledRoute {
 	k := memoKey{kind, meta.Namespace, meta.Name}
-	if meta.ResourceVersion != "" {
-		if mr := p.routes[k]; mr != nil && mr.uid == meta.UID && mr.rv == meta.ResourceVersion && t.replaySets(mr.sets) {
-			p.hits++
-			mr.gen = p.gen
-			cr := *mr.cr
-			cr.meta = meta
-			return &cr
-		}
+	p.cur = nil
+	if mr := p.unchanged(t, k, meta); mr != nil {
+		p.cur = mr
+		return mr.lend(meta)
 	}
 	p.misses++
 	var rec []setCall
@@ -191,9 +229,128 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
 		kept := *cr
 		kept.meta = nil
-		p.routes[k] = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, cr: &kept, sets: rec}
+		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, cr: &kept, sets: rec}
+		p.routes[k] = p.cur
 	}
 	return cr
+}
+
+// unchanged is the entry of a route with the same identity and
+// resourceVersion as meta's, its endpointSet calls made again, counted
+// as a hit and kept for the next translation; nil when there is none.
+func (p *memoPass) unchanged(t *translator, k memoKey, meta *metav1.ObjectMeta) *memoRoute {
+	if meta.ResourceVersion == "" {
+		return nil
+	}
+	mr := p.routes[k]
+	if mr == nil || mr.uid != meta.UID || mr.rv != meta.ResourceVersion || !t.replaySets(mr.sets) {
+		return nil
+	}
+	p.hits++
+	mr.gen = p.gen
+	return mr
+}
+
+// lend is the kept compilation with the route of this translation's meta.
+func (mr *memoRoute) lend(meta *metav1.ObjectMeta) *compiledRoute {
+	if mr.lent != nil && mr.lent.meta == meta {
+		return mr.lent
+	}
+	cr := *mr.cr
+	cr.meta = meta
+	mr.lent = &cr
+	return &cr
+}
+
+// reattach is, for a route of memo kind kind unchanged since the
+// translation that attached it, its status for our parents, with its
+// attachments made again; reused is false (compile and attach it) when
+// there is no such route.
+//
+// A route's attachment (attach) reads the route, its compilation and the
+// environment's Gateways, ListenerSets and Namespaces, never another
+// route, so in an unchanged environment it is the same again.
+func (p *memoPass) reattach(t *translator, kind string, meta *metav1.ObjectMeta) (parents []gwv1.RouteParentStatus, reused bool) {
+	if p == nil || kind == "" {
+		return nil, false
+	}
+	k := memoKey{kind, meta.Namespace, meta.Name}
+	kept := p.routes[k]
+	if kept == nil || !kept.attached {
+		return nil, false
+	}
+	for _, a := range kept.atts {
+		if a.ord > len(t.byOrd) {
+			return nil, false // not this environment's numbering
+		}
+	}
+	mr := p.unchanged(t, k, meta)
+	if mr == nil {
+		return nil, false
+	}
+	cr := mr.lend(meta)
+	for _, a := range mr.atts {
+		li := t.byOrd[a.ord-1]
+		if li.lastCounted != cr {
+			li.lastCounted = cr
+			li.attached++
+		}
+		if a.routed {
+			li.routes = append(li.routes, attachment{cr: cr, hosts: a.hosts})
+		}
+	}
+	return mr.parents, true
+}
+
+// attachRoute is attach(cr, refs), kept with the Memo's entry of cr's
+// route for reattach.
+func (t *translator) attachRoute(cr *compiledRoute, refs []gwv1.ParentReference) []gwv1.RouteParentStatus {
+	p := t.memo
+	if p == nil || p.cur == nil {
+		return t.attach(cr, refs)
+	}
+	mr := p.cur
+	p.cur = nil
+	var rec []memoAtt
+	p.atts, p.attsOK = &rec, true
+	parents := t.attach(cr, refs)
+	if p.attsOK {
+		mr.attached, mr.parents, mr.atts = true, parents, rec
+	}
+	p.atts = nil
+	return parents
+}
+
+// recordAtt notes a listener the route in attachRoute matched.
+func (t *translator) recordAtt(li *listenerInfo, hosts []string, routed bool) {
+	p := t.memo
+	if p == nil || p.atts == nil {
+		return
+	}
+	if li.ord < 1 || li.ord > len(t.byOrd) || t.byOrd[li.ord-1] != li {
+		p.attsOK = false
+		return
+	}
+	*p.atts = append(*p.atts, memoAtt{ord: li.ord, hosts: hosts, routed: routed})
+}
+
+// numberListeners gives every listener its ord, when a Memo runs.
+func (t *translator) numberListeners() {
+	if t.memo == nil {
+		return
+	}
+	number := func(lis []*listenerInfo) {
+		for _, li := range lis {
+			t.byOrd = append(t.byOrd, li)
+			li.ord = len(t.byOrd)
+		}
+	}
+	for _, gi := range t.gwOrder {
+		number(gi.listeners)
+	}
+	for _, lsi := range t.lsOrder {
+		number(lsi.listeners)
+	}
 }
 
 // hostRoutes is the route list of virtual host k: its entries, in
@@ -233,6 +390,37 @@ func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 		p.hosts[k] = &builtHost{from: from, routes: routes, gen: p.gen}
 	}
 	return routes
+}
+
+// readyEndpoints is readyEndpoints(slices, src) for endpoint set name,
+// the last translation's list when it was listed from the same source and
+// the same slices, each at the same resourceVersion (a slice without one
+// is never trusted).
+func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointSlice, src endpointSource) []snapshot.Endpoint {
+	p := t.memo
+	if p == nil {
+		return readyEndpoints(slices, src)
+	}
+	if e := p.endpoints[name]; e != nil && e.src == src && len(e.slices) == len(slices) {
+		same := true
+		for i, s := range slices {
+			if s != e.slices[i] || s.ResourceVersion == "" || s.ResourceVersion != e.rvs[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			e.gen = p.gen
+			return e.eps
+		}
+	}
+	eps := readyEndpoints(slices, src)
+	e := &memoEndpoints{src: src, slices: slices, rvs: make([]string, len(slices)), eps: eps, gen: p.gen}
+	for i, s := range slices {
+		e.rvs[i] = s.ResourceVersion
+	}
+	p.endpoints[name] = e
+	return eps
 }
 
 // recordSet notes an endpointSet call made by a compilation in progress.

@@ -345,11 +345,14 @@ func (t *translator) extensionRef(cr *compiledRoute, base *snapshot.Route, ri in
 // withPolicies applies the route policies that win for one rule of cr
 // served on listener li of gi; rt is returned as is when none applies.
 func (t *translator) withPolicies(gi *gatewayInfo, li *listenerInfo, cr *compiledRoute, rule int, rt *snapshot.Route) *snapshot.Route {
-	gwKey := key(&gi.gw.ObjectMeta)
-	byExt := map[string]bool{}
-	for _, p := range cr.ext[rule] {
-		p.ancestors[gwKey] = true
-		byExt[p.kind] = true
+	var byExt map[string]bool // read as empty while nil
+	if exts := cr.ext[rule]; len(exts) > 0 {
+		gwKey := key(&gi.gw.ObjectMeta)
+		byExt = map[string]bool{}
+		for _, p := range exts {
+			p.ancestors[gwKey] = true
+			byExt[p.kind] = true
+		}
 	}
 	if len(t.policyWinners) == 0 {
 		return rt

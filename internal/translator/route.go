@@ -47,6 +47,10 @@ type compiledRoute struct {
 	// ExtensionRef filters applied (policies.go).
 	ruleNames []string
 	ext       map[int][]*policy
+	// usedBy is the id of the scope builder every entry was last emitted
+	// into as compiled (unchanged by policies or client certificates),
+	// their endpoint sets recorded there (emitHTTPListeners).
+	usedBy uint64
 }
 
 type routeEntry struct {
@@ -92,11 +96,13 @@ func (cr *compiledRoute) unresolved(reason, msg string) {
 // then the stream kinds) with a parent Gateway of ours and attaches it to
 // its listeners.
 func (t *translator) processRoutes() {
-	t.out.HTTPRoutes = processRouteKind(t, t.res.HTTPRoutes, httpRouteParts, memoizedCompile(t, kindHTTPRoute, httpRouteParts, t.compileHTTPRoute))
-	t.out.GRPCRoutes = processRouteKind(t, t.res.GRPCRoutes, grpcRouteParts, memoizedCompile(t, kindGRPCRoute, grpcRouteParts, t.compileGRPCRoute))
-	t.out.TLSRoutes = processRouteKind(t, t.res.TLSRoutes, tlsRouteParts, t.compileTLSRoute)
-	t.out.TCPRoutes = processRouteKind(t, t.res.TCPRoutes, tcpRouteParts, t.compileTCPRoute)
-	t.out.UDPRoutes = processRouteKind(t, t.res.UDPRoutes, udpRouteParts, t.compileUDPRoute)
+	t.numberListeners()
+	t.out.HTTPRoutes = processRouteKind(t, kindHTTPRoute, t.res.HTTPRoutes, httpRouteParts, memoizedCompile(t, kindHTTPRoute, httpRouteParts, t.compileHTTPRoute))
+	t.out.GRPCRoutes = processRouteKind(t, kindGRPCRoute, t.res.GRPCRoutes, grpcRouteParts, memoizedCompile(t, kindGRPCRoute, grpcRouteParts, t.compileGRPCRoute))
+	// Stream routes are compiled afresh every time (no memo kind).
+	t.out.TLSRoutes = processRouteKind(t, "", t.res.TLSRoutes, tlsRouteParts, t.compileTLSRoute)
+	t.out.TCPRoutes = processRouteKind(t, "", t.res.TCPRoutes, tcpRouteParts, t.compileTCPRoute)
+	t.out.UDPRoutes = processRouteKind(t, "", t.res.UDPRoutes, udpRouteParts, t.compileUDPRoute)
 }
 
 func httpRouteParts(r *gwv1.HTTPRoute) (*metav1.ObjectMeta, []gwv1.ParentReference) {
@@ -110,8 +116,9 @@ func grpcRouteParts(r *gwv1.GRPCRoute) (*metav1.ObjectMeta, []gwv1.ParentReferen
 // processRouteKind compiles and attaches the routes of one kind, in
 // namespace/name order (a repeated name once), and returns the status of
 // those with a parent Gateway of ours. parts gives a route's metadata and
-// parentRefs.
-func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
+// parentRefs; memoKind, when set, is the kind a Memo keeps the routes'
+// compilations and attachments under.
+func processRouteKind[R any](t *translator, memoKind string, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
 	type namedRoute struct {
 		meta *metav1.ObjectMeta
 		r    *R
@@ -141,11 +148,14 @@ func processRouteKind[R any](t *translator, routes []*R, parts func(*R) (*metav1
 			continue
 		}
 		last = k
-		if !t.hasOurParent(meta.Namespace, refs) {
-			continue
+		parents, reused := t.memo.reattach(t, memoKind, meta)
+		if !reused {
+			if !t.hasOurParent(meta.Namespace, refs) {
+				continue
+			}
+			parents = t.attachRoute(compile(r), refs)
 		}
-		cr := compile(r)
-		if parents := t.attach(cr, refs); len(parents) > 0 {
+		if len(parents) > 0 {
 			if out == nil {
 				out = make([]RouteStatus, 0, len(sorted)-i)
 			}

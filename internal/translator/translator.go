@@ -119,6 +119,8 @@ type translator struct {
 	// listenerSets of our Gateways by name, and in precedence order.
 	listenerSets map[nn]*listenerSetInfo
 	lsOrder      []*listenerSetInfo
+	// byOrd lists every listener by its ord (from 1), when a Memo runs.
+	byOrd []*listenerInfo
 
 	// endpointSets is every endpoint set any route resolved, by name.
 	endpointSets map[string]*snapshot.EndpointSet
