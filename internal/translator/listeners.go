@@ -47,13 +47,13 @@ type listenerInfo struct {
 	certs    []string
 	// clientValidation is the client certificate validation of an HTTPS
 	// listener's port (the Gateway's spec.tls.frontend); nil for none.
-	clientValidation                *snapshot.ClientValidation
-	attached                        int32
-	lastCounted                     *compiledRoute
+	clientValidation *snapshot.ClientValidation
+	attached         int32
+	lastCounted      *compiledRoute
 	// ord numbers the listener (from 1) in the order of every Gateway's,
 	// then every ListenerSet's: an unchanged environment numbers the same
 	// listeners the same, so a Memo names them by it (attachRoute).
-	ord int
+	ord                             int
 	routes                          []attachment
 	programmedReason, programmedMsg string
 }
