@@ -148,7 +148,6 @@ func appProtocol(p *string, grpc bool) (snapshot.AppProtocol, bool) {
 // served upgrades a plain set to h2c for every user (see markH2C): gRPC
 // servers speak only HTTP/2.
 func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) string {
-	t.recordSet(svc, sp, proto)
 	udp := sp.Protocol == corev1.ProtocolUDP
 	sk := setKey{svc.Namespace, svc.Name, sp.Port, udp}
 	name, ok := t.setNames[sk]
@@ -159,6 +158,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 		}
 		t.setNames[sk] = name
 	}
+	t.recordSet(svc, sp, proto, name)
 	if _, ok := t.endpointSets[name]; ok {
 		return name
 	}

@@ -110,11 +110,12 @@ type memoAtt struct {
 }
 
 // setCall is one call of endpointSet: the Service, its port by index,
-// and the protocol asked for.
+// and the protocol asked for; name is the set it named.
 type setCall struct {
 	service types.NamespacedName
 	port    int
 	proto   snapshot.AppProtocol
+	name    string
 }
 
 // hostKey names a virtual host of a snapshot.
@@ -217,7 +218,7 @@ func (m *Memo) LastCounts() (reused, compiled int) {
 func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, compile func() *compiledRoute) *compiledRoute {
 	k := memoKey{kind, meta.Namespace, meta.Name}
 	p.cur = nil
-	if mr := p.unchanged(t, k, meta); mr != nil {
+	if mr := p.unchanged(t, p.routes[k], meta); mr != nil {
 		p.cur = mr
 		return mr.lend(meta)
 	}
@@ -235,14 +236,13 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	return cr
 }
 
-// unchanged is the entry of a route with the same identity and
+// unchanged is mr, the entry of a route with the same identity and
 // resourceVersion as meta's, its endpointSet calls made again, counted
 // as a hit and kept for the next translation; nil when there is none.
-func (p *memoPass) unchanged(t *translator, k memoKey, meta *metav1.ObjectMeta) *memoRoute {
+func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMeta) *memoRoute {
 	if meta.ResourceVersion == "" {
 		return nil
 	}
-	mr := p.routes[k]
 	if mr == nil || mr.uid != meta.UID || mr.rv != meta.ResourceVersion || !t.replaySets(mr.sets) {
 		return nil
 	}
@@ -284,7 +284,7 @@ func (p *memoPass) reattach(t *translator, kind string, meta *metav1.ObjectMeta)
 			return nil, false // not this environment's numbering
 		}
 	}
-	mr := p.unchanged(t, k, meta)
+	mr := p.unchanged(t, kept, meta)
 	if mr == nil {
 		return nil, false
 	}
@@ -424,7 +424,7 @@ func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointS
 }
 
 // recordSet notes an endpointSet call made by a compilation in progress.
-func (t *translator) recordSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol) {
+func (t *translator) recordSet(svc *corev1.Service, sp *corev1.ServicePort, proto snapshot.AppProtocol, name string) {
 	if t.memo == nil || t.memo.rec == nil {
 		return
 	}
@@ -432,7 +432,7 @@ func (t *translator) recordSet(svc *corev1.Service, sp *corev1.ServicePort, prot
 		if &svc.Spec.Ports[i] != sp {
 			continue
 		}
-		c := setCall{service: key(&svc.ObjectMeta), port: i, proto: proto}
+		c := setCall{service: key(&svc.ObjectMeta), port: i, proto: proto, name: name}
 		for _, r := range *t.memo.rec {
 			if r.service == c.service && r.port == c.port {
 				return // a call after the first changes nothing
@@ -445,11 +445,16 @@ func (t *translator) recordSet(svc *corev1.Service, sp *corev1.ServicePort, prot
 
 // replaySets makes a memoized compilation's endpointSet calls again; it
 // reports false (compile afresh) if a Service or port is gone, which an
-// unchanged environment rules out.
+// unchanged environment rules out. A call naming a set this translation
+// already made changes nothing, and is skipped.
 func (t *translator) replaySets(calls []setCall) bool {
 	var buf [4]*corev1.Service
 	svcs := buf[:0]
 	for _, c := range calls {
+		if _, made := t.endpointSets[c.name]; made {
+			svcs = append(svcs, nil)
+			continue
+		}
 		svc := t.ix.services[c.service]
 		if svc == nil || c.port >= len(svc.Spec.Ports) {
 			return false
@@ -457,7 +462,9 @@ func (t *translator) replaySets(calls []setCall) bool {
 		svcs = append(svcs, svc)
 	}
 	for i, c := range calls {
-		t.endpointSet(svcs[i], &svcs[i].Spec.Ports[c.port], c.proto)
+		if svcs[i] != nil {
+			t.endpointSet(svcs[i], &svcs[i].Spec.Ports[c.port], c.proto)
+		}
 	}
 	return true
 }
