@@ -37,7 +37,11 @@ type endpointSource struct {
 // recordSource notes the source of endpoint set name in the Result.
 func (t *translator) recordSource(name string, src endpointSource) {
 	if t.out.endpointSources == nil {
-		t.out.endpointSources = map[string]endpointSource{}
+		n := 0
+		if t.memo != nil {
+			n = t.memo.sizes.sources
+		}
+		t.out.endpointSources = make(map[string]endpointSource, n)
 	}
 	t.out.endpointSources[name] = src
 }

@@ -64,7 +64,11 @@ type Memo struct {
 	hosts  map[hostKey]*builtHost
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
-	gen       uint64
+	// sizes are the last translation's list lengths, for the next to
+	// allocate at once rather than grow: the routes of each listener by
+	// ord and the sources of the endpoint sets.
+	sizes memoSizes
+	gen   uint64
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made.
 	lastHits, lastMisses int
@@ -146,9 +150,17 @@ type memoEndpoints struct {
 	gen    uint64
 }
 
+// memoSizes are list lengths of one translation (Memo.sizes).
+type memoSizes struct {
+	listenerRoutes []int
+	sources        int
+}
+
 // memoPass is the Memo's state during one translation.
 type memoPass struct {
 	gen uint64
+	// sizes are the last translation's on entry, this one's on exit.
+	sizes memoSizes
 	// routes are the Memo's, emptied first when the environment changed.
 	routes map[memoKey]*memoRoute
 	// hosts are the Memo's; nil when the translation's inputs cannot be
@@ -188,7 +200,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	// translation matches, so the next one starts empty.
 	m.env = [sha256.Size]byte{}
 	m.gen++
-	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints}
+	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints, sizes: m.sizes}
 	if ok {
 		pass.hosts = m.hosts
 	}
@@ -203,6 +215,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
 	m.lastHits, m.lastMisses = pass.hits, pass.misses
+	m.sizes = pass.sizes
 	return out
 }
 
@@ -334,15 +347,20 @@ func (t *translator) recordAtt(li *listenerInfo, hosts []string, routed bool) {
 	*p.atts = append(*p.atts, memoAtt{ord: li.ord, hosts: hosts, routed: routed})
 }
 
-// numberListeners gives every listener its ord, when a Memo runs.
+// numberListeners gives every listener its ord, when a Memo runs, and
+// room for as many routes as the last translation's listener of that ord.
 func (t *translator) numberListeners() {
-	if t.memo == nil {
+	p := t.memo
+	if p == nil {
 		return
 	}
 	number := func(lis []*listenerInfo) {
 		for _, li := range lis {
 			t.byOrd = append(t.byOrd, li)
 			li.ord = len(t.byOrd)
+			if n := len(t.byOrd) - 1; n < len(p.sizes.listenerRoutes) && li.routes == nil {
+				li.routes = make([]attachment, 0, p.sizes.listenerRoutes[n])
+			}
 		}
 	}
 	for _, gi := range t.gwOrder {
@@ -390,6 +408,19 @@ func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
 		p.hosts[k] = &builtHost{from: from, routes: routes, gen: p.gen}
 	}
 	return routes
+}
+
+// noteSizes keeps this translation's list lengths for the next.
+func (t *translator) noteSizes() {
+	p := t.memo
+	if p == nil {
+		return
+	}
+	p.sizes.listenerRoutes = p.sizes.listenerRoutes[:0]
+	for _, li := range t.byOrd {
+		p.sizes.listenerRoutes = append(p.sizes.listenerRoutes, len(li.routes))
+	}
+	p.sizes.sources = len(t.out.endpointSources)
 }
 
 // readyEndpoints is readyEndpoints(slices, src) for endpoint set name,

@@ -322,6 +322,44 @@ func TestMemoSharesUnchangedVirtualHosts(t *testing.T) {
 	}
 }
 
+// TestMemoSharesUnchangedParents: a route unchanged since the last
+// translation is reported with the very parent statuses it got then (the
+// status writer settles it by their identity, without a digest); the
+// changed route gets new ones.
+func TestMemoSharesUnchangedParents(t *testing.T) {
+	res := generate(100, 5, 3)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	before := m.Translate(res)
+	next := *res
+	next.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
+	changed := res.HTTPRoutes[7].DeepCopy()
+	changed.Generation++
+	v.stamp(changed)
+	next.HTTPRoutes[7] = changed
+	after := m.Translate(&next)
+	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
+	}
+	old := map[types.NamespacedName]*gwv1.RouteParentStatus{}
+	for _, rs := range before.HTTPRoutes {
+		old[rs.NamespacedName] = &rs.Parents[0]
+	}
+	if len(after.HTTPRoutes) != 100 {
+		t.Fatalf("%d route statuses, want 100", len(after.HTTPRoutes))
+	}
+	for _, rs := range after.HTTPRoutes {
+		same := old[rs.NamespacedName] == &rs.Parents[0]
+		if rs.Name == changed.Name && same {
+			t.Fatalf("the changed route %s kept its parent statuses", rs.Name)
+		}
+		if rs.Name != changed.Name && !same {
+			t.Fatalf("route %s, unchanged, got new parent statuses", rs.Name)
+		}
+	}
+}
+
 // TestMemoIgnoresOurStatusWrites: a Gateway whose status alone changed
 // (a new resourceVersion, the same generation: what every attachedRoutes
 // update is) leaves every compilation reusable; a new label does not.

@@ -103,6 +103,7 @@ func (t *translator) processRoutes() {
 	t.out.TLSRoutes = processRouteKind(t, "", t.res.TLSRoutes, tlsRouteParts, t.compileTLSRoute)
 	t.out.TCPRoutes = processRouteKind(t, "", t.res.TCPRoutes, tcpRouteParts, t.compileTCPRoute)
 	t.out.UDPRoutes = processRouteKind(t, "", t.res.UDPRoutes, udpRouteParts, t.compileUDPRoute)
+	t.noteSizes()
 }
 
 func httpRouteParts(r *gwv1.HTTPRoute) (*metav1.ObjectMeta, []gwv1.ParentReference) {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -176,4 +177,47 @@ func TestGatewayDigestCoversEveryField(t *testing.T) {
 	if _, ok := gatewayDigest(&in.d, in.g); ok {
 		t.Error("a gate with rejections is settable")
 	}
+}
+
+// TestSettledListIsTheSameListOnly: a round settles a route without a
+// digest only for the very list it last settled at the same
+// resourceVersion; an equal copy needs the digest, a new resourceVersion
+// settles nothing, and a complete round forgets what it did not see.
+func TestSettledListIsTheSameListOnly(t *testing.T) {
+	parents := []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw"}, ControllerName: "c"}}
+	copied := append([]gwv1.RouteParentStatus(nil), parents...)
+	a := settledKey{"HTTPRoute", types.NamespacedName{Namespace: "ns", Name: "a"}}
+	b := settledKey{"HTTPRoute", types.NamespacedName{Namespace: "ns", Name: "b"}}
+	var s settledStatuses
+	s.begin()
+	s.record(a, "1", parentsDigest(parents), parentsID(parents))
+	s.record(b, "1", parentsDigest(parents), parentsID(parents))
+	s.end(true)
+
+	s.begin()
+	if !s.settledList(a, "1", parentsID(parents)) {
+		t.Error("the same list at the same resourceVersion is not settled")
+	}
+	if s.settledList(a, "2", parentsID(parents)) {
+		t.Error("a new resourceVersion is settled")
+	}
+	if s.settledList(a, "1", parentsID(copied)) {
+		t.Error("an equal copy is settled without its digest")
+	}
+	if !s.settled(a, "1", parentsDigest(copied), parentsID(copied)) {
+		t.Error("an equal copy's digest does not settle it")
+	}
+	if s.settledList(a, "1", parentsID(nil)) {
+		t.Error("an empty list is settled by identity")
+	}
+	s.end(true) // b was not seen
+
+	s.begin()
+	if !s.settledList(a, "1", parentsID(copied)) {
+		t.Error("the list last settled by digest is not the one named now")
+	}
+	if s.settledList(b, "1", parentsID(parents)) || s.settled(b, "1", parentsDigest(parents), listID{}) {
+		t.Error("a route the last complete round did not see is still settled")
+	}
+	s.end(false)
 }

@@ -321,7 +321,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	g := w.gateFor(d, cached.Generation)
 	key := settledKey{"Gateway", d.NamespacedName}
 	digest, settable := gatewayDigest(d, g)
-	if settable && w.settledGateways.settled(key, cached.ResourceVersion, digest) {
+	if settable && w.settledGateways.settled(key, cached.ResourceVersion, digest, listID{}) {
 		return nil
 	}
 	obj := cached.DeepCopy()
@@ -335,7 +335,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 	obj.Status.Listeners = mergeListeners(orig.Status.Listeners, d.Status.Listeners, listenerName, listenerConditions, g.apply, obj.Generation, now)
 	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
 		if settable {
-			w.settledGateways.record(key, cached.ResourceVersion, digest)
+			w.settledGateways.record(key, cached.ResourceVersion, digest, listID{})
 		}
 		return nil
 	}
@@ -343,7 +343,7 @@ func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error
 		return err
 	}
 	if settable {
-		w.settledGateways.record(key, obj.GetResourceVersion(), digest)
+		w.settledGateways.record(key, obj.GetResourceVersion(), digest, listID{})
 	}
 	return nil
 }
@@ -610,13 +610,17 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 			} else if !ok {
 				continue
 			}
-			key, digest := settledKey{kind.name, d.NamespacedName}, parentsDigest(d.Parents)
-			if w.settled.settled(key, obj.GetResourceVersion(), digest) {
+			key, from := settledKey{kind.name, d.NamespacedName}, parentsID(d.Parents)
+			if w.settled.settledList(key, obj.GetResourceVersion(), from) {
+				continue
+			}
+			digest := parentsDigest(d.Parents)
+			if w.settled.settled(key, obj.GetResourceVersion(), digest, from) {
 				continue
 			}
 			patch := oursPatch(w, kind.routeKind, obj, d.Parents)
 			if patch == nil {
-				w.settled.record(key, obj.GetResourceVersion(), digest)
+				w.settled.record(key, obj.GetResourceVersion(), digest, from)
 				continue
 			}
 			sem <- struct{}{}
@@ -628,7 +632,7 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 					fail(err)
 					return
 				}
-				w.settled.record(key, patched.GetResourceVersion(), digest)
+				w.settled.record(key, patched.GetResourceVersion(), digest, from)
 			}()
 		}
 	}
