@@ -18,6 +18,8 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -27,6 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -60,6 +63,20 @@ type SharedPoolApplier struct {
 	latest atomic.Pointer[translator.Result]
 	notify chan struct{}
 	once   sync.Once
+
+	// applied is, per VIP Service, a digest of what was last applied and
+	// the resourceVersion that apply left. A Service the cache shows at
+	// that resourceVersion, to be applied the same again, is not: with
+	// 1,000 shared Gateways, applying every VIP Service after every
+	// rebuild was 1,000 apiserver round trips per route change.
+	mu      sync.Mutex
+	applied map[types.NamespacedName]appliedService
+}
+
+// appliedService is what Apply last applied to one VIP Service.
+type appliedService struct {
+	digest          [sha256.Size]byte
+	resourceVersion string
 }
 
 func (a *SharedPoolApplier) init() {
@@ -127,6 +144,15 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 		}
 		byGateway[k] = append(byGateway[k], as)
 	}
+	// The VIP Services as the cache has them: the live resourceVersions,
+	// and what is stale once the desired ones are applied.
+	existing := &corev1.ServiceList{}
+	listErr := a.Client.List(ctx, existing, client.InNamespace(a.InstallNamespace),
+		client.MatchingLabels(names.SharedVIPSelector()))
+	live := make(map[string]string, len(existing.Items))
+	for i := range existing.Items {
+		live[existing.Items[i].Name] = existing.Items[i].ResourceVersion
+	}
 	for _, k := range order {
 		gw := &gwv1.Gateway{}
 		if err := a.Client.Get(ctx, k, gw); err != nil {
@@ -148,20 +174,19 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			a.Log.Info("static Gateway address not usable", "gateway", k.String(), "error", err.Error())
 			svc.Spec.ClusterIP = ""
 		}
-		if err := a.apply(ctx, svc); err != nil {
+		if err := a.applyVIP(ctx, svc, live); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	existing := &corev1.ServiceList{}
-	if err := a.Client.List(ctx, existing, client.InNamespace(a.InstallNamespace),
-		client.MatchingLabels(names.SharedVIPSelector())); err != nil {
-		return errors.Join(append(errs, err)...)
+	if listErr != nil {
+		return errors.Join(append(errs, listErr)...)
 	}
 	ptrs := make([]*corev1.Service, len(existing.Items))
 	for i := range existing.Items {
 		ptrs[i] = &existing.Items[i]
 	}
 	for _, stale := range provision.StaleVIPServices(ptrs, order) {
+		a.forget(client.ObjectKeyFromObject(stale))
 		if err := a.Client.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err)
 		}
@@ -169,11 +194,58 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	return errors.Join(errs...)
 }
 
+// applyVIP applies VIP Service svc unless the last apply of the same
+// content left it at the resourceVersion live (the cache's, by name) has.
+// Any other writer changes that resourceVersion, and a Service missing
+// from live is applied: the apply stays the owner of the object.
+func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, live map[string]string) error {
+	u, err := provision.ToUnstructured(svc)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	k := client.ObjectKeyFromObject(svc)
+	digest := sha256.Sum256(body)
+	a.mu.Lock()
+	last, ok := a.applied[k]
+	a.mu.Unlock()
+	if rv := live[svc.Name]; ok && rv != "" && last.digest == digest && last.resourceVersion == rv {
+		return nil
+	}
+	a.forget(k)
+	if err := a.applyUnstructured(ctx, u); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.applied == nil {
+		a.applied = map[types.NamespacedName]appliedService{}
+	}
+	a.applied[k] = appliedService{digest: digest, resourceVersion: u.GetResourceVersion()}
+	return nil
+}
+
+// forget drops what Apply last applied to the VIP Service named k.
+func (a *SharedPoolApplier) forget(k types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.applied, k)
+}
+
 func (a *SharedPoolApplier) apply(ctx context.Context, obj client.Object) error {
 	u, err := provision.ToUnstructured(obj)
 	if err != nil {
 		return err
 	}
+	return a.applyUnstructured(ctx, u)
+}
+
+// applyUnstructured applies u, which then holds the object the apiserver
+// returned.
+func (a *SharedPoolApplier) applyUnstructured(ctx context.Context, u *unstructured.Unstructured) error {
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(names.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
