@@ -149,9 +149,9 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	existing := &corev1.ServiceList{}
 	listErr := a.Client.List(ctx, existing, client.InNamespace(a.InstallNamespace),
 		client.MatchingLabels(names.SharedVIPSelector()))
-	live := make(map[string]string, len(existing.Items))
+	live := make(map[string]*corev1.Service, len(existing.Items))
 	for i := range existing.Items {
-		live[existing.Items[i].Name] = existing.Items[i].ResourceVersion
+		live[existing.Items[i].Name] = &existing.Items[i]
 	}
 	for _, k := range order {
 		gw := &gwv1.Gateway{}
@@ -197,8 +197,9 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 // applyVIP applies VIP Service svc unless the last apply of the same
 // content left it at the resourceVersion live (the cache's, by name) has.
 // Any other writer changes that resourceVersion, and a Service missing
-// from live is applied: the apply stays the owner of the object.
-func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, live map[string]string) error {
+// from live, or without the ClusterIP svc pins (PrepareClusterIP may have
+// just replaced it), is applied: the apply stays the owner of the object.
+func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, live map[string]*corev1.Service) error {
 	u, err := provision.ToUnstructured(svc)
 	if err != nil {
 		return err
@@ -212,7 +213,8 @@ func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, l
 	a.mu.Lock()
 	last, ok := a.applied[k]
 	a.mu.Unlock()
-	if rv := live[svc.Name]; ok && rv != "" && last.digest == digest && last.resourceVersion == rv {
+	if cur := live[svc.Name]; ok && cur != nil && cur.ResourceVersion != "" && last.digest == digest &&
+		last.resourceVersion == cur.ResourceVersion && (svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == cur.Spec.ClusterIP) {
 		return nil
 	}
 	a.forget(k)
