@@ -269,26 +269,36 @@ func (v *versioner) touchAny(rng *rand.Rand, res *Resources) {
 	f.Set(cp)
 }
 
+// translateOneChange translates res with a Memo, then res with route 7
+// edited by edit and re-versioned, and returns both Results and the
+// edited route; the second must equal a fresh translation.
+func translateOneChange(t *testing.T, res *Resources, edit func(*gwv1.HTTPRoute)) (before, after *Result, changed *gwv1.HTTPRoute) {
+	t.Helper()
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	before = m.Translate(res)
+	next := *res
+	next.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
+	changed = res.HTTPRoutes[7].DeepCopy()
+	edit(changed)
+	v.stamp(changed)
+	next.HTTPRoutes[7] = changed
+	after = m.Translate(&next)
+	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
+	}
+	return before, after, changed
+}
+
 // TestMemoSharesUnchangedVirtualHosts: after one route changes, every
 // virtual host it is not in keeps the very route list of the last
 // translation (what lets discovery skip encoding it), and its own host
 // gets a new one.
 func TestMemoSharesUnchangedVirtualHosts(t *testing.T) {
-	res := generate(400, 5, 1)
-	v := &versioner{}
-	v.stampAll(res)
-	m := NewMemo()
-	before := m.Translate(res)
-	next := *res
-	next.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
-	changed := res.HTTPRoutes[7].DeepCopy()
-	changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
-	v.stamp(changed)
-	next.HTTPRoutes[7] = changed
-	after := m.Translate(&next)
-	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
-	}
+	before, after, changed := translateOneChange(t, generate(400, 5, 1), func(r *gwv1.HTTPRoute) {
+		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
+	})
 	old := map[string]*snapshot.Route{}
 	for _, l := range before.Snapshots[0].Listeners {
 		for _, vh := range l.VirtualHosts {
@@ -327,21 +337,7 @@ func TestMemoSharesUnchangedVirtualHosts(t *testing.T) {
 // status writer settles it by their identity, without a digest); the
 // changed route gets new ones.
 func TestMemoSharesUnchangedParents(t *testing.T) {
-	res := generate(100, 5, 3)
-	v := &versioner{}
-	v.stampAll(res)
-	m := NewMemo()
-	before := m.Translate(res)
-	next := *res
-	next.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
-	changed := res.HTTPRoutes[7].DeepCopy()
-	changed.Generation++
-	v.stamp(changed)
-	next.HTTPRoutes[7] = changed
-	after := m.Translate(&next)
-	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
-	}
+	before, after, changed := translateOneChange(t, generate(100, 5, 3), func(r *gwv1.HTTPRoute) { r.Generation++ })
 	old := map[types.NamespacedName]*gwv1.RouteParentStatus{}
 	for _, rs := range before.HTTPRoutes {
 		old[rs.NamespacedName] = &rs.Parents[0]
