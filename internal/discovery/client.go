@@ -124,7 +124,7 @@ type Client struct {
 	bundle  *x509bundle.Bundle
 	renewAt time.Time
 	// The applied state (client_apply.go).
-	resources map[string][]byte // by key
+	resources []snapshot.Resource // in key order, one per key
 	version   string
 	assembler *snapshot.Assembler // of the layout resources are in
 	connected bool

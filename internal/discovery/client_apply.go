@@ -19,8 +19,8 @@ package discovery
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
@@ -68,7 +68,7 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	snap, version, err := a.Assemble(sortedResources(next))
+	snap, version, err := a.Assemble(next)
 	if err != nil {
 		return false, err
 	}
@@ -95,37 +95,82 @@ func (c *Client) applyToDataPlane(snap *snapshot.Snapshot, version string) error
 	return c.opts.Applier.Apply(snap)
 }
 
-// mergeResources is the resource set after m, by key: m's resources alone
-// when m is full, else cur (the last acked set) with m's upserts and
-// removals. cur is not modified.
-func mergeResources(cur map[string][]byte, m *discoveryv1.Snapshot) (map[string][]byte, error) {
-	next := make(map[string][]byte, len(cur)+len(m.GetResources()))
-	if !m.GetFull() {
-		if cur == nil {
-			return nil, errors.New("delta received without a baseline")
+// mergeResources is the resource set after m, in key order: m's resources
+// alone when m is full, else cur (the last acked set, in key order) with
+// m's upserts and removals. A key m lists twice keeps its last body; a
+// removal of a key cur does not hold is a no-op. cur is not modified, and
+// the cost of a delta is one pass over cur plus the sort of what m lists.
+func mergeResources(cur []snapshot.Resource, m *discoveryv1.Snapshot) ([]snapshot.Resource, error) {
+	if m.GetFull() {
+		if len(m.GetRemoved()) > 0 {
+			return nil, errors.New("a full snapshot cannot remove resources")
 		}
-		maps.Copy(next, cur)
+		cur = nil
+	} else if cur == nil {
+		return nil, errors.New("delta received without a baseline")
 	}
+	upserts := make([]snapshot.Resource, 0, len(m.GetResources()))
 	for _, r := range m.GetResources() {
 		if r.GetKey() == "" {
 			return nil, errors.New("resource with an empty key")
 		}
-		next[r.GetKey()] = r.GetBody()
+		upserts = append(upserts, snapshot.Resource{Key: r.GetKey(), Body: r.GetBody()})
 	}
-	for _, k := range m.GetRemoved() {
-		if m.GetFull() {
-			return nil, errors.New("a full snapshot cannot remove resources")
+	upserts = lastByKey(upserts)
+	removed := slices.Clone(m.GetRemoved())
+	slices.Sort(removed)
+
+	next := make([]snapshot.Resource, 0, len(cur)+len(upserts))
+	i, j, k := 0, 0, 0
+	for i < len(cur) || j < len(upserts) {
+		var r snapshot.Resource
+		switch {
+		case j == len(upserts) || (i < len(cur) && cur[i].Key < upserts[j].Key):
+			r = cur[i]
+			i++
+		case i == len(cur) || upserts[j].Key < cur[i].Key:
+			r = upserts[j]
+			j++
+		default: // the same key: the upsert replaces it
+			r = upserts[j]
+			i++
+			j++
 		}
-		delete(next, k)
+		for k < len(removed) && removed[k] < r.Key {
+			k++
+		}
+		if k < len(removed) && removed[k] == r.Key {
+			continue
+		}
+		next = append(next, r)
 	}
 	return next, nil
 }
 
-// sortedResources lists a resource set in key order.
-func sortedResources(set map[string][]byte) []snapshot.Resource {
-	res := make([]snapshot.Resource, 0, len(set))
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		res = append(res, snapshot.Resource{Key: k, Body: set[k]})
+// lastByKey is resources in key order with one entry per key, the last one
+// listed; resources already strictly in key order (as servers send them)
+// are returned as they are.
+func lastByKey(resources []snapshot.Resource) []snapshot.Resource {
+	if strictlyInKeyOrder(resources) {
+		return resources
 	}
-	return res
+	slices.SortStableFunc(resources, func(a, b snapshot.Resource) int { return strings.Compare(a.Key, b.Key) })
+	out := resources[:0]
+	for i, r := range resources {
+		if i+1 < len(resources) && resources[i+1].Key == r.Key {
+			continue // a later entry for the same key wins
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// strictlyInKeyOrder reports keys in increasing order, none twice.
+func strictlyInKeyOrder(resources []snapshot.Resource) bool {
+	for i := 1; i < len(resources); i++ {
+		if resources[i-1].Key >= resources[i].Key {
+			return false
+		}
+	}
+	return true
 }
