@@ -86,6 +86,9 @@ type memoRoute struct {
 	uid types.UID
 	rv  string
 	gen uint64 // the last translation that used it
+	// rank is the route's position in that translation's order of its
+	// kind (sortNamed).
+	rank int
 	// cr has no meta: the route of the next translation lends its own.
 	// lent is cr with the meta last lent, for the next translation to
 	// take as is when its route is the same object (an informer's store
@@ -178,6 +181,9 @@ type memoPass struct {
 	attsOK bool
 	// hits and misses count compilations reused and made (LastCounts).
 	hits, misses int
+	// ranked is the position of the route in progress in its kind's
+	// order, recorded in the entries it reuses or makes.
+	ranked int
 }
 
 // Translate is Translate(res), reusing the compiled routes the Memo holds
@@ -243,7 +249,7 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
 		kept := *cr
 		kept.meta = nil
-		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, cr: &kept, sets: rec}
+		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, rank: p.ranked, cr: &kept, sets: rec}
 		p.routes[k] = p.cur
 	}
 	return cr
@@ -260,8 +266,25 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 		return nil
 	}
 	p.hits++
-	mr.gen = p.gen
+	mr.gen, mr.rank = p.gen, p.ranked
 	return mr
+}
+
+// kept is the Memo's entry for the route of memo kind kind named by
+// meta, as the last translation left it (nil: none, or no memo kind).
+func (p *memoPass) kept(kind string, meta *metav1.ObjectMeta) *memoRoute {
+	if p == nil || kind == "" {
+		return nil
+	}
+	return p.routes[memoKey{kind, meta.Namespace, meta.Name}]
+}
+
+// ranking says the routes compiled or reattached next are at position i
+// of their kind's order.
+func (p *memoPass) ranking(i int) {
+	if p != nil {
+		p.ranked = i
+	}
 }
 
 // lend is the kept compilation with the route of this translation's meta.
@@ -275,21 +298,16 @@ func (mr *memoRoute) lend(meta *metav1.ObjectMeta) *compiledRoute {
 	return &cr
 }
 
-// reattach is, for a route of memo kind kind unchanged since the
-// translation that attached it, its status for our parents, with its
+// reattach is, for a route unchanged since the translation that attached
+// it (kept, its entry then), its status for our parents, with its
 // attachments made again; reused is false (compile and attach it) when
 // there is no such route.
 //
 // A route's attachment (attach) reads the route, its compilation and the
 // environment's Gateways, ListenerSets and Namespaces, never another
 // route, so in an unchanged environment it is the same again.
-func (p *memoPass) reattach(t *translator, kind string, meta *metav1.ObjectMeta) (parents []gwv1.RouteParentStatus, reused bool) {
-	if p == nil || kind == "" {
-		return nil, false
-	}
-	k := memoKey{kind, meta.Namespace, meta.Name}
-	kept := p.routes[k]
-	if kept == nil || !kept.attached {
+func (p *memoPass) reattach(t *translator, kept *memoRoute, meta *metav1.ObjectMeta) (parents []gwv1.RouteParentStatus, reused bool) {
+	if p == nil || kept == nil || !kept.attached {
 		return nil, false
 	}
 	for _, a := range kept.atts {

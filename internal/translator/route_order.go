@@ -1,0 +1,112 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// namedRoute is a route of one kind with its metadata and its index in
+// the translation's input: of two with one namespace/name, the first wins.
+type namedRoute[R any] struct {
+	meta *metav1.ObjectMeta
+	r    *R
+	at   int
+	// kept is the Memo's entry for the route's namespace/name, from the
+	// last translation (nil: none); its rank is where the route was in
+	// that translation's order.
+	kept *memoRoute
+}
+
+// compareNamed orders routes by namespace, name, then input index: the
+// order a stable sort by namespace/name gives.
+func compareNamed[R any](a, b namedRoute[R]) int {
+	// Not cmp.Or, which would compare the names of every two routes of a
+	// namespace twice over.
+	if c := strings.Compare(a.meta.Namespace, b.meta.Namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.meta.Name, b.meta.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.at, b.at)
+}
+
+// minHintedSort is the fewest routes worth placing by their ranks rather
+// than sorting outright.
+const minHintedSort = 64
+
+// sortNamed puts routes in compareNamed order, reusing routes' storage.
+// Routes the Memo kept are placed by their rank, in one pass; only the others are
+// sorted, and then merged in. The outcome is checked, and sorted outright
+// when the ranks did not give compareNamed's order (two routes with one
+// name), so the result is the same whatever the ranks say: at 10,000
+// routes with one changed, this is a fraction of the sort it replaces.
+func sortNamed[R any](routes []namedRoute[R]) []namedRoute[R] {
+	maxRank, hinted := -1, 0
+	for _, n := range routes {
+		if n.kept != nil {
+			hinted++
+			maxRank = max(maxRank, n.kept.rank)
+		}
+	}
+	if len(routes) < minHintedSort || hinted == 0 || maxRank >= 2*len(routes)+minHintedSort {
+		slices.SortFunc(routes, compareNamed)
+		return routes
+	}
+	slots := make([]int, maxRank+1) // index in routes + 1; 0 is empty
+	var fresh []namedRoute[R]
+	for i, n := range routes {
+		switch {
+		case n.kept == nil || n.kept.rank < 0:
+			fresh = append(fresh, n)
+		case slots[n.kept.rank] != 0:
+			slices.SortFunc(routes, compareNamed) // one rank twice
+			return routes
+		default:
+			slots[n.kept.rank] = i + 1
+		}
+	}
+	known := make([]namedRoute[R], 0, len(routes)-len(fresh))
+	for _, s := range slots {
+		if s != 0 {
+			known = append(known, routes[s-1])
+		}
+	}
+	slices.SortFunc(fresh, compareNamed)
+	// routes' contents are in known and fresh now: merge into it.
+	out := routes[:0]
+	i, j := 0, 0
+	for i < len(known) && j < len(fresh) {
+		if compareNamed(known[i], fresh[j]) < 0 {
+			out = append(out, known[i])
+			i++
+		} else {
+			out = append(out, fresh[j])
+			j++
+		}
+	}
+	out = append(append(out, known[i:]...), fresh[j:]...)
+	if !slices.IsSortedFunc(out, compareNamed) {
+		slices.SortFunc(out, compareNamed)
+	}
+	return out
+}

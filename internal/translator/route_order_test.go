@@ -1,0 +1,78 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestSortNamedWhateverTheRanks checks that sortNamed gives the order a
+// plain sort does, with ranks that are right, stale, shuffled, repeated or
+// absent, and names that repeat.
+func TestSortNamedWhateverTheRanks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type route struct{}
+	for round := range 300 {
+		n := rng.IntN(400)
+		metas := make([]*metav1.ObjectMeta, n)
+		for i := range metas {
+			metas[i] = &metav1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", rng.IntN(5)), Name: fmt.Sprintf("r%03d", rng.IntN(n+1))}
+		}
+		in := make([]namedRoute[route], n)
+		for i, m := range metas {
+			in[i] = namedRoute[route]{meta: m, at: i}
+		}
+		want := slices.Clone(in)
+		slices.SortFunc(want, compareNamed)
+		// Right ranks for most, as the Memo gives them.
+		rankOf := map[*metav1.ObjectMeta]int{}
+		for i, w := range want {
+			rankOf[w.meta] = i
+		}
+		for i := range in {
+			switch mode := rng.IntN(10); {
+			case mode == 0: // no entry
+			case mode == 1 && round%3 == 0: // a wrong one
+				in[i].kept = &memoRoute{rank: rng.IntN(2*n + 1)}
+			default:
+				in[i].kept = &memoRoute{rank: rankOf[in[i].meta]}
+			}
+		}
+		if round%3 == 1 && n > 1 {
+			// Two ranks swapped: stale, and colliding with no other.
+			i, j := rng.IntN(n), rng.IntN(n)
+			if in[i].kept != nil && in[j].kept != nil {
+				in[i].kept.rank, in[j].kept.rank = in[j].kept.rank, in[i].kept.rank
+			}
+		}
+		got := sortNamed(slices.Clone(in))
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d routes, want %d", round, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].meta != want[i].meta || got[i].at != want[i].at {
+				t.Fatalf("round %d: position %d is %s/%s@%d, want %s/%s@%d", round, i,
+					got[i].meta.Namespace, got[i].meta.Name, got[i].at, want[i].meta.Namespace, want[i].meta.Name, want[i].at)
+			}
+		}
+	}
+}
