@@ -457,3 +457,51 @@ func upsert(res []Resource, r Resource) []Resource {
 	}
 	return append(res, r)
 }
+
+// TestEncoderKeyOrderAcrossListeners: with listeners on ports whose keys
+// are prefixes of one another (80, 8080, 800) and hosts on each, the
+// Encoder still lists every resource once, in strictly increasing key
+// order, with the bodies the listeners layout's split gives the rest.
+func TestEncoderKeyOrderAcrossListeners(t *testing.T) {
+	s := &Snapshot{Scope: SharedPool()}
+	hosts := 0
+	for _, port := range []int32{80, 443, 8080, 800, 30000, 3000} {
+		l := Listener{Name: fmt.Sprintf("gateway/default/web/%d", port), Port: port, ExternalPort: port, Protocol: ProtocolHTTP}
+		for _, h := range []string{"a.example.com", "b.example.com", "*.example.com", "z"} {
+			l.VirtualHosts = append(l.VirtualHosts, VirtualHost{Hostname: h, Routes: []Route{{
+				ID:       fmt.Sprintf("httproute/default/r%d-%s:0", port, h),
+				Match:    Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+				Backends: []Backend{{EndpointSet: "default/svc:80", Weight: 1}},
+			}}})
+			hosts++
+		}
+		s.Listeners = append(s.Listeners, l)
+	}
+	s.EndpointSets = []EndpointSet{{Name: "default/svc:80", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}}}
+	s.Gateways = []GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{80, 443, 8080, 800, 30000, 3000}}}
+	Normalize(s)
+	e := &Encoder{}
+	for round := range 2 { // encoded, then reused
+		got, err := e.Resources(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i-1].Key >= got[i].Key {
+				t.Fatalf("round %d: %q listed before %q", round, got[i-1].Key, got[i].Key)
+			}
+		}
+		vhosts := 0
+		for _, r := range got {
+			if strings.HasPrefix(r.Key, vhostKind+"|") {
+				vhosts++
+			}
+		}
+		if vhosts != hosts {
+			t.Fatalf("round %d: %d virtual host resources, want %d", round, vhosts, hosts)
+		}
+		if _, _, err := (&Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}).Assemble(got); err != nil {
+			t.Fatalf("round %d: the resources do not assemble: %v", round, err)
+		}
+	}
+}
