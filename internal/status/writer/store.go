@@ -68,23 +68,44 @@ func (s *storeReader) indexer(ctx context.Context, obj client.Object) toolscache
 // store's own when the Writer has its informers (Writer.Informers), else
 // newObj filled from the client's cache. ok is false when there is none.
 func (w *Writer) cached(ctx context.Context, key types.NamespacedName, newObj client.Object) (obj client.Object, ok bool, err error) {
-	if ix := w.store.indexer(ctx, newObj); ix != nil {
+	return w.reader(ctx, func() client.Object { return newObj }).get(ctx, key)
+}
+
+// objectReader reads the cached objects of one type (Writer.cached), its
+// store found once for a round's many reads rather than for each.
+type objectReader struct {
+	w      *Writer
+	ix     toolscache.Indexer // nil: read through the client
+	typ    reflect.Type
+	newObj func() client.Object
+}
+
+// reader is the objectReader of newObj's type.
+func (w *Writer) reader(ctx context.Context, newObj func() client.Object) objectReader {
+	proto := newObj()
+	return objectReader{w: w, ix: w.store.indexer(ctx, proto), typ: reflect.TypeOf(proto), newObj: newObj}
+}
+
+// get is Writer.cached of key.
+func (r objectReader) get(ctx context.Context, key types.NamespacedName) (obj client.Object, ok bool, err error) {
+	if r.ix != nil {
 		k := key.Name
 		if key.Namespace != "" {
 			k = key.Namespace + "/" + key.Name
 		}
-		item, exists, err := ix.GetByKey(k)
+		item, exists, err := r.ix.GetByKey(k)
 		if err != nil {
 			return nil, false, err
 		}
 		if !exists {
 			return nil, false, nil
 		}
-		if o, ok := item.(client.Object); ok && reflect.TypeOf(o) == reflect.TypeOf(newObj) {
+		if o, ok := item.(client.Object); ok && reflect.TypeOf(o) == r.typ {
 			return o, true, nil
 		}
 	}
-	if err := w.Client.Get(ctx, key, newObj, client.UnsafeDisableDeepCopy); err != nil {
+	newObj := r.newObj()
+	if err := r.w.Client.Get(ctx, key, newObj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, false, nil
 		}

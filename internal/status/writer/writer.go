@@ -96,6 +96,8 @@ type Writer struct {
 	// settled and settledGateways let a round skip the routes and
 	// Gateways whose status is known to be what it desires (settled.go).
 	settled, settledGateways settledStatuses
+	// gatewayDigests are the latest Result's (desiredDigests).
+	gatewayDigests atomic.Pointer[desiredDigests]
 
 	latest atomic.Pointer[translator.Result]
 	// written is the last Result a round wrote without an error.
@@ -210,9 +212,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	// are dropped once every Gateway was tried.
 	gateways := make(map[types.NamespacedName]bool, len(res.Gateways))
 	w.settledGateways.begin()
+	readGateway := w.reader(ctx, func() client.Object { return &gwv1.Gateway{} })
+	desired := w.desiredDigests(res)
 	for i := range res.Gateways {
 		gateways[res.Gateways[i].NamespacedName] = true
-		if !record(w.gateway(ctx, &res.Gateways[i])) {
+		if !record(w.gateway(ctx, readGateway, &res.Gateways[i], desired.digests[i])) {
 			w.settledGateways.end(false)
 			return errors.Join(errs...)
 		}
@@ -256,6 +260,16 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 		w.written.Store(res)
 	}
 	return errors.Join(errs...)
+}
+
+// desiredDigests are res's, taken at its first round.
+func (w *Writer) desiredDigests(res *translator.Result) *desiredDigests {
+	if dd := w.gatewayDigests.Load(); dd != nil && dd.of == res {
+		return dd
+	}
+	dd := newDesiredDigests(res)
+	w.gatewayDigests.Store(dd)
+	return dd
 }
 
 // patch re-checks leadership, then patches obj's status from orig with an
@@ -312,15 +326,17 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 	return w.patch(ctx, "GatewayClass", obj, orig)
 }
 
-func (w *Writer) gateway(ctx context.Context, d *translator.GatewayStatus) error {
-	o, ok, err := w.cached(ctx, d.NamespacedName, &gwv1.Gateway{})
+// gateway writes the status of one Gateway, read with read; desired is
+// desiredGatewayDigest(d).
+func (w *Writer) gateway(ctx context.Context, read objectReader, d *translator.GatewayStatus, desired statusDigest) error {
+	o, ok, err := read.get(ctx, d.NamespacedName)
 	if !ok || err != nil {
 		return err
 	}
 	cached := o.(*gwv1.Gateway)
 	g := w.gateFor(d, cached.Generation)
 	key := settledKey{"Gateway", d.NamespacedName}
-	digest, settable := gatewayDigest(d, g)
+	digest, settable := gatedDigest(desired, g)
 	if settable && w.settledGateways.settled(key, cached.ResourceVersion, digest, listID{}) {
 		return nil
 	}
@@ -598,12 +614,13 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 	w.settled.begin()
 	defer func() { w.settled.end(len(errs) == 0) }()
 	for _, kind := range routeStatuses(res) {
+		read := w.reader(ctx, kind.newObj)
 		for i := range kind.reported {
 			if notLeader.Load() {
 				break
 			}
 			d := &kind.reported[i]
-			obj, ok, err := w.cached(ctx, d.NamespacedName, kind.newObj())
+			obj, ok, err := read.get(ctx, d.NamespacedName)
 			if err != nil {
 				fail(err)
 				continue
