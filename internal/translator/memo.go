@@ -64,6 +64,11 @@ type Memo struct {
 	hosts  map[hostKey]*builtHost
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
+	// hostOrder is the hostnames of each listener of the last
+	// translation, in order (sortedHosts), and setOrder each scope's
+	// endpoint sets.
+	hostOrder map[listenerID][]string
+	setOrder  map[snapshot.Scope][]string
 	// sizes are the last translation's list lengths, for the next to
 	// allocate at once rather than grow: the routes of each listener by
 	// ord and the sources of the endpoint sets.
@@ -125,6 +130,12 @@ type setCall struct {
 	name    string
 }
 
+// listenerID names a listener of a snapshot.
+type listenerID struct {
+	scope    snapshot.Scope
+	listener string
+}
+
 // hostKey names a virtual host of a snapshot.
 type hostKey struct {
 	scope          snapshot.Scope
@@ -184,6 +195,9 @@ type memoPass struct {
 	// ranked is the position of the route in progress in its kind's
 	// order, recorded in the entries it reuses or makes.
 	ranked int
+	// last* are the Memo's orders; next* this translation's.
+	lastHostOrder, nextHostOrder map[listenerID][]string
+	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
 }
 
 // Translate is Translate(res), reusing the compiled routes the Memo holds
@@ -206,7 +220,9 @@ func (m *Memo) Translate(res *Resources) *Result {
 	// translation matches, so the next one starts empty.
 	m.env = [sha256.Size]byte{}
 	m.gen++
-	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints, sizes: m.sizes}
+	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints, sizes: m.sizes,
+		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
+		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
 		pass.hosts = m.hosts
 	}
@@ -222,6 +238,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
 	m.lastHits, m.lastMisses = pass.hits, pass.misses
 	m.sizes = pass.sizes
+	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder
 	return out
 }
 
@@ -277,6 +294,40 @@ func (p *memoPass) kept(kind string, meta *metav1.ObjectMeta) *memoRoute {
 		return nil
 	}
 	return p.routes[memoKey{kind, meta.Namespace, meta.Name}]
+}
+
+// hostOrder is the hostnames listener of scope had in the last
+// translation, in order (nil: none, or no memo).
+func (p *memoPass) hostOrder(scope snapshot.Scope, listener string) []string {
+	if p == nil {
+		return nil
+	}
+	return p.lastHostOrder[listenerID{scope, listener}]
+}
+
+// keepHostOrder keeps the hostnames of listener of scope, in order, for
+// the next translation.
+func (p *memoPass) keepHostOrder(scope snapshot.Scope, listener string, hosts []string) {
+	if p != nil {
+		p.nextHostOrder[listenerID{scope, listener}] = hosts
+	}
+}
+
+// setOrder is the endpoint sets scope had in the last translation, in
+// order (nil: none, or no memo).
+func (p *memoPass) setOrder(scope snapshot.Scope) []string {
+	if p == nil {
+		return nil
+	}
+	return p.lastSetOrder[scope]
+}
+
+// keepSetOrder keeps the endpoint sets of scope, in order, for the next
+// translation.
+func (p *memoPass) keepSetOrder(scope snapshot.Scope, sets []string) {
+	if p != nil {
+		p.nextSetOrder[scope] = sets
+	}
 }
 
 // ranking says the routes compiled or reattached next are at position i

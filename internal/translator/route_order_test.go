@@ -76,3 +76,32 @@ func TestSortNamedWhateverTheRanks(t *testing.T) {
 		}
 	}
 }
+
+// TestSortedHostsWhateverTheHint checks that sortedHosts lists every host
+// once, in order, with a hint that is right, stale (hosts gone, hosts
+// new), out of order or repeated.
+func TestSortedHostsWhateverTheHint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 300 {
+		vhosts := map[string]*vhostBuilder{}
+		for range rng.IntN(200) {
+			h := fmt.Sprintf("h%03d.example.com", rng.IntN(300))
+			vhosts[h] = &vhostBuilder{host: h}
+		}
+		var hint []string
+		for range rng.IntN(200) {
+			hint = append(hint, fmt.Sprintf("h%03d.example.com", rng.IntN(300)))
+		}
+		if round%2 == 0 {
+			slices.Sort(hint) // as the Memo keeps them
+		}
+		want := make([]string, 0, len(vhosts))
+		for h := range vhosts {
+			want = append(want, h)
+		}
+		slices.Sort(want)
+		if got := sortedHosts(vhosts, hint); !slices.Equal(got, want) {
+			t.Fatalf("round %d: got %v, want %v", round, got, want)
+		}
+	}
+}
