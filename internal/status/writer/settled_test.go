@@ -219,5 +219,15 @@ func TestSettledListIsTheSameListOnly(t *testing.T) {
 	if s.settledList(b, "1", parentsID(parents)) || s.settled(b, "1", parentsDigest(parents), listID{}) {
 		t.Error("a route the last complete round did not see is still settled")
 	}
+	// A list replaced by another is no longer settled, whatever it is
+	// filed under.
+	other := []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "other"}, ControllerName: "c"}}
+	s.record(a, "2", parentsDigest(other), parentsID(other))
+	if s.settledList(a, "2", parentsID(copied)) || s.settledList(a, "1", parentsID(copied)) {
+		t.Error("a replaced list is still settled")
+	}
+	if !s.settledList(a, "2", parentsID(other)) {
+		t.Error("the list that replaced it is not settled")
+	}
 	s.end(false)
 }
