@@ -143,7 +143,7 @@ func validate(s *Snapshot, known *validated) error {
 	default:
 		return fmt.Errorf("scope kind %q is not SharedPool or Gateway", s.Scope.Kind)
 	}
-	sets := map[string]bool{}
+	sets := make(map[string]bool, len(s.EndpointSets))
 	for i, es := range s.EndpointSets {
 		if es.Name == "" {
 			return fmt.Errorf("endpointSets[%d]: name is empty", i)

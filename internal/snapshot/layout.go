@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -212,19 +211,40 @@ func mergeByKey(a, b []Resource) []Resource {
 // were built.
 func ResourceVersion(resources []Resource) string {
 	sorted := sortedByKey(resources)
-	h := sha256.New()
+	h := newDigestBuffer()
 	for _, r := range sorted {
 		d := sha256.Sum256(r.Body)
-		writeDigest(h, r.Key, &d)
+		h.add(r.Key, &d)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.sum()
 }
 
-// writeDigest adds one resource to a version hash.
-func writeDigest(h hash.Hash, key string, digest *[sha256.Size]byte) {
-	var buf [256]byte
-	b := append(append(append(buf[:0], key...), 0), digest[:]...)
-	h.Write(b)
+// digestBuffer is a version hash (ResourceVersion) fed in chunks rather
+// than a write per resource: at 10,000 resources the writes' overhead was
+// most of the hashing. It hashes the same bytes.
+type digestBuffer struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func newDigestBuffer() *digestBuffer {
+	return &digestBuffer{h: sha256.New(), buf: make([]byte, 0, 16<<10)}
+}
+
+// add adds one resource: its key, a zero byte and its body's digest.
+func (b *digestBuffer) add(key string, digest *[sha256.Size]byte) {
+	if len(b.buf)+len(key)+1+len(digest) > cap(b.buf) {
+		b.h.Write(b.buf)
+		b.buf = b.buf[:0]
+	}
+	b.buf = append(append(append(b.buf, key...), 0), digest[:]...)
+}
+
+// sum is the hex version.
+func (b *digestBuffer) sum() string {
+	b.h.Write(b.buf)
+	b.buf = b.buf[:0]
+	return hex.EncodeToString(b.h.Sum(nil))
 }
 
 // sortedByKey is resources in key order: resources itself when it is
@@ -249,11 +269,19 @@ type Assembler struct {
 	Scope  Scope
 	Layout Layout
 
-	// decoded is the resources of the last successful Assemble, by key.
-	decoded map[string]*decodedResource
-	// gen numbers the Assembles; a remembered resource an Assemble lists
-	// again is marked with its number.
-	gen uint64
+	// decoded is the resources of the last successful Assemble, in key
+	// order: the next one walks them alongside its own, which are in key
+	// order too, rather than looking each up by key.
+	decoded []keptResource
+	// sets is how many endpoint sets it had, to allocate the next
+	// snapshot's at once rather than grow them.
+	sets int
+}
+
+// keptResource is one remembered resource and its key.
+type keptResource struct {
+	key string
+	d   *decodedResource
 }
 
 // pendingHost is a decoded virtual host waiting for its listener; known
@@ -269,7 +297,6 @@ type decodedResource struct {
 	body   []byte
 	digest [sha256.Size]byte
 	value  any // Listener (without virtual hosts), VirtualHost, EndpointSet, Certificate or GatewayRef
-	seen   uint64
 }
 
 // sameBody reports equal bodies, at once when they are the same bytes
@@ -301,42 +328,43 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		return nil, "", fmt.Errorf("unknown resource layout %s", a.Layout)
 	}
 	sorted := sortedByKey(resources)
-	a.gen++
-	gen := a.gen
-	// fresh are the resources decoded now: new, or changed (replaced).
-	type freshResource struct {
-		key string
-		d   *decodedResource
+	prev, j := a.decoded, 0
+	next := make([]keptResource, 0, len(sorted))
+	// setGone says an endpoint set of the last Assemble is not listed.
+	setGone := false
+	skipTo := func(key string) {
+		for j < len(prev) && prev[j].key < key {
+			setGone = setGone || strings.HasPrefix(prev[j].key, "endpoints|")
+			j++
+		}
 	}
-	var fresh []freshResource
-	kept, replaced := 0, 0
-	version := sha256.New()
-	s := &Snapshot{Scope: a.Scope}
+	version := newDigestBuffer()
+	s := &Snapshot{Scope: a.Scope, EndpointSets: make([]EndpointSet, 0, a.sets)}
 	listenerAt := map[string]int{} // listener key → index in s.Listeners
 	hosts := make([]pendingHost, 0, len(sorted))
-	var setKnown []bool
+	setKnown := make([]bool, 0, a.sets)
 	for i, r := range sorted {
 		if i > 0 && sorted[i-1].Key == r.Key {
 			return nil, "", fmt.Errorf("duplicate resource key %q", r.Key)
 		}
-		d := a.decoded[r.Key]
+		var d *decodedResource
+		if j < len(prev) && prev[j].key != r.Key {
+			skipTo(r.Key)
+		}
+		if j < len(prev) && prev[j].key == r.Key {
+			d = prev[j].d
+			j++
+		}
 		known := d != nil && sameBody(d.body, r.Body)
-		if known {
-			d.seen = gen
-			kept++
-		} else {
-			if d != nil {
-				d.seen = gen // listed, though replaced (setRemoved)
-				replaced++
-			}
+		if !known {
 			v, err := decodeResource(r)
 			if err != nil {
 				return nil, "", fmt.Errorf("resource %q: %w", r.Key, err)
 			}
-			d = &decodedResource{body: r.Body, digest: sha256.Sum256(r.Body), value: v, seen: gen}
-			fresh = append(fresh, freshResource{r.Key, d})
+			d = &decodedResource{body: r.Body, digest: sha256.Sum256(r.Body), value: v}
 		}
-		writeDigest(version, r.Key, &d.digest)
+		next = append(next, keptResource{r.Key, d})
+		version.add(r.Key, &d.digest)
 		switch v := d.value.(type) {
 		case Listener:
 			listenerAt[ListenerKey(&v)] = len(s.Listeners)
@@ -354,9 +382,13 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 			s.Gateways = append(s.Gateways, v)
 		}
 	}
+	for ; j < len(prev); j++ { // the rest are gone
+
+		setGone = setGone || strings.HasPrefix(prev[j].key, "endpoints|")
+	}
 	// What was validated before still is unless an endpoint set it may
 	// name is gone: then every route is checked again.
-	trust := !a.setRemoved(len(a.decoded)-kept-replaced, gen)
+	trust := !setGone
 	perListener := make([]int, len(s.Listeners))
 	for _, h := range hosts {
 		i, ok := listenerAt[h.listener]
@@ -398,31 +430,8 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 	if err := validate(s, known); err != nil {
 		return nil, "", err
 	}
-	if a.decoded == nil {
-		a.decoded = make(map[string]*decodedResource, len(sorted))
-	}
-	for _, f := range fresh {
-		a.decoded[f.key] = f.d
-	}
-	if len(a.decoded) != len(sorted) {
-		maps.DeleteFunc(a.decoded, func(_ string, d *decodedResource) bool { return d.seen != gen })
-	}
-	return s, hex.EncodeToString(version.Sum(nil)), nil
-}
-
-// setRemoved reports whether an endpoint set of the last successful
-// Assemble is not listed in the one at gen; gone is how many of its
-// resources are not (none: nothing to look for).
-func (a *Assembler) setRemoved(gone int, gen uint64) bool {
-	if gone == 0 {
-		return false
-	}
-	for k, d := range a.decoded {
-		if d.seen != gen && strings.HasPrefix(k, "endpoints|") {
-			return true
-		}
-	}
-	return false
+	a.decoded, a.sets = next, len(s.EndpointSets)
+	return s, version.sum(), nil
 }
 
 // decodeResource strictly decodes one LayoutVirtualHosts resource and

@@ -18,6 +18,8 @@ package snapshot
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -503,5 +505,29 @@ func TestEncoderKeyOrderAcrossListeners(t *testing.T) {
 		if _, _, err := (&Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}).Assemble(got); err != nil {
 			t.Fatalf("round %d: the resources do not assemble: %v", round, err)
 		}
+	}
+}
+
+// TestResourceVersionIsItsFormula pins the version proxies and
+// controllers of other releases compute: SHA-256 over every key, in
+// order, each followed by a zero byte and the SHA-256 of its body.
+func TestResourceVersionIsItsFormula(t *testing.T) {
+	res, err := ResourcesIn(LayoutVirtualHosts, scaled(3000)) // more than one chunk of the hash
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, r := range res {
+		d := sha256.Sum256(r.Body)
+		h.Write([]byte(r.Key))
+		h.Write([]byte{0})
+		h.Write(d[:])
+	}
+	want := hex.EncodeToString(h.Sum(nil))
+	if got := ResourceVersion(res); got != want {
+		t.Fatalf("ResourceVersion = %s, want %s", got, want)
+	}
+	if _, got, err := (&Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}).Assemble(res); err != nil || got != want {
+		t.Fatalf("Assemble's version = %s (%v), want %s", got, err, want)
 	}
 }
