@@ -174,6 +174,9 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 	lr.clientTrafficSrc = l.ClientTraffic
 	old := c.previousListener(l, lr)
 	if old != nil {
+		// Sized like the last: at 10,000 hosts, growing them was a
+		// quarter of a listener's compile.
+		lr.exact, lr.wild = make(map[string]*vhost, len(old.exact)), make(map[string]*vhost, len(old.wild))
 		lr.clientTraffic = old.clientTraffic
 	} else {
 		ct, err := compileClientTraffic(l.ClientTraffic)
