@@ -42,8 +42,8 @@ func service(name, ip string) *corev1.Service {
 }
 
 // TestPrepareClusterIP against a real apiserver (envtest's Service range
-// is 10.0.0.0/24): a Service is recreated for a usable pinned address and
-// left alone, with the refusal returned, for an unusable one.
+// is testkit.ServiceCIDR, 10.0.0.0/16): a Service is recreated for a
+// usable pinned address and left alone, with the refusal returned, for an unusable one.
 func TestPrepareClusterIP(t *testing.T) {
 	ctx := t.Context()
 	c := api.Client(t)

@@ -31,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -71,16 +72,35 @@ type SharedPoolApplier struct {
 	// rebuild was 1,000 apiserver round trips per route change.
 	mu      sync.Mutex
 	applied map[types.NamespacedName]appliedService
+	// backoff spaces the retries of a VIP Service the apiserver refused
+	// (vipBackoff): a refusal (a full Service range, a quota) would
+	// otherwise be tried again after every rebuild and every 2 s.
+	backoff *flowcontrol.Backoff
+	// retry applies the latest Result again once the soonest backoff ends.
+	retry *time.Timer
 }
 
-// appliedService is what Apply last applied to one VIP Service.
+// The backoff of a refused VIP Service: 1 s, doubling, at most 2 min.
+const (
+	vipBackoffInitial = time.Second
+	vipBackoffMax     = 2 * time.Minute
+)
+
+// appliedService is what Apply last applied to one VIP Service: the
+// digest and the resourceVersion the apply left or, when the apiserver
+// refused it, the refusal and when to try the same content again.
 type appliedService struct {
 	digest          [sha256.Size]byte
 	resourceVersion string
+	refused         bool
+	retryAt         time.Time
 }
 
 func (a *SharedPoolApplier) init() {
-	a.once.Do(func() { a.notify = make(chan struct{}, 1) })
+	a.once.Do(func() {
+		a.notify = make(chan struct{}, 1)
+		a.backoff = flowcontrol.NewBackOff(vipBackoffInitial, vipBackoffMax)
+	})
 }
 
 // NeedLeaderElection is true: only the leader writes.
@@ -109,15 +129,41 @@ func (a *SharedPoolApplier) Start(ctx context.Context) error {
 		if res == nil {
 			continue
 		}
-		if err := a.Apply(ctx, res); err != nil {
+		err := a.Apply(ctx, res)
+		if err != nil {
 			a.Log.Error(err, "applying shared pool objects; retrying")
-			time.AfterFunc(2*time.Second, func() { a.Accept(ctx, a.latest.Load()) })
+		}
+		a.scheduleRetry(ctx, err != nil)
+	}
+}
+
+// scheduleRetry arms one timer that applies the latest Result again: in
+// 2 s after a failed Apply, else when the soonest backoff of a refused VIP
+// Service ends, else not at all.
+func (a *SharedPoolApplier) scheduleRetry(ctx context.Context, failed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var at time.Time
+	for _, s := range a.applied {
+		if s.refused && (at.IsZero() || s.retryAt.Before(at)) {
+			at = s.retryAt
 		}
 	}
+	if failed && (at.IsZero() || time.Until(at) > 2*time.Second) {
+		at = time.Now().Add(2 * time.Second)
+	}
+	if at.IsZero() {
+		return
+	}
+	if a.retry != nil {
+		a.retry.Stop()
+	}
+	a.retry = time.AfterFunc(max(time.Until(at), 0), func() { a.Accept(ctx, a.latest.Load()) })
 }
 
 // Apply brings the shared pool objects to the state res asks for.
 func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) error {
+	a.init()
 	var errs []error
 	if a.ManagePool {
 		for _, obj := range provision.RenderSharedPool(a.InstallNamespace, a.Image, provision.SharedPoolOptions{
@@ -153,6 +199,7 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	for i := range existing.Items {
 		live[existing.Items[i].Name] = &existing.Items[i]
 	}
+	vips := make(map[types.NamespacedName]bool, len(order))
 	for _, k := range order {
 		gw := &gwv1.Gateway{}
 		if err := a.Client.Get(ctx, k, gw); err != nil {
@@ -174,10 +221,12 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			a.Log.Info("static Gateway address not usable", "gateway", k.String(), "error", err.Error())
 			svc.Spec.ClusterIP = ""
 		}
+		vips[client.ObjectKeyFromObject(svc)] = true
 		if err := a.applyVIP(ctx, svc, live); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	a.keepOnly(vips)
 	if listErr != nil {
 		return errors.Join(append(errs, listErr)...)
 	}
@@ -194,8 +243,22 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	return errors.Join(errs...)
 }
 
+// keepOnly forgets the VIP Services not in vips, and their backoffs: a
+// Gateway gone (or no longer shared) is not retried.
+func (a *SharedPoolApplier) keepOnly(vips map[types.NamespacedName]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range a.applied {
+		if !vips[k] {
+			delete(a.applied, k)
+			a.backoff.DeleteEntry(k.String())
+		}
+	}
+}
+
 // applyVIP applies VIP Service svc unless the last apply of the same
-// content left it at the resourceVersion live (the cache's, by name) has.
+// content left it at the resourceVersion live (the cache's, by name) has,
+// or the apiserver refused the same content and its backoff has not ended.
 // Any other writer changes that resourceVersion, and a Service missing
 // from live, or without the ClusterIP svc pins (PrepareClusterIP may have
 // just replaced it), is applied: the apply stays the owner of the object.
@@ -210,27 +273,40 @@ func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, l
 	}
 	k := client.ObjectKeyFromObject(svc)
 	digest := sha256.Sum256(body)
+	now := time.Now()
 	a.mu.Lock()
 	last, ok := a.applied[k]
 	a.mu.Unlock()
-	if cur := live[svc.Name]; ok && cur != nil && cur.ResourceVersion != "" && last.digest == digest &&
+	if ok && last.refused && last.digest == digest && now.Before(last.retryAt) {
+		// Refused before and unchanged since: wait out the backoff
+		// (scheduleRetry tries again when it ends).
+		return nil
+	}
+	if cur := live[svc.Name]; ok && !last.refused && cur != nil && cur.ResourceVersion != "" && last.digest == digest &&
 		last.resourceVersion == cur.ResourceVersion && (svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == cur.Spec.ClusterIP) {
 		return nil
 	}
 	a.forget(k)
-	if err := a.applyUnstructured(ctx, u); err != nil {
-		return err
-	}
+	err = a.applyUnstructured(ctx, u)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.applied == nil {
 		a.applied = map[types.NamespacedName]appliedService{}
 	}
+	id := k.String()
+	if err != nil {
+		a.backoff.Next(id, now)
+		a.applied[k] = appliedService{digest: digest, refused: true, retryAt: now.Add(a.backoff.Get(id))}
+		return err
+	}
+	a.backoff.Reset(id)
 	a.applied[k] = appliedService{digest: digest, resourceVersion: u.GetResourceVersion()}
 	return nil
 }
 
-// forget drops what Apply last applied to the VIP Service named k.
+// forget drops what Apply last applied to the VIP Service named k (its
+// backoff stays: applyVIP is about to try it, and a refusal goes on
+// doubling).
 func (a *SharedPoolApplier) forget(k types.NamespacedName) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -1,0 +1,168 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
+	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/translator"
+)
+
+// The applier's skips are what keeps 1,000 shared Gateways from costing
+// 1,000 apiserver round trips per route change: these specs count the
+// applies it makes through a cached client, as the controller's is.
+var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
+	const ns, installNS = "pool-apps", "pool-system"
+	var (
+		applies atomic.Int64
+		refuse  atomic.Bool
+		a       *SharedPoolApplier
+		stop    context.CancelFunc
+	)
+	res := func(internal int32) *translator.Result {
+		return &translator.Result{InternalPorts: []portalloc.Assignment{
+			{Key: portalloc.Key{Namespace: ns, Name: "gw", Port: 80}, Internal: internal},
+		}}
+	}
+	vip := func(g Gomega) *corev1.Service {
+		svc := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: installNS, Name: names.VIPServiceName(ns, "gw")}, svc)).To(Succeed())
+		return svc
+	}
+	// cached waits until the cache shows the VIP Service as the apiserver has it.
+	cached := func() {
+		Eventually(func(g Gomega) {
+			list := &corev1.ServiceList{}
+			g.Expect(a.Client.List(ctx, list, client.InNamespace(installNS), client.MatchingLabels(names.SharedVIPSelector()))).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(1))
+			g.Expect(list.Items[0].ResourceVersion).To(Equal(vip(g).ResourceVersion))
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
+	}
+
+	BeforeAll(func() {
+		createNamespace(ns)
+		createNamespace(installNS)
+		Expect(k8sClient.Create(ctx, &gwv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
+				Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80}}},
+		})).To(Succeed())
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		cctx, cancel := context.WithCancel(ctx)
+		stop = cancel
+		go func() { _ = c.Start(cctx) }()
+		Expect(c.WaitForCacheSync(cctx)).To(BeTrue())
+		cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
+		Expect(err).NotTo(HaveOccurred())
+		counting := interceptor.NewClient(cl, interceptor.Funcs{
+			Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				applies.Add(1)
+				if refuse.Load() {
+					return apierrors.NewInternalError(errors.New("failed to allocate a serviceIP: range is full"))
+				}
+				return c.Apply(ctx, obj, opts...)
+			},
+		})
+		a = &SharedPoolApplier{Client: counting, InstallNamespace: installNS}
+	})
+	AfterAll(func() { stop() })
+
+	It("applies a VIP Service once, then not again while neither it nor its rendering changed", func() {
+		Eventually(func(g Gomega) {
+			g.Expect(a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw"}, &gwv1.Gateway{})).To(Succeed())
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
+		Expect(a.Apply(ctx, res(20000))).To(Succeed())
+		Expect(applies.Load()).To(BeEquivalentTo(1))
+		cached()
+		for range 3 {
+			Expect(a.Apply(ctx, res(20000))).To(Succeed())
+		}
+		Expect(applies.Load()).To(BeEquivalentTo(1), "an unchanged VIP Service was applied again")
+	})
+
+	It("applies again when its rendering changes", func() {
+		Expect(a.Apply(ctx, res(20001))).To(Succeed())
+		Expect(applies.Load()).To(BeEquivalentTo(2))
+		Eventually(func(g Gomega) {
+			g.Expect(vip(g).Spec.Ports[0].TargetPort.IntVal).To(BeEquivalentTo(20001))
+		}).Should(Succeed())
+		cached()
+		Expect(a.Apply(ctx, res(20001))).To(Succeed())
+		Expect(applies.Load()).To(BeEquivalentTo(2))
+	})
+
+	It("applies again when another writer changed the Service", func() {
+		svc := vip(Default)
+		svc.Labels["drift"] = "yes"
+		Expect(k8sClient.Update(ctx, svc)).To(Succeed())
+		cached()
+		Expect(a.Apply(ctx, res(20001))).To(Succeed())
+		Expect(applies.Load()).To(BeEquivalentTo(3))
+	})
+
+	It("backs off a refused VIP Service instead of trying it after every rebuild", func() {
+		refuse.Store(true)
+		before := applies.Load()
+		Expect(a.Apply(ctx, res(20002))).NotTo(Succeed())
+		Expect(applies.Load()).To(Equal(before + 1))
+		for range 3 {
+			Expect(a.Apply(ctx, res(20002))).To(Succeed())
+		}
+		Expect(applies.Load()).To(Equal(before+1), "a refused, unchanged VIP Service was tried again within its backoff")
+		By("a new rendering is tried at once")
+		Expect(a.Apply(ctx, res(20003))).NotTo(Succeed())
+		Expect(applies.Load()).To(Equal(before + 2))
+	})
+
+	It("tries a refused VIP Service again by itself once its backoff ends", func() {
+		sctx, stopStart := context.WithCancel(ctx)
+		defer stopStart()
+		go func() { _ = a.Start(sctx) }()
+		a.Accept(sctx, res(20004))
+		Eventually(applies.Load).Should(BeNumerically(">=", 5))
+		refuse.Store(false)
+		// No other Accept: the retry timer applies the latest Result.
+		Eventually(func(g Gomega) {
+			g.Expect(vip(g).Spec.Ports[0].TargetPort.IntVal).To(BeEquivalentTo(20004))
+		}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
+	})
+
+	It("forgets the backoff of a Gateway no longer shared", func() {
+		a.keepOnly(nil)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		Expect(a.applied).To(BeEmpty())
+		Expect(a.backoff.Get(client.ObjectKey{Namespace: installNS, Name: names.VIPServiceName(ns, "gw")}.String())).To(BeZero())
+	})
+})
