@@ -83,8 +83,10 @@ func namesakes(ctx context.Context, r client.Reader, gws ...*gwv1.Gateway) []rec
 		}
 		peers, ok := listed[gw.Namespace]
 		if !ok {
+			// Read only: the cache's own objects, not copies (with 1,000
+			// Gateways in a namespace, creating them copied a million).
 			var list gwv1.GatewayList
-			if err := r.List(ctx, &list, client.InNamespace(gw.Namespace)); err != nil {
+			if err := r.List(ctx, &list, client.InNamespace(gw.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 				log.FromContext(ctx).Error(err, "listing Gateways to find namesakes", "namespace", gw.Namespace)
 				continue
 			}
