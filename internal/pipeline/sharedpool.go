@@ -22,13 +22,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
@@ -78,6 +79,8 @@ type SharedPoolApplier struct {
 	backoff *flowcontrol.Backoff
 	// retry applies the latest Result again once the soonest backoff ends.
 	retry *time.Timer
+	// rendered are the VIP Services last rendered, by name (render).
+	rendered map[types.NamespacedName]*renderedVIP
 }
 
 // The backoff of a refused VIP Service: 1 s, doubling, at most 2 min.
@@ -190,39 +193,40 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 		}
 		byGateway[k] = append(byGateway[k], as)
 	}
-	// The VIP Services as the cache has them: the live resourceVersions,
-	// and what is stale once the desired ones are applied.
+	// The VIP Services as the cache has them (read only): the live
+	// resourceVersions, and what is stale once the desired ones are
+	// applied.
 	existing := &corev1.ServiceList{}
 	listErr := a.Client.List(ctx, existing, client.InNamespace(a.InstallNamespace),
-		client.MatchingLabels(names.SharedVIPSelector()))
+		client.MatchingLabels(names.SharedVIPSelector()), client.UnsafeDisableDeepCopy)
 	live := make(map[string]*corev1.Service, len(existing.Items))
 	for i := range existing.Items {
 		live[existing.Items[i].Name] = &existing.Items[i]
 	}
 	vips := make(map[types.NamespacedName]bool, len(order))
+	gws, err := a.gateways(ctx)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
 	for _, k := range order {
-		gw := &gwv1.Gateway{}
-		if err := a.Client.Get(ctx, k, gw); err != nil {
-			if !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-			}
+		gw := gws[k]
+		if gw == nil {
 			continue
 		}
 		// The ListenerSets the Gateway takes add ports to its VIP Service.
+		var extra []gwv1.Listener
 		for _, gl := range res.ListenerSetListeners {
 			if gl.NamespacedName == k {
-				gw.Spec.Listeners = append(gw.Spec.Listeners, gl.Listeners...)
+				extra = append(extra, gl.Listeners...)
 			}
 		}
-		svc := provision.RenderVIPService(gw, a.InstallNamespace, byGateway[k])
-		if err := kubeapply.PrepareClusterIP(ctx, a.Client, svc); err != nil {
-			// The translator reports the address as not usable; the VIP
-			// Service keeps the address it has.
-			a.Log.Info("static Gateway address not usable", "gateway", k.String(), "error", err.Error())
-			svc.Spec.ClusterIP = ""
+		vip, err := a.render(ctx, gw, extra, byGateway[k])
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		vips[client.ObjectKeyFromObject(svc)] = true
-		if err := a.applyVIP(ctx, svc, live); err != nil {
+		vips[client.ObjectKeyFromObject(vip.svc)] = true
+		if err := a.applyVIP(ctx, vip, live); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -236,7 +240,7 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	}
 	for _, stale := range provision.StaleVIPServices(ptrs, order) {
 		a.forget(client.ObjectKeyFromObject(stale))
-		if err := a.Client.Delete(ctx, stale); client.IgnoreNotFound(err) != nil {
+		if err := a.Client.Delete(ctx, stale.DeepCopy()); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -254,25 +258,92 @@ func (a *SharedPoolApplier) keepOnly(vips map[types.NamespacedName]bool) {
 			a.backoff.DeleteEntry(k.String())
 		}
 	}
+	maps.DeleteFunc(a.rendered, func(k types.NamespacedName, _ *renderedVIP) bool { return !vips[k] })
 }
 
-// applyVIP applies VIP Service svc unless the last apply of the same
-// content left it at the resourceVersion live (the cache's, by name) has,
-// or the apiserver refused the same content and its backoff has not ended.
-// Any other writer changes that resourceVersion, and a Service missing
-// from live, or without the ClusterIP svc pins (PrepareClusterIP may have
-// just replaced it), is applied: the apply stays the owner of the object.
-func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, live map[string]*corev1.Service) error {
+// renderedVIP is a VIP Service as rendered, with the digest of its
+// applied form, and what it was rendered from (a Gateway's spec, by
+// generation, and its internal ports).
+type renderedVIP struct {
+	uid         types.UID
+	generation  int64
+	assignments []portalloc.Assignment
+	svc         *corev1.Service
+	digest      [sha256.Size]byte
+}
+
+// gateways are the Gateways as the cache holds them, by name: read only
+// (render copies one it has to change).
+func (a *SharedPoolApplier) gateways(ctx context.Context) (map[types.NamespacedName]*gwv1.Gateway, error) {
+	list := &gwv1.GatewayList{}
+	if err := a.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list Gateways: %w", err)
+	}
+	out := make(map[types.NamespacedName]*gwv1.Gateway, len(list.Items))
+	for i := range list.Items {
+		gw := &list.Items[i]
+		out[types.NamespacedName{Namespace: gw.Namespace, Name: gw.Name}] = gw
+	}
+	return out, nil
+}
+
+// render is the VIP Service of gw with the extra listeners of its
+// ListenerSets and its assignments. It renders again only what changed:
+// with 1,000 shared Gateways, rendering and digesting every VIP Service
+// after every rebuild was a third of the controller's CPU per route
+// change. A Service with a pinned ClusterIP (PrepareClusterIP reads the
+// live one) or ListenerSet listeners is rendered every time.
+func (a *SharedPoolApplier) render(ctx context.Context, gw *gwv1.Gateway, extra []gwv1.Listener, assignments []portalloc.Assignment) (*renderedVIP, error) {
+	k := types.NamespacedName{Namespace: a.InstallNamespace, Name: names.VIPServiceName(gw.Namespace, gw.Name)}
+	a.mu.Lock()
+	last := a.rendered[k]
+	a.mu.Unlock()
+	if last != nil && len(extra) == 0 && last.uid == gw.UID && last.generation == gw.Generation &&
+		slices.Equal(last.assignments, assignments) {
+		return last, nil
+	}
+	if len(extra) > 0 {
+		gw = gw.DeepCopy()
+		gw.Spec.Listeners = append(gw.Spec.Listeners, extra...)
+	}
+	svc := provision.RenderVIPService(gw, a.InstallNamespace, assignments)
+	pinned := svc.Spec.ClusterIP != ""
+	if err := kubeapply.PrepareClusterIP(ctx, a.Client, svc); err != nil {
+		// The translator reports the address as not usable; the VIP
+		// Service keeps the address it has.
+		a.Log.Info("static Gateway address not usable", "gateway", gw.Namespace+"/"+gw.Name, "error", err.Error())
+		svc.Spec.ClusterIP = ""
+	}
 	u, err := provision.ToUnstructured(svc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	body, err := json.Marshal(u.Object)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	vip := &renderedVIP{uid: gw.UID, generation: gw.Generation, assignments: slices.Clone(assignments), svc: svc, digest: sha256.Sum256(body)}
+	if !pinned && len(extra) == 0 {
+		a.mu.Lock()
+		if a.rendered == nil {
+			a.rendered = map[types.NamespacedName]*renderedVIP{}
+		}
+		a.rendered[k] = vip
+		a.mu.Unlock()
+	}
+	return vip, nil
+}
+
+// applyVIP applies a rendered VIP Service unless the last apply of the
+// same content left it at the resourceVersion live (the cache's, by name)
+// has, or the apiserver refused the same content and its backoff has not
+// ended. Any other writer changes that resourceVersion, and a Service
+// missing from live, or without the ClusterIP it pins (PrepareClusterIP
+// may have just replaced it), is applied: the apply stays the owner of
+// the object.
+func (a *SharedPoolApplier) applyVIP(ctx context.Context, vip *renderedVIP, live map[string]*corev1.Service) error {
+	svc, digest := vip.svc, vip.digest
 	k := client.ObjectKeyFromObject(svc)
-	digest := sha256.Sum256(body)
 	now := time.Now()
 	a.mu.Lock()
 	last, ok := a.applied[k]
@@ -287,6 +358,11 @@ func (a *SharedPoolApplier) applyVIP(ctx context.Context, svc *corev1.Service, l
 		return nil
 	}
 	a.forget(k)
+	// A fresh copy: the apply writes the apiserver's answer into it.
+	u, err := provision.ToUnstructured(svc)
+	if err != nil {
+		return err
+	}
 	err = a.applyUnstructured(ctx, u)
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -158,11 +158,40 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 		}, 15*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 
+	It("renders a VIP Service again only when its Gateway's spec or its ports change", func() {
+		key := client.ObjectKey{Namespace: installNS, Name: names.VIPServiceName(ns, "gw")}
+		renderedNow := func() *renderedVIP {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			return a.rendered[key]
+		}
+		Expect(a.Apply(ctx, res(20004))).To(Succeed())
+		first := renderedNow()
+		Expect(first).NotTo(BeNil())
+		Expect(a.Apply(ctx, res(20004))).To(Succeed())
+		Expect(renderedNow()).To(BeIdenticalTo(first), "an unchanged Gateway was rendered again")
+		By("a new listener port")
+		gw := &gwv1.Gateway{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw"}, gw)).To(Succeed())
+		gw.Spec.Listeners = append(gw.Spec.Listeners, gwv1.Listener{Name: "alt", Protocol: gwv1.HTTPProtocolType, Port: 8080})
+		Expect(k8sClient.Update(ctx, gw)).To(Succeed())
+		two := &translator.Result{InternalPorts: []portalloc.Assignment{
+			{Key: portalloc.Key{Namespace: ns, Name: "gw", Port: 80}, Internal: 20004},
+			{Key: portalloc.Key{Namespace: ns, Name: "gw", Port: 8080}, Internal: 20005},
+		}}
+		Eventually(func(g Gomega) {
+			g.Expect(a.Apply(ctx, two)).To(Succeed())
+			g.Expect(vip(g).Spec.Ports).To(HaveLen(2))
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		Expect(renderedNow()).NotTo(BeIdenticalTo(first))
+	})
+
 	It("forgets the backoff of a Gateway no longer shared", func() {
 		a.keepOnly(nil)
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		Expect(a.applied).To(BeEmpty())
+		Expect(a.rendered).To(BeEmpty())
 		Expect(a.backoff.Get(client.ObjectKey{Namespace: installNS, Name: names.VIPServiceName(ns, "gw")}.String())).To(BeZero())
 	})
 })
