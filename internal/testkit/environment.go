@@ -84,11 +84,11 @@ func GatewayAPICRDDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
-// newEnvironment is an envtest control plane with Coxswain's CRDs and the
-// Gateway API standard CRDs installed. A missing CRD path is an error.
 // ServiceCIDR is the Service ClusterIP range of every envtest control plane.
 const ServiceCIDR = "10.0.0.0/16"
 
+// newEnvironment is an envtest control plane with Coxswain's CRDs and the
+// Gateway API standard CRDs installed. A missing CRD path is an error.
 func newEnvironment() (*envtest.Environment, error) {
 	assets, err := AssetsDir()
 	if err != nil {
