@@ -74,7 +74,7 @@ type SharedPoolApplier struct {
 	mu      sync.Mutex
 	applied map[types.NamespacedName]appliedService
 	// backoff spaces the retries of a VIP Service the apiserver refused
-	// (vipBackoff): a refusal (a full Service range, a quota) would
+	// (vipBackoffInitial, vipBackoffMax): a refusal (a full Service range, a quota) would
 	// otherwise be tried again after every rebuild and every 2 s.
 	backoff *flowcontrol.Backoff
 	// retry applies the latest Result again once the soonest backoff ends.
@@ -95,9 +95,12 @@ const (
 type appliedService struct {
 	digest          [sha256.Size]byte
 	resourceVersion string
-	refused         bool
-	retryAt         time.Time
+	// retryAt is set when the apiserver refused the apply.
+	retryAt time.Time
 }
+
+// refused reports an apply the apiserver refused.
+func (s appliedService) refused() bool { return !s.retryAt.IsZero() }
 
 func (a *SharedPoolApplier) init() {
 	a.once.Do(func() {
@@ -148,7 +151,7 @@ func (a *SharedPoolApplier) scheduleRetry(ctx context.Context, failed bool) {
 	defer a.mu.Unlock()
 	var at time.Time
 	for _, s := range a.applied {
-		if s.refused && (at.IsZero() || s.retryAt.Before(at)) {
+		if s.refused() && (at.IsZero() || s.retryAt.Before(at)) {
 			at = s.retryAt
 		}
 	}
@@ -348,12 +351,12 @@ func (a *SharedPoolApplier) applyVIP(ctx context.Context, vip *renderedVIP, live
 	a.mu.Lock()
 	last, ok := a.applied[k]
 	a.mu.Unlock()
-	if ok && last.refused && last.digest == digest && now.Before(last.retryAt) {
+	if ok && last.refused() && last.digest == digest && now.Before(last.retryAt) {
 		// Refused before and unchanged since: wait out the backoff
 		// (scheduleRetry tries again when it ends).
 		return nil
 	}
-	if cur := live[svc.Name]; ok && !last.refused && cur != nil && cur.ResourceVersion != "" && last.digest == digest &&
+	if cur := live[svc.Name]; ok && !last.refused() && cur != nil && cur.ResourceVersion != "" && last.digest == digest &&
 		last.resourceVersion == cur.ResourceVersion && (svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == cur.Spec.ClusterIP) {
 		return nil
 	}
@@ -372,7 +375,7 @@ func (a *SharedPoolApplier) applyVIP(ctx context.Context, vip *renderedVIP, live
 	id := k.String()
 	if err != nil {
 		a.backoff.Next(id, now)
-		a.applied[k] = appliedService{digest: digest, refused: true, retryAt: now.Add(a.backoff.Get(id))}
+		a.applied[k] = appliedService{digest: digest, retryAt: now.Add(a.backoff.Get(id))}
 		return err
 	}
 	a.backoff.Reset(id)
