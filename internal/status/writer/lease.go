@@ -18,35 +18,17 @@ package writer
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// leaseTrustFor is the longest a live read showing this replica as holder
-// is trusted before the Lease is read again. A bulk round of thousands of
-// status patches then reads the Lease about once a second instead of once
-// per patch, which had doubled the requests of every round.
-const leaseTrustFor = time.Second
-
-// LeaseLeaderCheck reports whether lock's identity holds the Lease and the
-// lease has not expired.
-//
-// The Lease is read live (no cache). A positive read is trusted for
-// leaseTrustFor, and never past the lease's expiry less a third of its
-// duration: this replica wrote RenewTime with its own clock, and no other
-// replica may take the Lease before RenewTime + LeaseDurationSeconds,
-// because a standby counts the duration from when it saw the last renewal.
-// The margin covers a patch still in flight and clock-rate drift. A
-// negative read or an error is never remembered, and a cancelled context
-// (the manager stopping, which releases the Lease after its runnables
-// stop) always reads again.
-//
-// A Lease lock is read through its client, never through lock.Get, which
-// stores what it read in the lock the leader elector updates from: the
-// writer checks from several goroutines while the elector renews.
+// LeaseLeaderCheck reads the Lease live (no cache) and reports whether
+// lock's identity holds it and the lease has not expired. A Lease lock is
+// read through its client, never through lock.Get, which stores what it
+// read in the lock the leader elector updates from: the writer checks from
+// several goroutines while the elector renews.
 func LeaseLeaderCheck(lock resourcelock.Interface, now func() time.Time) LeaderCheck {
 	if now == nil {
 		now = time.Now
@@ -64,33 +46,15 @@ func LeaseLeaderCheck(lock resourcelock.Interface, now func() time.Time) LeaderC
 			return resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec), nil
 		}
 	}
-	var trustedUntil atomic.Pointer[time.Time]
 	return func(ctx context.Context) (bool, error) {
-		start := now()
-		if t := trustedUntil.Load(); t != nil && ctx.Err() == nil && start.Before(*t) {
-			return true, nil
-		}
 		rec, err := read(ctx)
 		if err != nil {
-			trustedUntil.Store(nil)
 			return false, err
 		}
 		if rec.HolderIdentity != lock.Identity() {
-			trustedUntil.Store(nil)
 			return false, nil
 		}
-		duration := time.Duration(rec.LeaseDurationSeconds) * time.Second
-		expiry := rec.RenewTime.Add(duration)
-		if !now().Before(expiry) {
-			trustedUntil.Store(nil)
-			return false, nil
-		}
-		// start keeps its monotonic reading; the wall-clock expiry only
-		// bounds how far past start the read is trusted.
-		if trust := min(leaseTrustFor, expiry.Sub(start)-duration/3); trust > 0 {
-			until := start.Add(trust)
-			trustedUntil.Store(&until)
-		}
-		return true, nil
+		expiry := rec.RenewTime.Add(time.Duration(rec.LeaseDurationSeconds) * time.Second)
+		return now().Before(expiry), nil
 	}
 }
