@@ -16,16 +16,17 @@ limitations under the License.
 
 // Package pipeline wires the routing pipeline into a controller-runtime
 // manager: provider (watch, pace, gather) → translator (pure) → the
-// sinks of every Result: the one status writer, the shared pool applier
-// (sharedpool.go) and, when discovery runs, the snapshot publisher
+// sinks of every Result: when discovery runs, the snapshot publisher
 // (discovery.go, which also adapts discovery's bind and ack reports for
-// the writer's Programmed gate). Reconcilers live in internal/controller;
+// the writer's Programmed gate), then the one status writer and the shared
+// pool applier (sharedpool.go). Reconcilers live in internal/controller;
 // the command that calls AddToManager lives in internal/cmd.
 package pipeline
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -112,9 +113,13 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		return nil, nil, fmt.Errorf("adding shared pool applier: %w", err)
 	}
 	p := provider.New(provider.Options{
-		Cache:                mgr.GetCache(),
-		InstallNamespace:     o.InstallNamespace,
-		Sinks:                append(append([]provider.Sink{w, pool}, sinks...), releaseAfter(idle)),
+		Cache:            mgr.GetCache(),
+		InstallNamespace: o.InstallNamespace,
+		// Publishing first: the proxies start compiling the change while
+		// the writer's round and the applier's run (both on CPU the
+		// publish would otherwise share), and the writer's first round
+		// already sees the snapshot published (Programmed is gated on it).
+		Sinks:                slices.Concat(sinks, []provider.Sink{w, pool, releaseAfter(idle)}),
 		Log:                  ctrl.Log.WithName("provider"),
 		Registerer:           ctrlmetrics.Registry,
 		APIReader:            mgr.GetAPIReader(),
