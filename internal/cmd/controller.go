@@ -194,7 +194,11 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		},
 	}
 	if o.leaderElect {
-		routing.Leader = writer.LeaseLeaderCheck(lock, nil)
+		leader := writer.NewLeaseWatch(lock, nil)
+		if err := mgr.Add(leader); err != nil {
+			return fmt.Errorf("adding the Lease watch: %w", err)
+		}
+		routing.Leader = leader.Check
 	}
 	if err := addAdmin(mgr, cfg, o, disc, &routing); err != nil {
 		return err

@@ -60,7 +60,9 @@ func startRouting(installNS, leaseNS, identity string) func() {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, leaseNS, "coxswain-leader-lock",
 		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
 	Expect(err).NotTo(HaveOccurred())
-	_, _, err = AddToManager(mgr, Options{InstallNamespace: installNS, Leader: writer.LeaseLeaderCheck(lock, nil)})
+	leader := writer.NewLeaseWatch(lock, nil)
+	Expect(mgr.Add(leader)).To(Succeed())
+	_, _, err = AddToManager(mgr, Options{InstallNamespace: installNS, Leader: leader.Check})
 	Expect(err).NotTo(HaveOccurred())
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

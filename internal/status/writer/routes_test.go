@@ -29,6 +29,7 @@ import (
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/status"
+	"github.com/coxswain-go/coxswain/internal/status/writer"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
@@ -42,50 +43,57 @@ import (
 func TestRouteStatusSettledOnlyWhileUnchanged(t *testing.T) {
 	t.Run("client", func(t *testing.T) { routeStatusSettled(t, newFixture(t, "settled"), func() {}) })
 	t.Run("informers", func(t *testing.T) {
-		f := newFixture(t, "settled-informers")
-		c, err := cache.New(restCfg, cache.Options{Scheme: scheme})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = c.Start(f.ctx) }()
-		if _, err := c.GetInformer(f.ctx, &gwv1.HTTPRoute{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.GetInformer(f.ctx, &gwv1.Gateway{}); err != nil {
-			t.Fatal(err)
-		}
-		if !c.WaitForCacheSync(f.ctx) {
-			t.Fatal("cache did not sync")
-		}
-		cached, err := client.New(restCfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.w.Client, f.w.Informers = cached, c
-		// Before each round, the cache has caught up with the apiserver
-		// (as the controller's has, long before its next round).
-		synced := func() {
-			t.Helper()
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				var live, seen gwv1.HTTPRouteList
-				if err := kube.List(f.ctx, &live, client.InNamespace(f.key.Namespace)); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.List(f.ctx, &seen, client.InNamespace(f.key.Namespace)); err != nil {
-					t.Fatal(err)
-				}
-				if len(live.Items) == len(seen.Items) && (len(live.Items) == 0 || live.Items[0].ResourceVersion == seen.Items[0].ResourceVersion) {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the cache did not catch up")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
+		f, synced := informerFixture(t, "settled-informers")
 		routeStatusSettled(t, f, synced)
 	})
+}
+
+// informerFixture is newFixture(t, ns) with a writer that reads the
+// informers' stores, as the controller's does, and a func that returns once
+// the cache has caught up with the apiserver's routes (as the
+// controller's has, long before its next round).
+func informerFixture(t *testing.T, ns string) (*fixture, func()) {
+	f := newFixture(t, ns)
+	c, err := cache.New(restCfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(f.ctx) }()
+	if _, err := c.GetInformer(f.ctx, &gwv1.HTTPRoute{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetInformer(f.ctx, &gwv1.Gateway{}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.WaitForCacheSync(f.ctx) {
+		t.Fatal("cache did not sync")
+	}
+	cached, err := client.New(restCfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.w.Client, f.w.Informers = cached, c
+	synced := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var live, seen gwv1.HTTPRouteList
+			if err := kube.List(f.ctx, &live, client.InNamespace(f.key.Namespace)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.List(f.ctx, &seen, client.InNamespace(f.key.Namespace)); err != nil {
+				t.Fatal(err)
+			}
+			if len(live.Items) == len(seen.Items) && (len(live.Items) == 0 || live.Items[0].ResourceVersion == seen.Items[0].ResourceVersion) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the cache did not catch up")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return f, synced
 }
 
 func routeStatusSettled(t *testing.T, f *fixture, synced func()) {
@@ -157,5 +165,88 @@ func routeStatusSettled(t *testing.T, f *fixture, synced func()) {
 	write(&translator.Result{})
 	if r := get(); len(r.Status.Parents) != 0 {
 		t.Fatalf("a route no longer reported keeps our status: %+v", r.Status.Parents)
+	}
+}
+
+// TestRouteStatusUnreadUntilItChanges: a running writer (Start) tracks the
+// routes' informer events, and a round whose desired list for a route is
+// the very list it settled (the Memo hands an unchanged route the same
+// one) skips that route without reading it, until the route changes:
+// another writer's edit of its status is still undone by the next round.
+func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
+	f, synced := informerFixture(t, "settled-unread")
+	go func() { _ = f.w.Start(f.ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); !writer.ChangesTracked(f.w, "HTTPRoute"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer does not track HTTPRoute changes")
+		}
+	}
+	route := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: "app"},
+		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}}},
+	}
+	if err := kube.Create(f.ctx, route); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: route.Namespace, Name: route.Name}
+	parents := []gwv1.RouteParentStatus{{
+		ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
+		Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, "accepted", 1)},
+	}}
+	// Every round gets a new Result with the same list, as the Memo's.
+	write := func() {
+		t.Helper()
+		synced()
+		if err := f.w.Write(f.ctx, &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: key, Generation: 1, Parents: parents}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func() *gwv1.HTTPRoute {
+		t.Helper()
+		r := &gwv1.HTTPRoute{}
+		if err := kube.Get(f.ctx, key, r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// waitEvent returns once the writer saw the route's last change.
+	waitEvent := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !writer.ChangePending(f.w, "HTTPRoute", key); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the writer saw no event for the route")
+			}
+		}
+	}
+
+	write() // reads and patches
+	r := get()
+	if len(r.Status.Parents) != 1 {
+		t.Fatalf("first round: status %+v", r.Status)
+	}
+	waitEvent() // our own patch
+	write()     // reads once more: the patch was an event
+	if n := writer.LastUnread(f.w); n != 0 {
+		t.Fatalf("the round after our patch settled %d routes unread, want 0", n)
+	}
+	write()
+	if n := writer.LastUnread(f.w); n != 1 {
+		t.Fatalf("a round with nothing changed settled %d routes unread, want 1", n)
+	}
+	if again := get(); again.ResourceVersion != r.ResourceVersion {
+		t.Fatal("a round that desired what the route carries wrote it")
+	}
+
+	r.Status.Parents[0].Conditions[0].Message = "tampered"
+	if err := kube.Status().Update(f.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent()
+	write()
+	if n := writer.LastUnread(f.w); n != 0 {
+		t.Fatalf("the round after another writer's edit settled %d routes unread, want 0", n)
+	}
+	if c := meta.FindStatusCondition(get().Status.Parents[0].Conditions, status.TypeAccepted); c == nil || c.Message != "accepted" {
+		t.Fatalf("after another writer changed the status, the round left %+v", c)
 	}
 }

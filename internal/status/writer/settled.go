@@ -69,6 +69,9 @@ type settledAt struct {
 	round uint64
 	// replaced says a later entry for key took its place in cur.
 	replaced bool
+	// changed says the informer saw the object change after this entry
+	// was taken (routeChanges): only a read can settle it again.
+	changed bool
 }
 
 // listID is the identity of a non-empty desired list: its first element
@@ -117,7 +120,7 @@ func (s *settledStatuses) settled(k settledKey, resourceVersion string, digest s
 	if at == nil || resourceVersion == "" || at.resourceVersion != resourceVersion || at.digest != digest {
 		return false
 	}
-	at.round, at.from = s.round, from
+	at.round, at.from, at.changed = s.round, from, false
 	s.index(at)
 	return true
 }
@@ -135,6 +138,42 @@ func (s *settledStatuses) settledList(k settledKey, resourceVersion string, from
 		at = s.cur[k] // a list two objects share is filed under one
 	}
 	if at == nil || at.from != from || resourceVersion == "" || at.resourceVersion != resourceVersion {
+		return false
+	}
+	at.round, at.changed = s.round, false
+	return true
+}
+
+// changedObjects marks the entries of the objects the informer saw change
+// (routeChanges.take): they are settled again only through a read.
+func (s *settledStatuses) changedObjects(keys map[settledKey]struct{}) {
+	if len(keys) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range keys {
+		if at := s.cur[k]; at != nil {
+			at.changed = true
+		}
+	}
+}
+
+// settledUnchanged reports whether k is known to carry the very list from
+// and has not changed since (no event marked it: changedObjects), which
+// needs no read of the object; the caller knows its kind's changes are
+// tracked in full (routeChanges).
+func (s *settledStatuses) settledUnchanged(k settledKey, from listID) bool {
+	if from.first == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := s.byList[from.first]
+	if at == nil || at.replaced || at.key != k {
+		at = s.cur[k]
+	}
+	if at == nil || at.from != from || at.changed {
 		return false
 	}
 	at.round = s.round

@@ -50,8 +50,9 @@ import (
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
-// LeaderCheck answers, with a live read, whether this replica still holds
-// the Lease.
+// LeaderCheck answers whether this replica still holds the Lease:
+// LeaseLeaderCheck with a live read, LeaseWatch from a watch on the Lease
+// that shows it held and recently renewed, else with a live read.
 type LeaderCheck func(ctx context.Context) (bool, error)
 
 // DataPlane reports what the proxies of a Gateway's scope did with one
@@ -96,6 +97,10 @@ type Writer struct {
 	// settled and settledGateways let a round skip the routes and
 	// Gateways whose status is known to be what it desires (settled.go).
 	settled, settledGateways settledStatuses
+	// changes are the routes the informers saw change (changes.go);
+	// unread counts the routes the last route walk settled without a read.
+	changes routeChanges
+	unread  atomic.Int64
 	// gatewayDigests are the latest Result's (desiredDigests).
 	gatewayDigests atomic.Pointer[desiredDigests]
 
@@ -156,6 +161,9 @@ func (w *Writer) Notify() {
 // retried with a bounded backoff.
 func (w *Writer) Start(ctx context.Context) error {
 	w.init()
+	for _, kind := range routeStatuses(&translator.Result{}) {
+		w.changes.watch(ctx, w.Informers, kind.name, kind.newObj())
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		select {
@@ -613,13 +621,23 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 	sem := make(chan struct{}, routeWriters)
 	w.settled.begin()
 	defer func() { w.settled.end(len(errs) == 0) }()
+	changed, tracked := w.changes.take()
+	w.settled.changedObjects(changed)
+	unread := 0
+	defer func() { w.unread.Store(int64(unread)) }()
 	for _, kind := range routeStatuses(res) {
 		read := w.reader(ctx, kind.newObj)
+		trusted := tracked[kind.name] && read.ix != nil
 		for i := range kind.reported {
 			if notLeader.Load() {
 				break
 			}
 			d := &kind.reported[i]
+			key, from := settledKey{kind.name, d.NamespacedName}, parentsID(d.Parents)
+			if trusted && w.settled.settledUnchanged(key, from) {
+				unread++
+				continue
+			}
 			obj, ok, err := read.get(ctx, d.NamespacedName)
 			if err != nil {
 				fail(err)
@@ -627,7 +645,6 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 			} else if !ok {
 				continue
 			}
-			key, from := settledKey{kind.name, d.NamespacedName}, parentsID(d.Parents)
 			if w.settled.settledList(key, obj.GetResourceVersion(), from) {
 				continue
 			}

@@ -1,0 +1,40 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package writer
+
+import "k8s.io/apimachinery/pkg/types"
+
+// ChangesTracked reports whether w tracks the changes of kind in full.
+func ChangesTracked(w *Writer, kind string) bool {
+	w.changes.mu.Lock()
+	defer w.changes.mu.Unlock()
+	reg := w.changes.regs[kind]
+	return reg != nil && reg.HasSynced()
+}
+
+// ChangePending reports whether an event on the object of kind named key
+// waits for w's next route walk.
+func ChangePending(w *Writer, kind string, key types.NamespacedName) bool {
+	w.changes.mu.Lock()
+	defer w.changes.mu.Unlock()
+	_, ok := w.changes.pending[settledKey{kind, key}]
+	return ok
+}
+
+// LastUnread is how many routes w's last route walk settled without
+// reading them.
+func LastUnread(w *Writer) int { return int(w.unread.Load()) }
