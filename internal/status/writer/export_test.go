@@ -38,3 +38,7 @@ func ChangePending(w *Writer, kind string, key types.NamespacedName) bool {
 // LastUnread is how many routes w's last route walk settled without
 // reading them.
 func LastUnread(w *Writer) int { return int(w.unread.Load()) }
+
+// SweptFully reports whether w's next stale sweep of kind looks only at
+// what changed or was forgotten since its last full one.
+func SweptFully(w *Writer, kind string) bool { return w.sweptFully[kind] }

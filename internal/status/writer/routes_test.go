@@ -249,4 +249,42 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 	if c := meta.FindStatusCondition(get().Status.Parents[0].Conditions, status.TypeAccepted); c == nil || c.Message != "accepted" {
 		t.Fatalf("after another writer changed the status, the round left %+v", c)
 	}
+
+	// Stale entries: after full sweeps, a sweep looks only at the routes
+	// no longer desired and those that changed, and still finds both.
+	if !writer.SweptFully(f.w, "HTTPRoute") {
+		t.Fatal("no full stale sweep while the changes are tracked")
+	}
+	none := func() {
+		t.Helper()
+		synced()
+		if err := f.w.Write(f.ctx, &translator.Result{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitEvent() // our restoring patch
+	write()     // takes that change: the next sweep finds the route only among the forgotten
+	if writer.ChangePending(f.w, "HTTPRoute", key) {
+		t.Fatal("a round with nothing to write made a change")
+	}
+	none()
+	if r := get(); len(r.Status.Parents) != 0 {
+		t.Fatalf("a route no longer desired keeps our status: %+v", r.Status.Parents)
+	}
+	waitEvent() // our removing patch
+	none()
+	r = get()
+	r.Status.Parents = []gwv1.RouteParentStatus{*parents[0].DeepCopy()}
+	r.Status.Parents[0].Conditions[0].LastTransitionTime = metav1.Now()
+	if err := kube.Status().Update(f.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent()
+	if !writer.SweptFully(f.w, "HTTPRoute") {
+		t.Fatal("the sweeps since were not the short ones")
+	}
+	none()
+	if r := get(); len(r.Status.Parents) != 0 {
+		t.Fatalf("our entry another writer put on a route we do not desire stayed: %+v", r.Status.Parents)
+	}
 }

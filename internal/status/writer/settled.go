@@ -52,6 +52,9 @@ type settledStatuses struct {
 	// round that wrote nothing.
 	byList map[*gwv1.RouteParentStatus]*settledAt
 	round  uint64
+	// forgotten, when non-nil, collects the keys complete rounds forgot
+	// (objects no longer desired, or gone), until takeForgotten.
+	forgotten map[settledKey]struct{}
 }
 
 type settledKey struct {
@@ -104,7 +107,15 @@ func (s *settledStatuses) end(complete bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if complete {
-		maps.DeleteFunc(s.cur, func(_ settledKey, at *settledAt) bool { return at.round != s.round })
+		maps.DeleteFunc(s.cur, func(k settledKey, at *settledAt) bool {
+			if at.round == s.round {
+				return false
+			}
+			if s.forgotten != nil {
+				s.forgotten[k] = struct{}{}
+			}
+			return true
+		})
 	}
 	maps.DeleteFunc(s.byList, func(first *gwv1.RouteParentStatus, at *settledAt) bool {
 		return at.replaced || at.from.first != first || (complete && at.round != s.round)
@@ -142,6 +153,33 @@ func (s *settledStatuses) settledList(k settledKey, resourceVersion string, from
 	}
 	at.round, at.changed = s.round, false
 	return true
+}
+
+// collectForgotten makes complete rounds collect the keys they forget.
+func (s *settledStatuses) collectForgotten() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.forgotten == nil {
+		s.forgotten = map[settledKey]struct{}{}
+	}
+}
+
+// takeForgotten returns the keys forgotten since the last take.
+func (s *settledStatuses) takeForgotten() map[settledKey]struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.forgotten
+	if out != nil {
+		s.forgotten = map[settledKey]struct{}{}
+	}
+	return out
+}
+
+// has reports whether k is known (the last complete round saw it).
+func (s *settledStatuses) has(k settledKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur[k] != nil
 }
 
 // changedObjects marks the entries of the objects the informer saw change

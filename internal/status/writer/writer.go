@@ -101,6 +101,14 @@ type Writer struct {
 	// unread counts the routes the last route walk settled without a read.
 	changes routeChanges
 	unread  atomic.Int64
+	// Of the current round (Write's goroutine only): the route changes
+	// routes took and the kinds tracked in full; and the route kinds whose
+	// last stale sweep was a full one, complete and tracked, after which
+	// a sweep need only look at what changed or was forgotten since
+	// (staleEntries).
+	roundChanged map[settledKey]struct{}
+	roundTracked map[string]bool
+	sweptFully   map[string]bool
 	// gatewayDigests are the latest Result's (desiredDigests).
 	gatewayDigests atomic.Pointer[desiredDigests]
 
@@ -135,6 +143,7 @@ func (w *Writer) init() {
 		w.store.informers = w.Informers
 		w.lastEvents = map[string]bool{}
 		w.rejectionsSeen = map[string]time.Time{}
+		w.settled.collectForgotten()
 	})
 }
 
@@ -623,6 +632,7 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 	defer func() { w.settled.end(len(errs) == 0) }()
 	changed, tracked := w.changes.take()
 	w.settled.changedObjects(changed)
+	w.roundChanged, w.roundTracked = changed, tracked
 	unread := 0
 	defer func() { w.unread.Store(int64(unread)) }()
 	for _, kind := range routeStatuses(res) {
@@ -671,6 +681,10 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 		}
 	}
 	wg.Wait()
+	if len(errs) > 0 {
+		// What this round did not record is not among the forgotten.
+		w.sweptFully = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -690,12 +704,27 @@ func (w *Writer) staleEntries(ctx context.Context, res *translator.Result) error
 		}
 		return true
 	}
+	forgotten := w.settled.takeForgotten()
 	for _, kind := range routeStatuses(res) {
-		seen := make(map[types.NamespacedName]bool, len(kind.reported))
-		for _, r := range kind.reported {
-			seen[r.NamespacedName] = true
+		var err error
+		if w.sweptFully[kind.name] && w.roundTracked[kind.name] {
+			err = dropStaleChanged(ctx, w, kind.routeKind, forgotten, w.roundChanged)
+		} else {
+			seen := make(map[types.NamespacedName]bool, len(kind.reported))
+			for _, r := range kind.reported {
+				seen[r.NamespacedName] = true
+			}
+			err = dropStale(ctx, w, kind.routeKind, seen)
 		}
-		if err := dropStale(ctx, w, kind.routeKind, seen); !keep(err) {
+		if err == nil && w.roundTracked[kind.name] {
+			if w.sweptFully == nil {
+				w.sweptFully = map[string]bool{}
+			}
+			w.sweptFully[kind.name] = true
+		} else {
+			delete(w.sweptFully, kind.name)
+		}
+		if !keep(err) {
 			return err
 		}
 	}
@@ -731,6 +760,41 @@ func dropStale[E any](ctx context.Context, w *Writer, k statusKind[E], seen map[
 	var errs []error
 	for _, obj := range objs {
 		if seen[client.ObjectKeyFromObject(obj)] || !hasOurs(*k.entries(obj), k.controller) {
+			continue
+		}
+		if err := setOurs(ctx, w, k, obj, nil); errors.Is(err, ErrNotLeader) {
+			return err
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropStaleChanged is dropStale for the routes of kind k that can carry
+// stale entries of ours after a full sweep: those a complete round forgot
+// since (no longer desired, or gone) and those the informer saw change
+// since (another writer, a restore), less those this round desires (the
+// settled entries it kept). At 10,000 routes a full sweep was a map of
+// every desired route and a walk of every cached one, each round.
+func dropStaleChanged[E any](ctx context.Context, w *Writer, k statusKind[E], sets ...map[settledKey]struct{}) error {
+	keys := map[types.NamespacedName]struct{}{}
+	for _, set := range sets {
+		for key := range set {
+			if key.kind == k.name && !w.settled.has(key) {
+				keys[key.name] = struct{}{}
+			}
+		}
+	}
+	read := w.reader(ctx, k.newObj)
+	var errs []error
+	for key := range keys {
+		obj, ok, err := read.get(ctx, key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok || !hasOurs(*k.entries(obj), k.controller) {
 			continue
 		}
 		if err := setOurs(ctx, w, k, obj, nil); errors.Is(err, ErrNotLeader) {
