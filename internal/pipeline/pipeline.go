@@ -101,6 +101,7 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 	}
 	pool := &SharedPoolApplier{
 		Client:           mgr.GetClient(),
+		Informers:        mgr.GetCache(),
 		InstallNamespace: o.InstallNamespace,
 		ManagePool:       o.ManageSharedPool,
 		Image:            o.ProxyImage,

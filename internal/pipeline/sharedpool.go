@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -50,7 +51,11 @@ import (
 // persists them across restarts). It is a provider.Sink and a leader-only
 // manager.Runnable.
 type SharedPoolApplier struct {
-	Client           client.Client
+	Client client.Client
+	// Informers, when set (the manager's cache, which Client reads), lets
+	// Apply skip its VIP pass while no Gateway spec and no Service in the
+	// install namespace changed (vipInputs).
+	Informers        cache.Informers
 	InstallNamespace string
 	// ManagePool also applies the shared proxy Deployment and Services.
 	ManagePool bool
@@ -81,6 +86,10 @@ type SharedPoolApplier struct {
 	retry *time.Timer
 	// rendered are the VIP Services last rendered, by name (render).
 	rendered map[types.NamespacedName]*renderedVIP
+	// vips lets an Apply skip its VIP pass while nothing it reads changed
+	// (sharedpool_changes.go); vipPassesSkipped counts those it skipped.
+	vips             vipInputs
+	vipPassesSkipped atomic.Int64
 }
 
 // The backoff of a refused VIP Service: 1 s, doubling, at most 2 min.
@@ -125,6 +134,10 @@ func (a *SharedPoolApplier) Accept(_ context.Context, res *translator.Result) {
 // Start applies after every Result until ctx ends, retrying failures.
 func (a *SharedPoolApplier) Start(ctx context.Context) error {
 	a.init()
+	if err := a.vips.track(ctx, a.Informers, a.InstallNamespace); err != nil {
+		// Every Apply then does its VIP pass in full.
+		a.Log.Info("not tracking Gateway and Service changes", "error", err.Error())
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -187,6 +200,21 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			}
 		}
 	}
+	if a.vips.begin(res) {
+		a.vipPassesSkipped.Add(1)
+		return errors.Join(errs...)
+	}
+	vipErrs, skippable := a.applyVIPs(ctx, res)
+	a.vips.end(res, skippable && len(vipErrs) == 0)
+	return errors.Join(append(errs, vipErrs...)...)
+}
+
+// applyVIPs is Apply's VIP pass: every shared Gateway's VIP Service
+// applied as rendered, the stale ones deleted. skippable says whether the
+// next pass may be skipped while nothing it read changes (vipInputs): no
+// Service was refused, and none is rendered every time.
+func (a *SharedPoolApplier) applyVIPs(ctx context.Context, res *translator.Result) (errs []error, skippable bool) {
+	skippable = true
 	byGateway := map[types.NamespacedName][]portalloc.Assignment{}
 	var order []types.NamespacedName
 	for _, as := range res.InternalPorts {
@@ -209,7 +237,7 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	vips := make(map[types.NamespacedName]bool, len(order))
 	gws, err := a.gateways(ctx)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return append(errs, err), false
 	}
 	for _, k := range order {
 		gw := gws[k]
@@ -228,6 +256,9 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			errs = append(errs, err)
 			continue
 		}
+		if vip.volatile {
+			skippable = false
+		}
 		vips[client.ObjectKeyFromObject(vip.svc)] = true
 		if err := a.applyVIP(ctx, vip, live); err != nil {
 			errs = append(errs, err)
@@ -235,7 +266,7 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 	}
 	a.keepOnly(vips)
 	if listErr != nil {
-		return errors.Join(append(errs, listErr)...)
+		return append(errs, listErr), false
 	}
 	ptrs := make([]*corev1.Service, len(existing.Items))
 	for i := range existing.Items {
@@ -247,7 +278,14 @@ func (a *SharedPoolApplier) Apply(ctx context.Context, res *translator.Result) e
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	a.mu.Lock()
+	for _, s := range a.applied {
+		if s.refused() {
+			skippable = false
+		}
+	}
+	a.mu.Unlock()
+	return errs, skippable
 }
 
 // keepOnly forgets the VIP Services not in vips, and their backoffs: a
@@ -273,6 +311,9 @@ type renderedVIP struct {
 	assignments []portalloc.Assignment
 	svc         *corev1.Service
 	digest      [sha256.Size]byte
+	// volatile: rendered every time (a pinned ClusterIP, whose live use
+	// it reads, or ListenerSet listeners).
+	volatile bool
 }
 
 // gateways are the Gateways as the cache holds them, by name: read only
@@ -325,7 +366,8 @@ func (a *SharedPoolApplier) render(ctx context.Context, gw *gwv1.Gateway, extra 
 	if err != nil {
 		return nil, err
 	}
-	vip := &renderedVIP{uid: gw.UID, generation: gw.Generation, assignments: slices.Clone(assignments), svc: svc, digest: sha256.Sum256(body)}
+	vip := &renderedVIP{uid: gw.UID, generation: gw.Generation, assignments: slices.Clone(assignments), svc: svc, digest: sha256.Sum256(body),
+		volatile: pinned || len(extra) > 0}
 	if !pinned && len(extra) == 0 {
 		a.mu.Lock()
 		if a.rendered == nil {

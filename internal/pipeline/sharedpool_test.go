@@ -48,6 +48,8 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 		refuse  atomic.Bool
 		a       *SharedPoolApplier
 		stop    context.CancelFunc
+		poolCtx context.Context
+		inf     cache.Cache
 	)
 	res := func(internal int32) *translator.Result {
 		return &translator.Result{InternalPorts: []portalloc.Assignment{
@@ -80,7 +82,7 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		cctx, cancel := context.WithCancel(ctx)
-		stop = cancel
+		stop, poolCtx, inf = cancel, cctx, c
 		go func() { _ = c.Start(cctx) }()
 		Expect(c.WaitForCacheSync(cctx)).To(BeTrue())
 		cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: c}})
@@ -204,5 +206,74 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: installNS, Name: names.VIPServiceName(ns, "gw")}, &corev1.Service{})
 			return apierrors.IsNotFound(err)
 		}, 10*time.Second, 100*time.Millisecond).Should(BeTrue(), "the VIP Service of a Gateway no longer shared is left")
+	})
+
+	It("with its informers tracked, skips the VIP pass while nothing it reads changed, and not after a VIP Service is deleted or its Gateway's spec changes", func() {
+		b := &SharedPoolApplier{Client: a.Client, InstallNamespace: installNS, Informers: inf}
+		b.init()
+		Expect(b.vips.track(poolCtx, inf, installNS)).To(Succeed())
+		Eventually(func() bool {
+			b.vips.mu.Lock()
+			defer b.vips.mu.Unlock()
+			return b.vips.regs[0].HasSynced() && b.vips.regs[1].HasSynced()
+		}, 10*time.Second, 20*time.Millisecond).Should(BeTrue())
+		gw := &gwv1.Gateway{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw"}, gw)).To(Succeed())
+		two := func(internal int32) *translator.Result {
+			return &translator.Result{InternalPorts: []portalloc.Assignment{
+				{Key: portalloc.Key{Namespace: ns, Name: "gw", Port: 80}, Internal: internal},
+				{Key: portalloc.Key{Namespace: ns, Name: "gw", Port: 8080}, Internal: internal + 1},
+			}}
+		}
+		// settle runs passes until one is skipped (the passes before see
+		// the events of their own applies).
+		settle := func(res *translator.Result) {
+			Eventually(func(g Gomega) {
+				before := b.vipPassesSkipped.Load()
+				g.Expect(b.Apply(ctx, res)).To(Succeed())
+				g.Expect(b.vipPassesSkipped.Load()).To(Equal(before + 1))
+			}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		}
+		settle(two(20010))
+		Expect(vip(Default).Spec.Ports[0].TargetPort.IntVal).To(BeEquivalentTo(20010))
+		By("new ports are never skipped")
+		skipped := b.vipPassesSkipped.Load()
+		Expect(b.Apply(ctx, two(20020))).To(Succeed())
+		Expect(b.vipPassesSkipped.Load()).To(Equal(skipped))
+		Eventually(func(g Gomega) {
+			g.Expect(vip(g).Spec.Ports[0].TargetPort.IntVal).To(BeEquivalentTo(20020))
+		}).Should(Succeed())
+		settle(two(20020))
+
+		By("a VIP Service deleted by hand is applied again")
+		Expect(k8sClient.Delete(ctx, vip(Default))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(b.Apply(ctx, two(20020))).To(Succeed())
+			g.Expect(vip(g).Spec.Ports).To(HaveLen(2))
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+		settle(two(20020))
+
+		By("a status patch of the Gateway is no change; a spec change is")
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw"}, gw)).To(Succeed())
+		gw.Status.Addresses = []gwv1.GatewayStatusAddress{{Value: "10.0.0.99"}}
+		Expect(k8sClient.Status().Update(ctx, gw)).To(Succeed())
+		Eventually(func(g Gomega) {
+			cur := &gwv1.Gateway{}
+			g.Expect(inf.Get(ctx, client.ObjectKeyFromObject(gw), cur)).To(Succeed())
+			g.Expect(cur.Status.Addresses).To(HaveLen(1))
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
+		skipped = b.vipPassesSkipped.Load()
+		Expect(b.Apply(ctx, two(20020))).To(Succeed())
+		Expect(b.vipPassesSkipped.Load()).To(Equal(skipped+1), "a Gateway status patch redid the VIP pass")
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw"}, gw)).To(Succeed())
+		gw.Spec.Listeners = gw.Spec.Listeners[:1]
+		Expect(k8sClient.Update(ctx, gw)).To(Succeed())
+		one := &translator.Result{InternalPorts: []portalloc.Assignment{
+			{Key: portalloc.Key{Namespace: ns, Name: "gw", Port: 80}, Internal: 20020},
+		}}
+		Eventually(func(g Gomega) {
+			g.Expect(b.Apply(ctx, one)).To(Succeed())
+			g.Expect(vip(g).Spec.Ports).To(HaveLen(1))
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	})
 })
