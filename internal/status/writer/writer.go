@@ -708,7 +708,7 @@ func (w *Writer) staleEntries(ctx context.Context, res *translator.Result) error
 	for _, kind := range routeStatuses(res) {
 		var err error
 		if w.sweptFully[kind.name] && w.roundTracked[kind.name] {
-			err = dropStaleChanged(ctx, w, kind.routeKind, forgotten, w.roundChanged)
+			err = dropStaleChanged(ctx, w, kind.routeKind, kind.reported, forgotten, w.roundChanged)
 		} else {
 			seen := make(map[types.NamespacedName]bool, len(kind.reported))
 			for _, r := range kind.reported {
@@ -774,14 +774,26 @@ func dropStale[E any](ctx context.Context, w *Writer, k statusKind[E], seen map[
 // dropStaleChanged is dropStale for the routes of kind k that can carry
 // stale entries of ours after a full sweep: those a complete round forgot
 // since (no longer desired, or gone) and those the informer saw change
-// since (another writer, a restore), less those this round desires (the
-// settled entries it kept). At 10,000 routes a full sweep was a map of
-// every desired route and a walk of every cached one, each round.
-func dropStaleChanged[E any](ctx context.Context, w *Writer, k statusKind[E], sets ...map[settledKey]struct{}) error {
+// since (another writer, a restore), less those this round desires
+// (reported: most are among the settled entries the round kept, and the
+// rest are looked up in a map of reported, made only for them). At 10,000
+// routes a full sweep was a map of every desired route and a walk of
+// every cached one, each round.
+func dropStaleChanged[E any](ctx context.Context, w *Writer, k statusKind[E], reported []translator.RouteStatus, sets ...map[settledKey]struct{}) error {
 	keys := map[types.NamespacedName]struct{}{}
+	var desired map[types.NamespacedName]bool
 	for _, set := range sets {
 		for key := range set {
-			if key.kind == k.name && !w.settled.has(key) {
+			if key.kind != k.name || w.settled.has(key) {
+				continue
+			}
+			if desired == nil {
+				desired = make(map[types.NamespacedName]bool, len(reported))
+				for i := range reported {
+					desired[reported[i].NamespacedName] = true
+				}
+			}
+			if !desired[key.name] {
 				keys[key.name] = struct{}{}
 			}
 		}
