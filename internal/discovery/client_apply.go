@@ -63,12 +63,27 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 	if a == nil || a.Layout != layout {
 		// The decoded resources of one layout are of no use in another.
 		a = &snapshot.Assembler{Scope: c.opts.Scope, Layout: layout}
+	} else {
+		// Assembled on a copy, kept only once the snapshot is applied: a
+		// delta is patched onto the assembler's last snapshot, which must
+		// stay the one of c.resources whatever fails below.
+		work := *a
+		a = &work
 	}
 	next, err := mergeResources(cur, m)
 	if err != nil {
 		return false, err
 	}
-	snap, version, err := a.Assemble(next)
+	var snap *snapshot.Snapshot
+	var version string
+	if !m.GetFull() && layout == snapshot.LayoutVirtualHosts {
+		// The assembler's baseline is cur's snapshot: a delta costs what
+		// it changes (snapshot.Assembler.Apply), not a pass over every
+		// resource of next.
+		snap, version, err = a.Apply(deltaResources(m), m.GetRemoved())
+	} else {
+		snap, version, err = a.Assemble(next)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -93,6 +108,15 @@ func (c *Client) applyToDataPlane(snap *snapshot.Snapshot, version string) error
 		return va.ApplyVersioned(snap, version)
 	}
 	return c.opts.Applier.Apply(snap)
+}
+
+// deltaResources is the resources m upserts.
+func deltaResources(m *discoveryv1.Snapshot) []snapshot.Resource {
+	out := make([]snapshot.Resource, 0, len(m.GetResources()))
+	for _, r := range m.GetResources() {
+		out = append(out, snapshot.Resource{Key: r.GetKey(), Body: r.GetBody()})
+	}
+	return out
 }
 
 // mergeResources is the resource set after m, in key order: m's resources

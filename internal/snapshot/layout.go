@@ -276,6 +276,11 @@ type Assembler struct {
 	// sets is how many endpoint sets it had, to allocate the next
 	// snapshot's at once rather than grow them.
 	sets int
+	// last is the snapshot of the last successful Assemble or Apply, and
+	// listenerAt the index of each of its listeners by key: the baseline
+	// Apply patches (apply.go).
+	last       *Snapshot
+	listenerAt map[string]int
 }
 
 // keptResource is one remembered resource and its key.
@@ -431,6 +436,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		return nil, "", err
 	}
 	a.decoded, a.sets = next, len(s.EndpointSets)
+	a.last, a.listenerAt = s, listenerIndex(s)
 	return s, version.sum(), nil
 }
 

@@ -1,0 +1,280 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// applyFixture is a snapshot with hosts on listeners whose keys are
+// prefixes of one another (80, 8080, 800), an HTTPS listener and endpoint
+// sets, split into resources.
+func applyFixture(t *testing.T) []Resource {
+	t.Helper()
+	s := &Snapshot{Scope: SharedPool(), Certificates: []Certificate{{Name: "default/tls", CertPEM: "c", KeyPEM: "k"}}}
+	for _, port := range []int32{80, 8080, 800, 443} {
+		l := Listener{Name: fmt.Sprintf("l%d", port), Port: port, Protocol: ProtocolHTTP}
+		if port == 443 {
+			l.Protocol = ProtocolHTTPS
+			l.TLS = &ListenerTLS{Certificates: []SNICertificate{{Certificate: "default/tls"}}}
+		}
+		for i := 0; i < 8; i++ {
+			l.VirtualHosts = append(l.VirtualHosts, applyHost(fmt.Sprintf("h%d.example.com", i), fmt.Sprintf("default/svc-%d:80", i), "0"))
+		}
+		s.Listeners = append(s.Listeners, l)
+	}
+	for i := 0; i < 8; i++ {
+		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}})
+	}
+	s.Gateways = []GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{80, 8080, 800, 443}}}
+	Normalize(s)
+	res, err := ResourcesIn(LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func applyHost(host, set, tag string) VirtualHost {
+	return VirtualHost{Hostname: host, Routes: []Route{{
+		ID: "httproute/default/" + host + ":" + tag, Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+		Backends: []Backend{{EndpointSet: set, Weight: 1}},
+	}}}
+}
+
+// TestApplyEqualsAssemble drives one Assembler through random deltas, as
+// discovery sends them, each of one to five changes: hosts rerouted
+// (sometimes to a set that does not exist), added and removed, on every
+// listener; endpoint sets changed (sometimes to an address that is not
+// one), added and removed while routes name them; a listener changed; a
+// body that does not decode; a key listed twice, or both upserted and
+// removed. After every delta Apply must agree with a new Assembler given
+// the merged resources: the same error or none, and then the same
+// snapshot and version. A refused delta is dropped, as a proxy keeps its
+// last good resources, and the next delta applies to what was before it.
+func TestApplyEqualsAssemble(t *testing.T) {
+	rng := rand.New(rand.NewSource(29))
+	good := applyFixture(t)
+	body := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ports := []string{"80", "8080", "800", "443"}
+	setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(10)) }
+	host := func() string { return fmt.Sprintf("h%d.example.com", rng.Intn(12)) }
+	a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}
+	if _, _, err := a.Apply(nil, nil); err == nil {
+		t.Fatal("Apply without a baseline succeeded")
+	}
+	if _, _, err := a.Assemble(good); err != nil {
+		t.Fatal(err)
+	}
+	var failures, fast int
+	for step := 0; step < 1500; step++ {
+		var upserts []Resource
+		var removed []string
+		for range 1 + rng.Intn(5) {
+			switch rng.Intn(12) {
+			case 0, 1, 2: // reroute or add a host
+				h := host()
+				upserts = append(upserts, Resource{Key: VirtualHostKey(ports[rng.Intn(len(ports))], h), Body: body(applyHost(h, setName(), fmt.Sprint(step)))})
+			case 3, 4: // remove a host
+				removed = append(removed, VirtualHostKey(ports[rng.Intn(len(ports))], host()))
+			case 5: // change or add a set
+				name := setName()
+				addr := fmt.Sprintf("10.1.0.%d", step%250)
+				if rng.Intn(8) == 0 {
+					addr = "not-an-address"
+				}
+				upserts = append(upserts, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
+			case 6: // remove a set
+				removed = append(removed, "endpoints|"+setName())
+			case 7: // a listener changed
+				upserts = append(upserts, Resource{Key: "listener|9090", Body: body(Listener{Name: "l9090", Port: 9090, Protocol: ProtocolHTTP})})
+			case 8: // a body that does not decode, or a host on no listener
+				if rng.Intn(2) == 0 {
+					upserts = append(upserts, Resource{Key: VirtualHostKey("80", host()), Body: []byte(`{"hostname":`)})
+				} else {
+					h := host()
+					upserts = append(upserts, Resource{Key: VirtualHostKey("7070", h), Body: body(applyHost(h, setName(), "x"))})
+				}
+			case 9: // a key upserted twice, and both upserted and removed
+				h, p := host(), ports[rng.Intn(len(ports))]
+				upserts = append(upserts,
+					Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "first"))},
+					Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "second"))})
+				if rng.Intn(2) == 0 {
+					removed = append(removed, VirtualHostKey(p, h))
+				}
+			case 10: // an unchanged body in fresh memory
+				r := good[rng.Intn(len(good))]
+				upserts = append(upserts, Resource{Key: r.Key, Body: bytes.Clone(r.Body)})
+			case 11: // removing what is not there
+				removed = append(removed, VirtualHostKey("80", "absent.example.com"))
+			}
+		}
+		next := mergeDelta(good, upserts, removed)
+		want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}).Assemble(next)
+		before, index := a.last, reflect.ValueOf(a.listenerAt).Pointer()
+		beforeJSON := encodeOrFail(t, before)
+		got, gotV, gotErr := a.Apply(slices.Clone(upserts), slices.Clone(removed))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			if a.last != before {
+				t.Fatalf("step %d: a refused delta changed the baseline", step)
+			}
+			failures++
+			continue
+		}
+		if gotV != wantV || !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: the snapshot differs from a fresh Assembler's:\n got %s\nwant %s", step, encodeOrFail(t, got), encodeOrFail(t, want))
+		}
+		if !bytes.Equal(beforeJSON, encodeOrFail(t, before)) {
+			t.Fatalf("step %d: Apply modified the snapshot it patched", step)
+		}
+		if !applyFallsBack(upserts, removed) {
+			// Patched, not assembled in full (which indexes the
+			// listeners anew).
+			if reflect.ValueOf(a.listenerAt).Pointer() != index {
+				t.Fatalf("step %d: a delta of hosts and sets was assembled in full", step)
+			}
+			fast++
+		}
+		good = next
+	}
+	if failures == 0 || failures > 900 || fast < 300 {
+		t.Fatalf("%d of 1500 deltas failed, %d patched: the test exercises too little", failures, fast)
+	}
+	t.Logf("%d of 1500 deltas were refused; %d could be patched", failures, fast)
+}
+
+// applyFallsBack reports a delta Apply assembles in full whatever the
+// baseline: a kind other than hosts and sets changed, or a set removed.
+func applyFallsBack(upserts []Resource, removed []string) bool {
+	for _, r := range upserts {
+		if !strings.HasPrefix(r.Key, vhostKind+"|") && !strings.HasPrefix(r.Key, "endpoints|") {
+			return true
+		}
+	}
+	for _, k := range removed {
+		if strings.HasPrefix(k, "endpoints|") {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeDelta is res with upserts put in (the last of a key wins) and
+// removed taken out, in key order, as discovery's client merges a delta.
+func mergeDelta(res, upserts []Resource, removed []string) []Resource {
+	m := map[string][]byte{}
+	for _, r := range res {
+		m[r.Key] = r.Body
+	}
+	for _, r := range upserts {
+		m[r.Key] = r.Body
+	}
+	for _, k := range removed {
+		delete(m, k)
+	}
+	out := make([]Resource, 0, len(m))
+	for k, b := range m {
+		out = append(out, Resource{Key: k, Body: b})
+	}
+	slices.SortFunc(out, compareKeys)
+	return out
+}
+
+// TestApplyLeavesThePatchedSnapshotAlone: the snapshot an Apply patched
+// (and which a data plane may still serve) keeps its hosts and sets.
+func TestApplyLeavesThePatchedSnapshotAlone(t *testing.T) {
+	a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}
+	first, _, err := a.Assemble(applyFixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := encodeOrFail(t, first)
+	h := applyHost("h3.example.com", "default/svc-1:80", "moved")
+	b, _ := json.Marshal(h)
+	set, _ := json.Marshal(EndpointSet{Name: "default/svc-2:80", Endpoints: []Endpoint{{Address: "10.2.0.1", Port: 80}}})
+	_, _, err = a.Apply([]Resource{
+		{Key: VirtualHostKey("80", "h3.example.com"), Body: b},
+		{Key: VirtualHostKey("80", "new.example.com"), Body: b[:0:0]},
+		{Key: "endpoints|default/svc-2:80", Body: set},
+	}, []string{VirtualHostKey("8080", "h1.example.com")})
+	if err == nil {
+		t.Fatal("a host with an empty body was applied")
+	}
+	second, _, err := a.Apply([]Resource{
+		{Key: VirtualHostKey("80", "h3.example.com"), Body: b},
+		{Key: "endpoints|default/svc-2:80", Body: set},
+	}, []string{VirtualHostKey("8080", "h1.example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, encodeOrFail(t, first)) {
+		t.Fatal("Apply modified the snapshot it patched")
+	}
+	if bytes.Equal(before, encodeOrFail(t, second)) {
+		t.Fatal("Apply changed nothing")
+	}
+}
+
+// BenchmarkApplyDelta is BenchmarkAssembleDelta's change (one virtual host
+// among n, its body in fresh memory) through Apply: what a proxy pays per
+// route change since deltas are patched.
+func BenchmarkApplyDelta(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		s := scaled(n)
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			res, err := ResourcesIn(LayoutVirtualHosts, s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			a := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
+			if _, _, err := a.Assemble(res); err != nil {
+				b.Fatal(err)
+			}
+			hosts := make([]Resource, 0, n)
+			for _, r := range res {
+				if strings.HasPrefix(r.Key, vhostKind+"|") {
+					hosts = append(hosts, r)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := hosts[i%len(hosts)]
+				if _, _, err := a.Apply([]Resource{{Key: r.Key, Body: bytes.Clone(r.Body)}}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
