@@ -98,20 +98,43 @@ type endpoint struct {
 // the state of its namesake in prev (may be nil); certs resolves the
 // client certificates of upstream TLS. The backend policies were checked
 // by validateBackendPolicies.
-func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) map[string]*endpointSet {
-	sets := make(map[string]*endpointSet, len(in))
+//
+// changed names the sets that are not prev's compiled set of the same
+// name: those compiled anew and those prev had that in lacks (nil for
+// none). A virtual host whose routes looked up none of them resolves its
+// sets as it did (patchListener).
+func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) (sets map[string]*endpointSet, changed map[string]bool) {
+	sets = make(map[string]*endpointSet, len(in))
+	had := 0 // names of in that prev has
 	for i := range in {
 		var old *endpointSet
 		if prev != nil {
 			old = prev.sets[in[i].Name]
+		}
+		if old != nil {
+			had++
 		}
 		if es := reusableSet(&in[i], old); es != nil {
 			sets[in[i].Name] = es
 			continue
 		}
 		sets[in[i].Name] = newEndpointSet(&in[i], old, certs)
+		if changed == nil {
+			changed = map[string]bool{}
+		}
+		changed[in[i].Name] = true
 	}
-	return sets
+	if prev != nil && had < len(prev.sets) {
+		for name := range prev.sets {
+			if sets[name] == nil {
+				if changed == nil {
+					changed = map[string]bool{}
+				}
+				changed[name] = true
+			}
+		}
+	}
+	return sets, changed
 }
 
 // newEndpointSet compiles an endpoint set; old (may be nil) lends its

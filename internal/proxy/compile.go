@@ -19,6 +19,7 @@ package proxy
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -111,17 +112,18 @@ func compileEnv(s *snapshot.Snapshot, version string, prev *state, m *metrics, e
 	if err := validateBackendPolicies(s); err != nil {
 		return nil, err
 	}
+	sets, changedSets := compileEndpointSets(s.EndpointSets, prev, certs)
 	st := &state{
 		version:   version,
 		source:    s,
 		router:    &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
-		sets:      compileEndpointSets(s.EndpointSets, prev, certs),
+		sets:      sets,
 		certs:     certs,
 		stats:     make(map[statsKey]*routeStats, statsHint(prev)),
 		listeners: make(map[listenerAddr]listenerKind, len(s.Listeners)),
 		streams:   map[listenerAddr]*streamListener{},
 	}
-	c := &compiler{st: st, prev: prev, m: m, env: env}
+	c := &compiler{st: st, prev: prev, m: m, env: env, changedSets: changedSets}
 	for li := range s.Listeners {
 		l := &s.Listeners[li]
 		addr := addrOf(l)
@@ -153,6 +155,9 @@ type compiler struct {
 	// lookups, while a virtual host compiles, collects the endpoint sets
 	// its routes look up (set, reuse.go).
 	lookups *[]setLookup
+	// changedSets names the endpoint sets not compiled to prev's
+	// (compileEndpointSets).
+	changedSets map[string]bool
 }
 
 // compileListener compiles one listener: its certificates by SNI and its
@@ -167,16 +172,11 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		port:         l.Port,
 		externalPort: ext,
 		tls:          l.Protocol == snapshot.ProtocolHTTPS,
-		exact:        map[string]*vhost{},
-		wild:         map[string]*vhost{},
 	}
 	lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: c.routeStats(l.Name, "")}
 	lr.clientTrafficSrc = l.ClientTraffic
 	old := c.previousListener(l, lr)
 	if old != nil {
-		// Sized like the last: at 10,000 hosts, growing them was a
-		// quarter of a listener's compile.
-		lr.exact, lr.wild = make(map[string]*vhost, len(old.exact)), make(map[string]*vhost, len(old.wild))
 		lr.clientTraffic = old.clientTraffic
 	} else {
 		ct, err := compileClientTraffic(l.ClientTraffic)
@@ -194,6 +194,21 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 			lr.sniClientTLS = compileSNIClientValidation(l.TLS.Certificates, lr)
 		}
 	}
+	if old != nil {
+		if patched, err := c.patchListener(l, lr, old); err != nil {
+			return nil, err
+		} else if patched {
+			return lr, nil
+		}
+	}
+	if old != nil {
+		// Sized like the last: at 10,000 hosts, growing them was a
+		// quarter of a listener's compile.
+		lr.exact, lr.wild = make(map[string]*vhost, len(old.exact)), make(map[string]*vhost, len(old.wild))
+	} else {
+		lr.exact, lr.wild = map[string]*vhost{}, map[string]*vhost{}
+	}
+	lr.vhosts = make([]*vhost, len(l.VirtualHosts))
 	for vi := range l.VirtualHosts {
 		in := &l.VirtualHosts[vi]
 		vh := c.reusableVHost(in, old)
@@ -203,16 +218,37 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 				return nil, fmt.Errorf("listener %s host %q: %w", l.Name, in.Hostname, err)
 			}
 		}
-		switch h := vh.hostname; {
-		case h == "*":
-			lr.any = vh
-		case strings.HasPrefix(h, "*."):
-			lr.wild[h[2:]] = vh
-		default:
-			lr.exact[h] = vh
-		}
+		lr.put(vh)
+		lr.vhosts[vi] = vh
+	}
+	if slices.IsSortedFunc(l.VirtualHosts, func(a, b snapshot.VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) }) {
+		lr.src = l.VirtualHosts
 	}
 	return lr, nil
+}
+
+// put indexes vh by its hostname.
+func (lr *listenerRouter) put(vh *vhost) {
+	switch h := vh.hostname; {
+	case h == "*":
+		lr.any = vh
+	case strings.HasPrefix(h, "*."):
+		lr.wild[h[2:]] = vh
+	default:
+		lr.exact[h] = vh
+	}
+}
+
+// drop removes the virtual host of hostname h from the index.
+func (lr *listenerRouter) drop(h string) {
+	switch {
+	case h == "*":
+		lr.any = nil
+	case strings.HasPrefix(h, "*."):
+		delete(lr.wild, h[2:])
+	default:
+		delete(lr.exact, h)
+	}
 }
 
 // statsKey names a route's metric handles: its listener and route ID.

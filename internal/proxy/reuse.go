@@ -17,6 +17,8 @@ limitations under the License.
 package proxy
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -158,4 +160,93 @@ func compactLookups(lookups []setLookup) []setLookup {
 	}
 	slices.SortFunc(lookups, func(a, b setLookup) int { return strings.Compare(a.name, b.name) })
 	return slices.Clip(slices.CompactFunc(lookups, func(a, b setLookup) bool { return a.name == b.name }))
+}
+
+// patchListener compiles l's virtual hosts into lr by patching old's,
+// when few of them changed: old's indexes are copied, and only the hosts
+// whose input is new, those gone and those whose routes looked up an
+// endpoint set compiled anew (changedSets) are compiled or dropped. With
+// 10,000 hosts on a listener and one changed, building the indexes anew
+// was most of a swap. It reports false, having done nothing, when l's
+// hosts are not in hostname order or more than a quarter of them changed
+// (the full compile then runs); an error is a host that does not compile.
+func (c *compiler) patchListener(l *snapshot.Listener, lr, old *listenerRouter) (bool, error) {
+	hosts, prev := l.VirtualHosts, old.src
+	if prev == nil || len(old.vhosts) != len(prev) {
+		return false, nil
+	}
+	budget := len(hosts)/4 + 4
+	vhosts := make([]*vhost, len(hosts))
+	var compileAt []int  // indexes in hosts of the hosts to compile
+	var removed []string // hostnames of old's hosts gone
+	i, j := 0, 0
+	for i < len(hosts) || j < len(prev) {
+		if i > 0 && i < len(hosts) && hosts[i-1].Hostname >= hosts[i].Hostname {
+			return false, nil
+		}
+		switch {
+		case j == len(prev) || (i < len(hosts) && hosts[i].Hostname < prev[j].Hostname):
+			compileAt = append(compileAt, i)
+			i++
+		case i == len(hosts) || prev[j].Hostname < hosts[i].Hostname:
+			removed = append(removed, prev[j].Hostname)
+			j++
+		default:
+			ov := old.vhosts[j]
+			if sameVirtualHostInput(&hosts[i], &prev[j]) && !c.looksUpChangedSet(ov) {
+				vhosts[i] = ov
+			} else {
+				c.keepStats(ov)
+				compileAt = append(compileAt, i)
+			}
+			i++
+			j++
+		}
+		if len(compileAt)+len(removed) > budget {
+			return false, nil
+		}
+	}
+	compiled := make([]*vhost, len(compileAt))
+	for k, at := range compileAt {
+		vh, err := c.compileVHost(&hosts[at], lr)
+		if err != nil {
+			return false, fmt.Errorf("listener %s host %q: %w", l.Name, hosts[at].Hostname, err)
+		}
+		compiled[k] = vh
+	}
+	lr.exact, lr.wild, lr.any = maps.Clone(old.exact), maps.Clone(old.wild), old.any
+	for _, h := range removed {
+		lr.drop(h)
+	}
+	for k, at := range compileAt {
+		lr.put(compiled[k])
+		vhosts[at] = compiled[k]
+	}
+	lr.src, lr.vhosts = hosts, vhosts
+	return true, nil
+}
+
+// looksUpChangedSet reports whether any of vh's routes looked up an
+// endpoint set that is not compiled to what it found (changedSets).
+func (c *compiler) looksUpChangedSet(vh *vhost) bool {
+	if len(c.changedSets) == 0 {
+		return false
+	}
+	for _, l := range vh.sets {
+		if c.changedSets[l.name] {
+			return true
+		}
+	}
+	return false
+}
+
+// keepStats registers the metric handles of vh's routes in the new state,
+// for the same routes compiled again to keep them.
+func (c *compiler) keepStats(vh *vhost) {
+	for _, r := range vh.routes {
+		key := statsKey{r.listener, r.id}
+		if _, ok := c.st.stats[key]; !ok {
+			c.st.stats[key] = r.stats
+		}
+	}
 }

@@ -17,7 +17,9 @@ limitations under the License.
 package proxy
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -198,7 +200,7 @@ func (w *reuseWorld) mutate() {
 // change, the state compiled with the last one in force must route every
 // host to the routes a fresh compile routes it to, and every pointer it
 // holds must be its own: the sets its routes use are its sets, their
-// metric handles its handles, the ClientIP detection they inherit their
+// metric handles its own route's, the ClientIP detection they inherit their
 // listener's. Unchanged virtual hosts must be taken over, changed ones
 // not.
 func TestCompileReusesOnlyWhatIsUnchanged(t *testing.T) {
@@ -358,8 +360,11 @@ func checkOwnPointers(t *testing.T, step int, st *state) {
 						t.Fatalf("%s mirrors to a set of another state (%s)", where, m.set.name)
 					}
 				}
-				if st.stats[statsKey{r.listener, r.id}] != r.stats {
-					t.Fatalf("%s counts into metric handles the state does not hold", where)
+				// A route carries its metric handles (a patched
+				// listener's hosts taken over keep theirs): they must
+				// be the handles of the route itself.
+				if r.stats == nil || r.stats.listener != r.listener || r.stats.route != r.id {
+					t.Fatalf("%s counts into metric handles of another route", where)
 				}
 				var inherited *clientIPPolicy
 				if lr.clientTraffic != nil {
@@ -387,4 +392,147 @@ func routeHasOwnClientIP(st *state, r *route) bool {
 		}
 	}
 	return false
+}
+
+// TestPatchListenerEqualsAFullCompile drives a listener of wildcard, exact
+// and catch-all hosts through random changes of a few hosts at a time
+// (routes changed, hosts added and removed, a set's endpoints changed),
+// each snapshot patched by discovery's Assembler as deltas arrive. Every
+// compile with the last state in force must patch the listener (few hosts
+// changed), index exactly the snapshot's hostnames, and route each of
+// them as a fresh compile does; a change of most hosts compiles in full.
+func TestPatchListenerEqualsAFullCompile(t *testing.T) {
+	w := &reuseWorld{rng: rand.New(rand.NewSource(31)), sets: map[string][]snapshot.Endpoint{}, hosts: map[string][]snapshot.Route{}}
+	// Enough sets that a set's change reaches a few hosts.
+	for i := 0; i < 40; i++ {
+		w.sets["default/svc-"+strconv.Itoa(i)+":80"] = w.endpoints()
+	}
+	hostname := func(i int) string {
+		switch i % 5 {
+		case 0:
+			return "*.w" + strconv.Itoa(i) + ".example.com"
+		case 1:
+			if i < 10 {
+				return "*"
+			}
+		}
+		return "h" + strconv.Itoa(i) + ".example.com"
+	}
+	for i := 0; i < 40; i++ {
+		h := hostname(i)
+		w.hosts[h] = w.routesTo(h)
+	}
+	a := &snapshot.Assembler{Scope: snapshot.SharedPool(), Layout: snapshot.LayoutVirtualHosts}
+	m := newMetrics(nil)
+	var prev *state
+	var prevRes []snapshot.Resource
+	for step := 0; step < 300; step++ {
+		changes := 1 + w.rng.Intn(3)
+		if step%50 == 49 {
+			changes = 40 // most hosts: a full compile
+		}
+		for range changes {
+			hosts := slices.Sorted(maps.Keys(w.hosts))
+			switch w.rng.Intn(4) {
+			case 0:
+				h := hosts[w.rng.Intn(len(hosts))]
+				w.hosts[h] = w.routesTo(h)
+			case 1:
+				h := hostname(w.rng.Intn(400))
+				w.hosts[h] = w.routesTo(h)
+			case 2:
+				if len(hosts) > 2 {
+					delete(w.hosts, hosts[w.rng.Intn(len(hosts))])
+				}
+			case 3:
+				names := w.setNames()
+				w.sets[names[w.rng.Intn(len(names))]] = w.endpoints()
+			}
+		}
+		res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, w.snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s *snapshot.Snapshot
+		if prevRes == nil {
+			s, _, err = a.Assemble(res)
+		} else {
+			upserts, removed := resourceDelta(prevRes, res)
+			s, _, err = a.Apply(upserts, removed)
+		}
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		prevRes = res
+		var patched bool
+		if prev != nil {
+			c := &compiler{st: &state{stats: map[statsKey]*routeStats{}}, prev: prev, m: m}
+			c.st.sets, c.changedSets = compileEndpointSets(s.EndpointSets, prev, nil)
+			l := &s.Listeners[0]
+			lr := &listenerRouter{name: l.Name, port: l.Port, externalPort: l.ExternalPort, clientTrafficSrc: l.ClientTraffic}
+			old := c.previousListener(l, lr)
+			if old == nil {
+				t.Fatalf("step %d: the listener of the last state is not this one's", step)
+			}
+			lr.clientTraffic = old.clientTraffic
+			if patched, err = c.patchListener(l, lr, old); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+			if patched != (changes < 40) {
+				t.Fatalf("step %d: %d changes, patched %v", step, changes, patched)
+			}
+		}
+		st, err := compileEnv(s, "v", prev, m, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		fresh := mustCompile(t, s)
+		checkOwnPointers(t, step, st)
+		lr, flr := st.router.ports[30000], fresh.router.ports[30000]
+		var indexed []string
+		for h := range lr.exact {
+			indexed = append(indexed, h)
+		}
+		for suffix := range lr.wild {
+			indexed = append(indexed, "*."+suffix)
+		}
+		if lr.any != nil {
+			indexed = append(indexed, "*")
+		}
+		if want := slices.Sorted(maps.Keys(w.hosts)); !slices.Equal(slices.Sorted(slices.Values(indexed)), want) {
+			t.Fatalf("step %d: the listener indexes %v, the snapshot has %v", step, slices.Sorted(slices.Values(indexed)), want)
+		}
+		for _, in := range s.Listeners[0].VirtualHosts {
+			vh, fvh := lr.byHostname(in.Hostname), flr.byHostname(in.Hostname)
+			if got, want := routeIDs(vh), routeIDs(fvh); !slices.Equal(got, want) {
+				t.Fatalf("step %d: host %s routes %v, a fresh compile %v", step, in.Hostname, got, want)
+			}
+			for i, r := range vh.routes {
+				if got, want := setNamesOf(r), setNamesOf(fvh.routes[i]); !slices.Equal(got, want) {
+					t.Fatalf("step %d: route %s uses %v, a fresh compile %v", step, r.id, got, want)
+				}
+			}
+		}
+		prev = st
+	}
+}
+
+// resourceDelta is what discovery sends to bring a proxy from prev to
+// next (both in key order): the resources new or changed, and the keys
+// gone.
+func resourceDelta(prev, next []snapshot.Resource) (upserts []snapshot.Resource, removed []string) {
+	old := map[string][]byte{}
+	for _, r := range prev {
+		old[r.Key] = r.Body
+	}
+	for _, r := range next {
+		if b, ok := old[r.Key]; !ok || !bytes.Equal(b, r.Body) {
+			upserts = append(upserts, r)
+		}
+		delete(old, r.Key)
+	}
+	for k := range old {
+		removed = append(removed, k)
+	}
+	return upserts, removed
 }

@@ -63,6 +63,12 @@ type listenerRouter struct {
 	hosts *listenerHosts
 	// notFound carries the metrics of requests that match no route.
 	notFound *route
+	// src is the snapshot's list of virtual hosts compiled (by hostname,
+	// nil when it was not in order) and vhosts the compiled host of each,
+	// by index: the next compile walks them alongside its own list to
+	// find what changed (patchListener).
+	src    []snapshot.VirtualHost
+	vhosts []*vhost
 }
 
 // vhost holds the routes of one hostname, indexed by path match kind. Every
