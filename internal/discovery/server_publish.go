@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -49,8 +48,9 @@ type published struct {
 // baseline proxies hold.
 type form struct {
 	version string
-	keys    []string          // sorted
-	bodies  map[string][]byte // key → canonical JSON
+	// res is every resource (key, canonical JSON), in key order, one per
+	// key.
+	res []snapshot.Resource
 
 	msgMu sync.Mutex
 	full  []*discoveryv1.Resource
@@ -94,17 +94,29 @@ func (p *published) form(layout snapshot.Layout) (*form, error) {
 	return f, nil
 }
 
-// newForm keys resources (sorted by key) under version.
+// newForm is resources (sorted by key) under version.
 func newForm(version string, res []snapshot.Resource) (*form, error) {
-	f := &form{version: version, bodies: make(map[string][]byte, len(res)), keys: make([]string, 0, len(res))}
-	for _, r := range res {
-		if _, dup := f.bodies[r.Key]; dup {
-			return nil, fmt.Errorf("duplicate resource key %q", r.Key)
+	for i := 1; i < len(res); i++ {
+		if res[i-1].Key >= res[i].Key {
+			if res[i-1].Key == res[i].Key {
+				return nil, fmt.Errorf("duplicate resource key %q", res[i].Key)
+			}
+			return nil, fmt.Errorf("resources out of key order at %q", res[i].Key)
 		}
-		f.bodies[r.Key] = r.Body
-		f.keys = append(f.keys, r.Key)
 	}
-	return f, nil
+	return &form{version: version, res: res}, nil
+}
+
+// keepDelta records d as f's delta from the form of version base, for the
+// streams of proxies at base (Publish knows it: it is what the scope's
+// last snapshot became).
+func (f *form) keepDelta(base string, d resourceDelta) {
+	f.msgMu.Lock()
+	defer f.msgMu.Unlock()
+	if f.deltas == nil {
+		f.deltas = map[string]resourceDelta{}
+	}
+	f.deltas[base] = d
 }
 
 // fullResources lists every resource of f, in key order.
@@ -112,9 +124,9 @@ func (f *form) fullResources() []*discoveryv1.Resource {
 	f.msgMu.Lock()
 	defer f.msgMu.Unlock()
 	if f.full == nil {
-		f.full = make([]*discoveryv1.Resource, 0, len(f.keys))
-		for _, k := range f.keys {
-			f.full = append(f.full, &discoveryv1.Resource{Key: k, Body: f.bodies[k]})
+		f.full = make([]*discoveryv1.Resource, 0, len(f.res))
+		for _, r := range f.res {
+			f.full = append(f.full, &discoveryv1.Resource{Key: r.Key, Body: r.Body})
 		}
 	}
 	return f.full
@@ -128,7 +140,7 @@ func (f *form) deltaFrom(base *form) (upserts []*discoveryv1.Resource, removed [
 	if d, ok := f.deltas[base.version]; ok {
 		return d.upserts, d.removed
 	}
-	upserts, removed = delta(base, f)
+	upserts, removed = delta(base.res, f.res)
 	if len(f.deltas) < maxCachedDeltas {
 		if f.deltas == nil {
 			f.deltas = map[string]resourceDelta{}
@@ -154,10 +166,13 @@ func (s *Server) Publish(snaps []*snapshot.Snapshot) error {
 	return errors.Join(errs...)
 }
 
-// scopeCodec is what Publish remembers of one scope's last snapshot.
+// scopeCodec is what Publish remembers of one scope's last snapshot: its
+// encoder and assembler, and the resources and version it made last.
 type scopeCodec struct {
-	enc snapshot.Encoder
-	asm snapshot.Assembler
+	enc         snapshot.Encoder
+	asm         snapshot.Assembler
+	last        []snapshot.Resource
+	lastVersion string
 }
 
 // dropCodecs forgets the codecs of the scopes no longer published.
@@ -228,8 +243,10 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (changed bool) {
 // toPublished splits a snapshot into the resources of LayoutVirtualHosts
 // and reassembles them as a proxy will, which validates the round trip and
 // yields the version. The scope's codec encodes only the virtual hosts
-// that are not the same as in its last snapshot, and decodes only the
-// resources that changed.
+// that are not the same as in its last snapshot, and patches what changed
+// since into the snapshot it last assembled (snapshot.Assembler.Apply),
+// as its proxies will; that change is also the form's delta from the last
+// version, ready for the streams of proxies at it.
 func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	s.codecsMu.Lock()
 	c := s.codecs[snap.Scope]
@@ -239,9 +256,19 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	}
 	res, err := c.enc.Resources(snap)
 	var assembled *snapshot.Snapshot
-	var version string
-	if err == nil {
+	var version, base string
+	var d resourceDelta
+	if err == nil && c.last != nil {
+		var upserts []snapshot.Resource
+		upserts, d.removed = changedResources(c.last, res)
+		assembled, version, err = c.asm.Apply(upserts, d.removed)
+		base = c.lastVersion
+		d.upserts = wireResources(upserts)
+	} else if err == nil {
 		assembled, version, err = c.asm.Assemble(res)
+	}
+	if err == nil {
+		c.last, c.lastVersion = res, version
 	}
 	s.codecsMu.Unlock()
 	if err != nil {
@@ -251,26 +278,61 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	if err != nil {
 		return nil, err
 	}
+	if base != "" && base != version {
+		f.keepDelta(base, d)
+	}
 	return &published{
 		version: version, gateways: assembled.Gateways, snap: snap,
 		forms: map[snapshot.Layout]*form{snapshot.LayoutVirtualHosts: f},
 	}, nil
 }
 
+// changedResources is what changed from prev to cur (each in key order,
+// one per key): the resources of cur that prev lacks or has with another
+// body, and the keys of prev that cur lacks, both in key order.
+func changedResources(prev, cur []snapshot.Resource) (upserts []snapshot.Resource, removed []string) {
+	for len(prev) > 0 || len(cur) > 0 {
+		switch {
+		case len(prev) == 0 || (len(cur) > 0 && cur[0].Key < prev[0].Key):
+			upserts = append(upserts, cur[0])
+			cur = cur[1:]
+		case len(cur) == 0 || prev[0].Key < cur[0].Key:
+			removed = append(removed, prev[0].Key)
+			prev = prev[1:]
+		default:
+			if !sameBytes(prev[0].Body, cur[0].Body) {
+				upserts = append(upserts, cur[0])
+			}
+			prev, cur = prev[1:], cur[1:]
+		}
+	}
+	return upserts, removed
+}
+
+// sameBytes reports equal bodies, at once when they are the same bytes
+// (the encoder hands an unchanged virtual host over as the body it had).
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
+}
+
+// wireResources is res in the wire form.
+func wireResources(res []snapshot.Resource) []*discoveryv1.Resource {
+	out := make([]*discoveryv1.Resource, 0, len(res))
+	for _, r := range res {
+		out = append(out, &discoveryv1.Resource{Key: r.Key, Body: r.Body})
+	}
+	return out
+}
+
 // delta lists the resources of cur that are new or changed since base, and
-// the keys base has that cur lacks, both sorted.
-func delta(base, cur *form) (upserts []*discoveryv1.Resource, removed []string) {
-	for _, k := range cur.keys {
-		if old, ok := base.bodies[k]; ok && bytes.Equal(old, cur.bodies[k]) {
-			continue
-		}
-		upserts = append(upserts, &discoveryv1.Resource{Key: k, Body: cur.bodies[k]})
+// the keys base has that cur lacks, both in key order (base and cur are).
+func delta(base, cur []snapshot.Resource) (upserts []*discoveryv1.Resource, removed []string) {
+	changed, removed := changedResources(base, cur)
+	if len(changed) > 0 {
+		upserts = wireResources(changed)
 	}
-	for _, k := range base.keys {
-		if _, ok := cur.bodies[k]; !ok {
-			removed = append(removed, k)
-		}
-	}
-	sort.Strings(removed)
 	return upserts, removed
 }

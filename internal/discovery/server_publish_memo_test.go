@@ -18,6 +18,8 @@ package discovery
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -73,16 +75,16 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	cur := mustForm(t, curPub, snapshot.LayoutVirtualHosts)
 
 	full := cur.fullResources()
-	if len(full) != len(cur.keys) || &full[0] != &cur.fullResources()[0] {
+	if len(full) != len(cur.res) || &full[0] != &cur.fullResources()[0] {
 		t.Fatal("fullResources is not computed once")
 	}
 	for i, r := range full {
-		if r.GetKey() != cur.keys[i] || string(r.GetBody()) != string(cur.bodies[cur.keys[i]]) {
-			t.Fatalf("full resource %d = %s, want %s", i, r.GetKey(), cur.keys[i])
+		if r.GetKey() != cur.res[i].Key || string(r.GetBody()) != string(cur.res[i].Body) {
+			t.Fatalf("full resource %d = %s, want %s", i, r.GetKey(), cur.res[i].Key)
 		}
 	}
 	for _, b := range []*form{base, other} {
-		wantUp, wantRm := delta(b, cur)
+		wantUp, wantRm := delta(b.res, cur.res)
 		up, rm := cur.deltaFrom(b)
 		up2, _ := cur.deltaFrom(b)
 		if len(up) == 0 || &up[0] != &up2[0] {
@@ -101,7 +103,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	for i := range maxCachedDeltas + 2 {
 		b := mustForm(t, memoSnapshot(t, fmt.Sprintf("10.1.0.%d", i+1)), snapshot.LayoutVirtualHosts)
 		up, rm := cur.deltaFrom(b)
-		wantUp, wantRm := delta(b, cur)
+		wantUp, wantRm := delta(b.res, cur.res)
 		if len(up) != len(wantUp) || !slices.Equal(rm, wantRm) {
 			t.Fatalf("baseline %d: deltaFrom differs from delta", i)
 		}
@@ -116,7 +118,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	if &a.Resources[0] != &b.Resources[0] || a.Nonce == b.Nonce {
 		t.Fatal("two streams of one baseline do not share the delta")
 	}
-	if got := mustNext(t, curPub, &streamState{}, snapshot.LayoutVirtualHosts); !got.GetFull() || len(got.GetResources()) != len(cur.keys) {
+	if got := mustNext(t, curPub, &streamState{}, snapshot.LayoutVirtualHosts); !got.GetFull() || len(got.GetResources()) != len(cur.res) {
 		t.Fatalf("full message = %v", got)
 	}
 }
@@ -220,5 +222,111 @@ func BenchmarkPublish(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestPublishPatchesTheLastSnapshot publishes one scope's successive
+// snapshots (hosts rerouted, added and removed; sets changed, added and
+// removed; now and then a route to a set that does not exist): each is
+// refused or published as a fresh split and assembly would have it, with
+// the same version, and a published one carries its delta from the last
+// one published, which is what the streams of proxies at that version
+// send. A refused snapshot changes nothing the next one is patched from.
+func TestPublishPatchesTheLastSnapshot(t *testing.T) {
+	hosts := map[string]string{} // hostname → set
+	sets := map[string]string{}  // set → address
+	for i := range 6 {
+		sets[fmt.Sprintf("apps/svc-%d:80", i)] = fmt.Sprintf("10.0.0.%d", i+1)
+	}
+	for i := range 20 {
+		hosts[fmt.Sprintf("h%d.example.com", i)] = fmt.Sprintf("apps/svc-%d:80", i%6)
+	}
+	build := func() *snapshot.Snapshot {
+		s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
+		l := snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP}
+		for _, h := range slices.Sorted(maps.Keys(hosts)) {
+			l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
+				ID: "httproute/apps/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
+				Backends: []snapshot.Backend{{EndpointSet: hosts[h], Weight: 1}},
+			}}})
+		}
+		s.Listeners = []snapshot.Listener{l}
+		for _, n := range slices.Sorted(maps.Keys(sets)) {
+			s.EndpointSets = append(s.EndpointSets, snapshot.EndpointSet{Name: n, Endpoints: []snapshot.Endpoint{{Address: sets[n], Port: 8080}}})
+		}
+		return s
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	srv := &Server{codecs: map[snapshot.Scope]*scopeCodec{}}
+	var last *published
+	refused, patched := 0, 0
+	for step := range 600 {
+		setNames := slices.Sorted(maps.Keys(sets))
+		hostNames := slices.Sorted(maps.Keys(hosts))
+		prevHosts, prevSets := maps.Clone(hosts), maps.Clone(sets)
+		switch rng.IntN(6) {
+		case 0: // reroute a host, now and then to a set that does not exist
+			to := setNames[rng.IntN(len(setNames))]
+			if rng.IntN(10) == 0 {
+				to = "apps/absent:80"
+			}
+			hosts[hostNames[rng.IntN(len(hostNames))]] = to
+		case 1: // add a host
+			hosts[fmt.Sprintf("n%d.example.com", step)] = setNames[rng.IntN(len(setNames))]
+		case 2: // remove a host
+			if len(hosts) > 1 {
+				delete(hosts, hostNames[rng.IntN(len(hostNames))])
+			}
+		case 3: // a set's endpoints change
+			sets[setNames[rng.IntN(len(setNames))]] = fmt.Sprintf("10.1.%d.%d", step/250, step%250+1)
+		case 4: // add a set
+			sets[fmt.Sprintf("apps/new-%d:80", step)] = "10.2.0.1"
+		case 5: // remove a set no host uses
+			for _, n := range setNames {
+				if !slices.Contains(slices.Collect(maps.Values(hosts)), n) {
+					delete(sets, n)
+					break
+				}
+			}
+		}
+		s := build()
+		res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, wantV, wantErr := (&snapshot.Assembler{Scope: s.Scope, Layout: snapshot.LayoutVirtualHosts}).Assemble(res)
+		p, err := srv.toPublished(s)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("step %d: error %v, a fresh assembly's %v", step, err, wantErr)
+		}
+		if err != nil {
+			refused++
+			hosts, sets = prevHosts, prevSets
+			continue
+		}
+		if p.version != wantV {
+			t.Fatalf("step %d: version %s, a fresh assembly's %s", step, p.version, wantV)
+		}
+		f := mustForm(t, p, snapshot.LayoutVirtualHosts)
+		if last != nil && last.version != p.version {
+			kept, ok := f.deltas[last.version]
+			if !ok {
+				t.Fatalf("step %d: no delta from the last version published", step)
+			}
+			wantUp, wantRm := delta(mustForm(t, last, snapshot.LayoutVirtualHosts).res, f.res)
+			if !slices.Equal(kept.removed, wantRm) || len(kept.upserts) != len(wantUp) {
+				t.Fatalf("step %d: kept delta %d upserts, removed %v; want %d, %v", step, len(kept.upserts), kept.removed, len(wantUp), wantRm)
+			}
+			for i := range wantUp {
+				if !proto.Equal(kept.upserts[i], wantUp[i]) {
+					t.Fatalf("step %d: kept upsert %d = %v, want %v", step, i, kept.upserts[i], wantUp[i])
+				}
+			}
+			patched++
+		}
+		last = p
+	}
+	if refused == 0 || patched < 300 {
+		t.Fatalf("%d refused, %d patched: the test exercises too little", refused, patched)
 	}
 }
