@@ -176,6 +176,9 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 	lr.notFound = &route{id: "", listener: l.Name, port: l.Port, stats: c.routeStats(l.Name, "")}
 	lr.clientTrafficSrc = l.ClientTraffic
 	old := c.previousListener(l, lr)
+	if old != nil && c.unchangedListener(l, old) {
+		return old, nil
+	}
 	if old != nil {
 		lr.clientTraffic = old.clientTraffic
 	} else {

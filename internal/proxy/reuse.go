@@ -250,3 +250,23 @@ func (c *compiler) keepStats(vh *vhost) {
 		}
 	}
 }
+
+// unchangedListener reports whether old, the compatible listener of the
+// state in force (previousListener), compiled the very hosts of l (the
+// same list, as discovery's Assembler hands over an untouched listener's)
+// and none of them looks up an endpoint set compiled anew: then old is
+// l's compiled form as it is (compiled listeners are never modified). An
+// HTTPS listener is compiled again: its certificates are the state's.
+func (c *compiler) unchangedListener(l *snapshot.Listener, old *listenerRouter) bool {
+	if old.tls || old.src == nil && len(l.VirtualHosts) > 0 || !sameList(l.VirtualHosts, old.src) || len(old.vhosts) != len(old.src) {
+		return false
+	}
+	if len(c.changedSets) > 0 {
+		for _, vh := range old.vhosts {
+			if c.looksUpChangedSet(vh) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -18,6 +18,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand"
@@ -535,4 +536,105 @@ func resourceDelta(prev, next []snapshot.Resource) (upserts []snapshot.Resource,
 		removed = append(removed, k)
 	}
 	return upserts, removed
+}
+
+// TestUnchangedListenerIsTakenOver: of two HTTP listeners and an HTTPS
+// one, a delta that touches only the first's hosts leaves the second's
+// compiled form as it was (taken over whole) and compiles the HTTPS one
+// again; a change of a set the second's routes use compiles it again.
+// Every host routes as a fresh compile routes it.
+func TestUnchangedListenerIsTakenOver(t *testing.T) {
+	host := func(h, set string) snapshot.VirtualHost {
+		return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":" + set,
+			Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, Backends: []snapshot.Backend{{EndpointSet: set, Weight: 1}}}}}
+	}
+	cert := testCert(t, "h0.example.com")
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{cert}}
+	for _, port := range []int32{30001, 30002, 30443} {
+		l := snapshot.Listener{Name: "l" + strconv.Itoa(int(port)), Port: port, Protocol: snapshot.ProtocolHTTP}
+		if port == 30443 {
+			l.Protocol = snapshot.ProtocolHTTPS
+			l.TLS = &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: cert.Name}}}
+		}
+		for i := range 3 {
+			l.VirtualHosts = append(l.VirtualHosts, host("h"+strconv.Itoa(i)+".example.com", "default/svc-"+strconv.Itoa(int(port%10))+":80"))
+		}
+		s.Listeners = append(s.Listeners, l)
+	}
+	for _, n := range []string{"default/svc-1:80", "default/svc-2:80", "default/svc-3:80"} {
+		s.EndpointSets = append(s.EndpointSets, snapshot.EndpointSet{Name: n, Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}})
+	}
+	snapshot.Normalize(s)
+	res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &snapshot.Assembler{Scope: snapshot.SharedPool(), Layout: snapshot.LayoutVirtualHosts}
+	first, _, err := a.Assemble(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics(nil)
+	prev, err := compileEnv(first, "v1", nil, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	check := func(st *state, s *snapshot.Snapshot) {
+		t.Helper()
+		fresh := mustCompile(t, s)
+		checkOwnPointers(t, 0, st)
+		for _, l := range s.Listeners {
+			for _, in := range l.VirtualHosts {
+				vh, fvh := st.router.ports[l.Port].byHostname(in.Hostname), fresh.router.ports[l.Port].byHostname(in.Hostname)
+				if got, want := routeIDs(vh), routeIDs(fvh); !slices.Equal(got, want) {
+					t.Fatalf("listener %d host %s routes %v, a fresh compile %v", l.Port, in.Hostname, got, want)
+				}
+				for i, r := range vh.routes {
+					if r.backends[0].set != st.sets[fvh.routes[i].backends[0].set.name] {
+						t.Fatalf("listener %d host %s sends to a set not the state's", l.Port, in.Hostname)
+					}
+				}
+			}
+		}
+	}
+	// Only the first listener's hosts change.
+	second, _, err := a.Apply([]snapshot.Resource{{Key: snapshot.VirtualHostKey("30001", "h9.example.com"), Body: body(host("h9.example.com", "default/svc-1:80"))}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := compileEnv(second, "v2", prev, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.router.ports[30002] != prev.router.ports[30002] {
+		t.Error("an untouched listener was compiled again")
+	}
+	if st.router.ports[30001] == prev.router.ports[30001] || st.router.ports[30443] == prev.router.ports[30443] {
+		t.Error("a changed listener, or an HTTPS one, was taken over")
+	}
+	check(st, second)
+	// A set the second listener's routes use changes.
+	third, _, err := a.Apply([]snapshot.Resource{{Key: "endpoints|default/svc-2:80",
+		Body: body(snapshot.EndpointSet{Name: "default/svc-2:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.2", Port: 80}}})}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, err := compileEnv(third, "v3", st, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.router.ports[30002] == st.router.ports[30002] {
+		t.Error("a listener whose routes use a changed set was taken over")
+	}
+	if st2.router.ports[30001] != st.router.ports[30001] {
+		t.Error("a listener whose routes use no changed set was compiled again")
+	}
+	check(st2, third)
 }
