@@ -121,6 +121,9 @@ type Provider struct {
 	lastEnd  time.Time
 	lastTook time.Duration
 	busy     bool
+	// services sorts each gather's Services, from the last sorting when
+	// they are the same objects.
+	services translator.ServiceSorter
 	// structural is set by every event but an EndpointSlice's: the next
 	// rebuild translates in full; without it only endpoints changed since
 	// the last rebuild, which refreshes them alone (Options.Refresh).
@@ -459,7 +462,7 @@ func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
 		return nil, err
 	}
 	r.DedicatedDeployments = deployments
-	r.SetServices(p.opts.InstallNamespace, services)
+	p.services.SetServices(r, p.opts.InstallNamespace, services)
 	r.IngressProxyProtocol = p.opts.IngressProxyProtocol
 	r.GatewayAPIChannel = p.channel.channel(ctx)
 	return r, nil

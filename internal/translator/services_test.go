@@ -17,6 +17,8 @@ limitations under the License.
 package translator
 
 import (
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -174,5 +176,56 @@ func labelList(m map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// TestServiceSorterIsSetServices: through gathers of the same objects, of
+// an object replaced (an update), of one added or gone, and under another
+// install namespace, a ServiceSorter sorts as SetServices does; the same
+// objects reuse the last sorting.
+func TestServiceSorterIsSetServices(t *testing.T) {
+	const installNS = "coxswain-system"
+	vip := func(name string, port int32) *corev1.Service {
+		gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}}}}
+		return provision.RenderVIPService(gw, installNS, []portalloc.Assignment{{Key: portalloc.Key{Namespace: "apps", Name: name, Port: 80}, Internal: port}})
+	}
+	backend := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app"}}
+	shared := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: installNS, Name: names.SharedProxyServiceName}}
+	services := []*corev1.Service{vip("a", 30001), vip("b", 30002), backend, shared}
+	var s ServiceSorter
+	check := func(step string, ns string, services []*corev1.Service) *Resources {
+		t.Helper()
+		var got, want Resources
+		s.SetServices(&got, ns, services)
+		want.SetServices(ns, services)
+		// The lists carry no order (an informer's store lists in none).
+		byName := func(a, b *corev1.Service) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) }
+		for _, l := range []*[]*corev1.Service{&got.DedicatedServices, &want.DedicatedServices, &got.SharedVIPServices, &want.SharedVIPServices} {
+			*l = slices.SortedFunc(slices.Values(*l), byName)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: sorted %+v, SetServices %+v", step, got, want)
+		}
+		return &got
+	}
+	first := check("first", installNS, services)
+	again := check("the same objects", installNS, reversed(services))
+	if &again.InternalPorts[0] != &first.InternalPorts[0] {
+		t.Error("the same objects were sorted again")
+	}
+	services[0] = vip("a", 30009) // updated: a new object
+	if got := check("one replaced", installNS, services); got.InternalPorts[0].Internal != 30009 {
+		t.Errorf("an updated VIP Service's port is %d", got.InternalPorts[0].Internal)
+	}
+	check("one gone", installNS, services[1:])
+	check("one added", installNS, append(services, vip("c", 30003)))
+	check("another install namespace", "elsewhere", services)
+}
+
+// reversed is a reversed copy of s.
+func reversed[E any](s []E) []E {
+	out := slices.Clone(s)
+	slices.Reverse(out)
 	return out
 }
