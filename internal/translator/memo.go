@@ -77,6 +77,8 @@ type Memo struct {
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made.
 	lastHits, lastMisses int
+	// ids are the environment's objects' ids (envDigest).
+	ids envIDs
 }
 
 // NewMemo returns an empty Memo.
@@ -208,7 +210,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if res == nil {
 		res = &Resources{}
 	}
-	env, ok := envDigest(res)
+	env, ok := m.ids.digest(res)
 	if m.routes == nil {
 		m.routes, m.hosts, m.endpoints = map[memoKey]*memoRoute{}, map[hostKey]*builtHost{}, map[string]*memoEndpoints{}
 	}
@@ -592,11 +594,62 @@ var routeInputs = map[string]bool{
 
 var objectType = reflect.TypeFor[metav1.Object]()
 
+// envIDs remembers the id (objectID) of each object of the environments
+// it digested, by object: an informer's store hands out the same object
+// until it changes, and at 1,000 Gateways and their VIP Services building
+// every id again was a tenth of a translation. An id is taken only for the
+// object at the resourceVersion it was made at; the objects a digest did
+// not see are forgotten.
+type envIDs struct {
+	byObject map[any]envID
+	gen      uint64
+}
+
+type envID struct {
+	rv, id string
+	gen    uint64
+}
+
+// digest is envDigest(res), with the ids remembered.
+func (e *envIDs) digest(res *Resources) ([sha256.Size]byte, bool) {
+	if e.byObject == nil {
+		e.byObject = map[any]envID{}
+	}
+	e.gen++
+	d, ok := envDigestWith(res, e.id)
+	maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return x.gen != e.gen })
+	return d, ok
+}
+
+// id is objectID(v), remembered for v's object.
+func (e *envIDs) id(v reflect.Value) (string, bool) {
+	if v.IsNil() {
+		return objectID(v)
+	}
+	key := v.Interface()
+	rv := key.(metav1.Object).GetResourceVersion()
+	if x, ok := e.byObject[key]; ok && x.rv == rv {
+		x.gen = e.gen
+		e.byObject[key] = x
+		return x.id, true
+	}
+	id, ok := objectID(v)
+	if ok {
+		e.byObject[key] = envID{rv: rv, id: id, gen: e.gen}
+	}
+	return id, ok
+}
+
 // envDigest is a digest of every input of res but routeInputs: the
 // identity and resourceVersion of each object, in any order, and the value
 // of every other field. It reports false if an object has no
 // resourceVersion (its changes could not be seen).
 func envDigest(res *Resources) ([sha256.Size]byte, bool) {
+	return envDigestWith(res, objectID)
+}
+
+// envDigestWith is envDigest with objectID as id.
+func envDigestWith(res *Resources, objectID func(reflect.Value) (string, bool)) ([sha256.Size]byte, bool) {
 	h := sha256.New()
 	v := reflect.ValueOf(res).Elem()
 	typ := v.Type()

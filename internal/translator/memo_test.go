@@ -383,3 +383,54 @@ func TestMemoIgnoresOurStatusWrites(t *testing.T) {
 		t.Fatalf("a relabelled Gateway still reused %d compilations", m.lastHits)
 	}
 }
+
+// TestEnvIDsDigestIsEnvDigest: through random changes of the golden
+// inputs (objects replaced by new versions, removed, added), and an object
+// changed in place under a new resourceVersion, the remembered ids give
+// envDigest's digest, and forget the objects no longer present.
+func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
+	rng := rand.New(rand.NewSource(41))
+	for in, res := range goldenResources(t) {
+		v := &versioner{}
+		v.stampAll(res)
+		var ids envIDs
+		for step := 0; step < 12; step++ {
+			if step > 0 {
+				res = v.change(rng, res, step)
+			}
+			if step == 6 && len(res.Gateways) > 0 && res.Gateways[0] != nil {
+				// The same object, changed in place.
+				g := res.Gateways[0]
+				g.Labels = map[string]string{"step": strconv.Itoa(step)}
+				v.stamp(g)
+			}
+			got, gotOK := ids.digest(res)
+			want, wantOK := envDigest(res)
+			if got != want || gotOK != wantOK {
+				t.Fatalf("%s step %d: remembered ids digest %x (%v), envDigest %x (%v)", in, step, got, gotOK, want, wantOK)
+			}
+			if n := envObjects(res); gotOK && len(ids.byObject) > n {
+				t.Fatalf("%s step %d: %d ids remembered for %d objects", in, step, len(ids.byObject), n)
+			}
+		}
+	}
+}
+
+// envObjects counts the objects envDigest reads in res.
+func envObjects(res *Resources) int {
+	n := 0
+	v := reflect.ValueOf(res).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if routeInputs[f.Name] || !f.IsExported() {
+			continue
+		}
+		switch fv := v.Field(i); {
+		case fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(objectType):
+			n += fv.Len()
+		case fv.Type().Implements(objectType):
+			n++
+		}
+	}
+	return n
+}
