@@ -79,6 +79,10 @@ type Memo struct {
 	lastHits, lastMisses int
 	// ids are the environment's objects' ids (envDigest).
 	ids envIDs
+	// envIndex is the last translation's index of its environment
+	// (buildEnvIndex), for the next one of the same environment; nil
+	// when there is none to trust.
+	envIndex *index
 }
 
 // NewMemo returns an empty Memo.
@@ -200,6 +204,21 @@ type memoPass struct {
 	// last* are the Memo's orders; next* this translation's.
 	lastHostOrder, nextHostOrder map[listenerID][]string
 	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
+	// envIndex is, on entry, the Memo's index of this translation's
+	// environment (nil: none) and, on exit, this translation's.
+	envIndex *index
+}
+
+// index is the translation's index of res: the Memo's index of the same
+// environment with res's EndpointSlices, when it has one, else built.
+func (p *memoPass) index(res *Resources) *index {
+	if p == nil {
+		return buildIndex(res)
+	}
+	if p.envIndex == nil {
+		p.envIndex = buildEnvIndex(res)
+	}
+	return p.envIndex.withSlices(res)
 }
 
 // Translate is Translate(res), reusing the compiled routes the Memo holds
@@ -216,13 +235,15 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	if !ok || env != m.env {
 		clear(m.routes)
+		m.envIndex = nil
 	}
 	// Until this translation ends its entries are half updated: a pass
 	// that never ends (a panic someone recovers) leaves an environment no
 	// translation matches, so the next one starts empty.
-	m.env = [sha256.Size]byte{}
+	envIndex := m.envIndex
+	m.env, m.envIndex = [sha256.Size]byte{}, nil
 	m.gen++
-	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints, sizes: m.sizes,
+	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex,
 		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
@@ -230,7 +251,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	out := translate(res, pass)
 	if ok {
-		m.env = env
+		m.env, m.envIndex = env, pass.envIndex
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
 		maps.DeleteFunc(m.hosts, func(_ hostKey, b *builtHost) bool { return b.gen != m.gen })
 	} else {

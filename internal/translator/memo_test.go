@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -433,4 +434,36 @@ func envObjects(res *Resources) int {
 		}
 	}
 	return n
+}
+
+// TestMemoReusesTheEnvironmentsIndex: a translation whose environment did
+// not change (only a route did) indexes it no more; one whose environment
+// changed indexes it anew.
+func TestMemoReusesTheEnvironmentsIndex(t *testing.T) {
+	res := generate(50, 5, 3)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	first := m.envIndex
+	if first == nil {
+		t.Fatal("no index kept")
+	}
+	next := *res
+	next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+	changed := next.HTTPRoutes[7].DeepCopy()
+	changed.Spec.Hostnames = append(changed.Spec.Hostnames, "more.example.com")
+	v.stamp(changed)
+	next.HTTPRoutes[7] = changed
+	m.Translate(&next)
+	if m.envIndex != first {
+		t.Error("a route change indexed the environment again")
+	}
+	svc := next.Services[0].DeepCopy()
+	v.stamp(svc)
+	next.Services = append([]*corev1.Service{svc}, next.Services[1:]...)
+	m.Translate(&next)
+	if m.envIndex == first || m.envIndex == nil {
+		t.Error("a Service change kept the environment's old index")
+	}
 }

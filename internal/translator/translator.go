@@ -167,7 +167,7 @@ func translate(res *Resources, memo *memoPass) *Result {
 	t := &translator{
 		memo:         memo,
 		res:          res,
-		ix:           buildIndex(res),
+		ix:           memo.index(res),
 		out:          &Result{},
 		endpointSets: map[string]*snapshot.EndpointSet{},
 		setNames:     map[setKey]string{},
