@@ -42,9 +42,15 @@ type scopeBuilder struct {
 }
 
 type listenerBuilder struct {
-	l      snapshot.Listener
-	vhosts map[string]*vhostBuilder
-	sni    []snapshot.SNICertificate
+	l snapshot.Listener
+	// vhosts are the virtual hosts emitted (made on first use, sized by
+	// hint); patched, when set, is every virtual host already built
+	// (emitPatched), and emit how a Gateway's listeners emitted them.
+	vhosts  map[string]*vhostBuilder
+	hint    int
+	patched *builtListener
+	emit    *emission
+	sni     []snapshot.SNICertificate
 	// clientValidation of the port (HTTPS; the Gateway's frontend TLS).
 	clientValidation *snapshot.ClientValidation
 	// streams are the stream routes of a TLS, TCP or UDP listener by SNI
@@ -98,14 +104,16 @@ func (sb *scopeBuilder) listener(port int32, name string, proto snapshot.Protoco
 	k := snapshot.ListenerKey(&l)
 	lb := sb.listeners[k]
 	if lb == nil {
-		hint := len(sb.memo.hostOrder(sb.scope, k))
-		lb = &listenerBuilder{l: l, vhosts: make(map[string]*vhostBuilder, hint), streams: map[string]*streamClaim{}}
+		lb = &listenerBuilder{l: l, hint: len(sb.memo.hostOrder(sb.scope, k)), streams: map[string]*streamClaim{}}
 		sb.listeners[k] = lb
 	}
 	return lb
 }
 
 func (lb *listenerBuilder) vhost(host string) *vhostBuilder {
+	if lb.vhosts == nil {
+		lb.vhosts = make(map[string]*vhostBuilder, lb.hint)
+	}
 	vh := lb.vhosts[host]
 	if vh == nil {
 		vh = &vhostBuilder{host: host}
@@ -168,17 +176,14 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 			s.Listeners = append(s.Listeners, l)
 			continue
 		}
-		hosts := sortedHosts(lb.vhosts, t.memo.hostOrder(sb.scope, lk))
-		t.memo.keepHostOrder(sb.scope, lk, hosts)
-		l.VirtualHosts = make([]snapshot.VirtualHost, 0, len(hosts))
-		for _, h := range hosts {
-			vb := lb.vhosts[h]
-			vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
-			if len(vb.entries) > 0 {
-				vh.Routes = t.hostRoutes(hostKey{sb.scope, lk, h}, vb.entries)
-			}
-			l.VirtualHosts = append(l.VirtualHosts, vh)
+		built := lb.patched
+		if built == nil {
+			built = t.buildHosts(sb, lk, lb)
+		} else {
+			t.memo.keepHostOrder(sb.scope, lk, hostnames(built.hosts))
 		}
+		t.memo.keepBuilt(sb.scope, lk, built)
+		l.VirtualHosts = built.hosts
 		s.Listeners = append(s.Listeners, l)
 	}
 	sets := sortedKeys(sb.sets, t.memo.setOrder(sb.scope), func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
@@ -206,6 +211,41 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		return s.Gateways[i].Name < s.Gateways[j].Name
 	})
 	return s
+}
+
+// buildHosts builds the virtual hosts lb emitted, in hostname order, each
+// sharing the route list of the last translation's host of its name when
+// it was emitted from the same routes (hostRoutes).
+func (t *translator) buildHosts(sb *scopeBuilder, lk string, lb *listenerBuilder) *builtListener {
+	hosts := sortedHosts(lb.vhosts, t.memo.hostOrder(sb.scope, lk))
+	t.memo.keepHostOrder(sb.scope, lk, hosts)
+	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(hosts)), emit: lb.emit}
+	if t.memo != nil && t.memo.built != nil {
+		b.from = make([][]*snapshot.Route, 0, len(hosts))
+	}
+	last, at := t.memo.lastBuilt(sb.scope, lk), 0
+	for _, h := range hosts {
+		vb := lb.vhosts[h]
+		vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
+		var from []*snapshot.Route
+		if len(vb.entries) > 0 {
+			vh.Routes, from = t.hostRoutes(last, &at, h, vb.entries)
+		}
+		b.hosts = append(b.hosts, vh)
+		if b.from != nil {
+			b.from = append(b.from, from)
+		}
+	}
+	return b
+}
+
+// hostnames lists the hostnames of hosts.
+func hostnames(hosts []snapshot.VirtualHost) []string {
+	out := make([]string, len(hosts))
+	for i := range hosts {
+		out[i] = hosts[i].Hostname
+	}
+	return out
 }
 
 // sortedHosts is the hostnames of vhosts in order (sortedKeys), marking

@@ -125,6 +125,10 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 // emitHTTPListeners writes the virtual hosts and certificates of the
 // servable HTTP or HTTPS listeners of one port.
 func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *listenerBuilder, serv []*listenerInfo) {
+	if t.emitPatched(sb, gi, lb, serv) {
+		return
+	}
+	defer func() { lb.emit = t.newEmission(gi, serv) }()
 	for _, li := range serv {
 		claim := li.hostname
 		if claim == "" {

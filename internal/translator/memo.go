@@ -61,7 +61,7 @@ type Memo struct {
 	// with its number (gen), then drops the rest: at 10,000 routes,
 	// building both maps anew was a tenth of a translation.
 	routes map[memoKey]*memoRoute
-	hosts  map[hostKey]*builtHost
+	built  map[listenerID]*builtListener
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
 	// hostOrder is the hostnames of each listener of the last
@@ -75,8 +75,8 @@ type Memo struct {
 	sizes memoSizes
 	gen   uint64
 	// lastHits and lastMisses count the compilations the last Translate
-	// reused and made.
-	lastHits, lastMisses int
+	// reused and made, lastPatched the listeners whose hosts it patched.
+	lastHits, lastMisses, lastPatched int
 	// ids are the environment's objects' ids (envDigest).
 	ids envIDs
 	// envIndex is the last translation's index of its environment
@@ -142,21 +142,19 @@ type listenerID struct {
 	listener string
 }
 
-// hostKey names a virtual host of a snapshot.
-type hostKey struct {
-	scope          snapshot.Scope
-	listener, host string
-}
-
-// builtHost is the route list of a virtual host and the compiled routes
-// it was built from, in the order they were emitted. Compiled routes are
-// never modified, so a virtual host emitted from the same ones in the same
-// order has the same list: it shares it, and discovery need not encode it
-// again (snapshot.Encoder).
-type builtHost struct {
-	from   []*snapshot.Route
-	routes []snapshot.Route
-	gen    uint64 // the last translation that emitted it
+// builtListener is what a translation built for one HTTP listener of a
+// snapshot: its virtual hosts (the snapshot's list, by hostname) and, by
+// index, the routes each was built from, in the order they were emitted.
+// Compiled routes are never modified, so a virtual host emitted from the
+// same ones in the same order has the same route list: the next
+// translation shares it, and discovery need not encode it again
+// (snapshot.Encoder). emit, when set, is how a Gateway's listeners
+// emitted the hosts (emitPatched).
+type builtListener struct {
+	hosts []snapshot.VirtualHost
+	from  [][]*snapshot.Route
+	emit  *emission
+	gen   uint64 // the last translation that built it
 }
 
 // memoEndpoints is the endpoint list of one endpoint set, and the
@@ -183,9 +181,9 @@ type memoPass struct {
 	sizes memoSizes
 	// routes are the Memo's, emptied first when the environment changed.
 	routes map[memoKey]*memoRoute
-	// hosts are the Memo's; nil when the translation's inputs cannot be
+	// built are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
-	hosts map[hostKey]*builtHost
+	built map[listenerID]*builtListener
 	// endpoints are the Memo's.
 	endpoints map[string]*memoEndpoints
 	// rec collects the endpointSet calls of the compilation in progress.
@@ -196,8 +194,9 @@ type memoPass struct {
 	cur    *memoRoute
 	atts   *[]memoAtt
 	attsOK bool
-	// hits and misses count compilations reused and made (LastCounts).
-	hits, misses int
+	// hits and misses count compilations reused and made (LastCounts);
+	// patched counts the listeners emitPatched emitted.
+	hits, misses, patched int
 	// ranked is the position of the route in progress in its kind's
 	// order, recorded in the entries it reuses or makes.
 	ranked int
@@ -207,6 +206,9 @@ type memoPass struct {
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
 	envIndex *index
+	// sameEnv says the environment is the last translation's (envDigest):
+	// what its listeners emitted may be patched (emitPatched).
+	sameEnv bool
 }
 
 // index is the translation's index of res: the Memo's index of the same
@@ -231,9 +233,10 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	env, ok := m.ids.digest(res)
 	if m.routes == nil {
-		m.routes, m.hosts, m.endpoints = map[memoKey]*memoRoute{}, map[hostKey]*builtHost{}, map[string]*memoEndpoints{}
+		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
 	}
-	if !ok || env != m.env {
+	sameEnv := ok && env == m.env
+	if !sameEnv {
 		clear(m.routes)
 		m.envIndex = nil
 	}
@@ -247,19 +250,19 @@ func (m *Memo) Translate(res *Resources) *Result {
 		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
-		pass.hosts = m.hosts
+		pass.built, pass.sameEnv = m.built, sameEnv
 	}
 	out := translate(res, pass)
 	if ok {
 		m.env, m.envIndex = env, pass.envIndex
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
-		maps.DeleteFunc(m.hosts, func(_ hostKey, b *builtHost) bool { return b.gen != m.gen })
+		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
 	} else {
 		clear(m.routes)
-		clear(m.hosts)
+		clear(m.built)
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
-	m.lastHits, m.lastMisses = pass.hits, pass.misses
+	m.lastHits, m.lastMisses, m.lastPatched = pass.hits, pass.misses, pass.patched
 	m.sizes = pass.sizes
 	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder
 	return out
@@ -463,43 +466,65 @@ func (t *translator) numberListeners() {
 	}
 }
 
-// hostRoutes is the route list of virtual host k: its entries, in
-// emission order, sorted by precedence. It is the list of the last
-// translation's host if that was emitted from the same compiled routes in
-// the same order (which sort the same way), else a new one.
-func (t *translator) hostRoutes(k hostKey, entries []entry) []snapshot.Route {
-	p := t.memo
-	if p != nil && p.hosts != nil {
-		if b := p.hosts[k]; b != nil && len(b.from) == len(entries) {
-			same := true
-			for i := range entries {
-				if b.from[i] != entries[i].route {
-					same = false
-					break
-				}
-			}
-			if same {
-				b.gen = p.gen
-				return b.routes
-			}
+// hostRoutes is the route list of host h of a listener: its entries, in
+// emission order, sorted by precedence, and the routes it was built from
+// (nil without a memo to keep them). It is the list of the last
+// translation's host h (last, whose hosts the caller's successive calls,
+// in hostname order, walk with at) if that was built from the same
+// compiled routes in the same order (which sort the same way), else a new
+// one.
+func (t *translator) hostRoutes(last *builtListener, at *int, h string, entries []entry) (routes []snapshot.Route, from []*snapshot.Route) {
+	if last != nil {
+		for *at < len(last.hosts) && last.hosts[*at].Hostname < h {
+			*at++
+		}
+		if *at < len(last.hosts) && last.hosts[*at].Hostname == h && sameRoutes(last.from[*at], entries) {
+			return last.hosts[*at].Routes, last.from[*at]
 		}
 	}
-	var from []*snapshot.Route
-	if p != nil && p.hosts != nil {
+	if t.memo != nil && t.memo.built != nil {
 		from = make([]*snapshot.Route, len(entries))
 		for i := range entries {
 			from[i] = entries[i].route
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return a.key.compare(b.key) })
-	routes := make([]snapshot.Route, len(entries))
+	routes = make([]snapshot.Route, len(entries))
 	for i := range entries {
 		routes[i] = *entries[i].route
 	}
-	if from != nil {
-		p.hosts[k] = &builtHost{from: from, routes: routes, gen: p.gen}
+	return routes, from
+}
+
+// sameRoutes reports whether entries are from's routes, in order.
+func sameRoutes(from []*snapshot.Route, entries []entry) bool {
+	if len(from) != len(entries) {
+		return false
 	}
-	return routes
+	for i := range entries {
+		if from[i] != entries[i].route {
+			return false
+		}
+	}
+	return true
+}
+
+// lastBuilt is what the last translation built for listener of scope (nil:
+// nothing, or no memo).
+func (p *memoPass) lastBuilt(scope snapshot.Scope, listener string) *builtListener {
+	if p == nil || p.built == nil {
+		return nil
+	}
+	return p.built[listenerID{scope, listener}]
+}
+
+// keepBuilt keeps b as what this translation built for listener of scope.
+func (p *memoPass) keepBuilt(scope snapshot.Scope, listener string, b *builtListener) {
+	if p == nil || p.built == nil {
+		return
+	}
+	b.gen = p.gen
+	p.built[listenerID{scope, listener}] = b
 }
 
 // noteSizes keeps this translation's list lengths for the next.

@@ -23,6 +23,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -466,4 +467,69 @@ func TestMemoReusesTheEnvironmentsIndex(t *testing.T) {
 	if m.envIndex == first || m.envIndex == nil {
 		t.Error("a Service change kept the environment's old index")
 	}
+}
+
+// TestEmitPatchedEqualsTranslate drives a Memo through changes of a few
+// routes at a time among many (paths and hostnames edited, routes added
+// under new or shared hostnames, removed), as a cluster sees them: every
+// translation must equal a fresh one, and the listeners' hosts must have
+// been patched rather than emitted anew (emitPatched).
+func TestEmitPatchedEqualsTranslate(t *testing.T) {
+	rng := rand.New(rand.NewSource(43))
+	res := generate(300, 5, 3)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	patched := 0
+	for step := 1; step <= 60; step++ {
+		next := *res
+		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		for range 1 + rng.Intn(3) {
+			i := rng.Intn(len(next.HTTPRoutes))
+			if rng.Intn(3) == 0 {
+				// Mostly the copies: their hostnames are their own, and go
+				// with them.
+				for j := len(next.HTTPRoutes) - 1; j >= 0; j-- {
+					if strings.Contains(next.HTTPRoutes[j].Name, "-copy") {
+						i = j
+						break
+					}
+				}
+			}
+			r := next.HTTPRoutes[i].DeepCopy()
+			switch rng.Intn(5) {
+			case 0: // a path edited
+				r.Spec.Rules[0].Matches[0].Path.Value = ptr.To(fmt.Sprintf("/p%d", step))
+			case 1: // a hostname more, shared with another route
+				r.Spec.Hostnames = append(r.Spec.Hostnames, next.HTTPRoutes[rng.Intn(len(next.HTTPRoutes))].Spec.Hostnames...)
+			case 2: // a copy under a new name and hostname
+				r.Name += fmt.Sprintf("-copy%d", step)
+				r.UID = ""
+				r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("new%d.example.com", step))}
+				v.stamp(r)
+				next.HTTPRoutes = append(next.HTTPRoutes, r)
+				continue
+			case 3: // removed
+				next.HTTPRoutes = slices.Delete(next.HTTPRoutes, i, i+1)
+				continue
+			case 4: // no hostname of its own any more: the listener's
+				r.Spec.Hostnames = nil
+			}
+			v.stamp(r)
+			next.HTTPRoutes[i] = r
+		}
+		res = &next
+		got, want := m.Translate(res), Translate(res)
+		if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
+			t.Fatalf("step %d: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
+		}
+		patched += m.lastPatched
+	}
+	// Six listeners (three Gateways' HTTP and HTTPS) a translation: most
+	// of them patched, translation after translation.
+	if patched < 300 {
+		t.Fatalf("%d of 360 listeners patched in 60 translations: emitPatched is not doing its job", patched)
+	}
+	t.Logf("%d listeners patched", patched)
 }

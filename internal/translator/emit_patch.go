@@ -1,0 +1,270 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// A Gateway port's HTTP listener with 10,000 routes attached emitted,
+// sorted and built 10,000 virtual hosts at every translation, though a
+// route change touches the few hosts that route names. When a Memo runs,
+// the environment is unchanged and the listener's emission was plain (no
+// policy, client certificate or BackendTLSPolicy rewrites or notes, no
+// GRPCRoute), emitPatched finds the attachments that changed since the
+// last translation and builds only the virtual hosts they name, patching
+// them into the last translation's list. TestMemoEqualsTranslate checks
+// the result against a full translation, and TestEmitPatchedEqualsTranslate
+// drives it with many routes and few changes.
+
+// emission is how the servable listeners of one Gateway port emitted a
+// snapshot listener's hosts: each listener's ord and its attachments, in
+// emission order. It is kept (builtListener.emit) only for a plain
+// emission: every entry emitted as compiled and no GRPCRoute.
+type emission struct {
+	ords []int
+	atts [][]attachment
+}
+
+// plainEnvironment reports whether nothing of the environment rewrites or
+// notes the routes gi's listeners emit: no client certificate for TLS
+// backends, no policy, and no BackendTLSPolicy or backend policy to note
+// ancestors for.
+func (t *translator) plainEnvironment(gi *gatewayInfo) bool {
+	return gi.backendCert == "" && len(t.policyWinners) == 0 && len(t.setPolicies) == 0 && len(t.setBackendPolicy) == 0
+}
+
+// plainRoute reports whether cr's entries are emitted as compiled in a
+// plain environment (no ExtensionRef policies, no h2c marking).
+func plainRoute(cr *compiledRoute) bool {
+	return cr.kind == kindHTTPRoute && len(cr.ext) == 0
+}
+
+// newEmission is the emission of serv, or nil when it cannot be patched
+// next time (a listener without an ord, or an attachment that is not
+// plain).
+func (t *translator) newEmission(gi *gatewayInfo, serv []*listenerInfo) *emission {
+	if t.memo == nil || t.memo.built == nil || !t.plainEnvironment(gi) {
+		return nil
+	}
+	e := &emission{ords: make([]int, len(serv)), atts: make([][]attachment, len(serv))}
+	for i, li := range serv {
+		if li.ord == 0 {
+			return nil
+		}
+		for j := range li.routes {
+			if !plainRoute(li.routes[j].cr) {
+				return nil
+			}
+		}
+		e.ords[i], e.atts[i] = li.ord, li.routes
+	}
+	return e
+}
+
+// emitPatched emits serv into lb (fresh: nothing emitted into it yet) by
+// patching the hosts the last translation built for it, when that was a
+// plain emission of the same listeners and few of their attachments
+// changed; it reports false, having done nothing, otherwise.
+func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listenerBuilder, serv []*listenerInfo) bool {
+	if t.memo == nil || !t.memo.sameEnv || lb.vhosts != nil || lb.patched != nil || !t.plainEnvironment(gi) {
+		return false
+	}
+	lk := snapshot.ListenerKey(&lb.l)
+	last := t.memo.lastBuilt(sb.scope, lk)
+	if last == nil || last.emit == nil || len(last.emit.ords) != len(serv) || len(last.from) != len(last.hosts) {
+		return false
+	}
+	for i, li := range serv {
+		if li.ord == 0 || li.ord != last.emit.ords[i] {
+			return false
+		}
+	}
+	// The hosts of the attachments that are not the last translation's.
+	affected := map[string]bool{}
+	budget := len(last.hosts)/4 + 4
+	changed := func(a *attachment) bool {
+		if !plainRoute(a.cr) {
+			return false
+		}
+		for _, h := range a.hosts {
+			affected[h] = true
+		}
+		return len(affected) <= budget
+	}
+	for i, li := range serv {
+		if !diffAttachments(last.emit.atts[i], li.routes, changed) {
+			return false
+		}
+	}
+
+	// From here on, what emitHTTPListeners does, for the affected hosts.
+	claims := map[string]bool{}
+	for _, li := range serv {
+		claim := li.hostname
+		if claim == "" {
+			claim = "*"
+		}
+		claims[claim] = true
+		t.emitCerts(sb, lb, li)
+		if li.clientValidation != nil && lb.clientValidation == nil {
+			lb.clientValidation = li.clientValidation
+		}
+	}
+	entries := make(map[string][]entry, len(affected))
+	for _, li := range serv {
+		for _, att := range li.routes {
+			cr := att.cr
+			emitted := false
+			for _, h := range att.hosts {
+				host := h
+				if host == "*" {
+					host = ""
+				}
+				if best(serv, host) != li {
+					continue
+				}
+				emitted = true
+				if affected[h] {
+					// Listed, with its entries (a route may have none).
+					es := entries[h]
+					for i := range cr.entries {
+						e := &cr.entries[i]
+						es = append(es, entry{route: &e.route, key: &e.key})
+					}
+					entries[h] = es
+				}
+			}
+			if emitted && cr.usedBy != sb.id {
+				for i := range cr.entries {
+					sb.use(&cr.entries[i].route)
+				}
+				cr.usedBy = sb.id
+			}
+		}
+	}
+	hosts := make([]string, 0, len(affected))
+	for h := range affected {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+
+	lb.emit = &emission{ords: last.emit.ords, atts: make([][]attachment, len(serv))}
+	for i, li := range serv {
+		lb.emit.atts[i] = li.routes
+	}
+	lb.patched = t.patchHosts(last, hosts, entries, claims)
+	lb.patched.emit = lb.emit
+	t.memo.patched++
+	return true
+}
+
+// patchHosts is last's hosts with those named by hosts (sorted) built
+// anew from their entries (a host some attachment lists, with or without
+// entries, or a listener's claim; any other is dropped).
+func (t *translator) patchHosts(last *builtListener, hosts []string, entries map[string][]entry, claims map[string]bool) *builtListener {
+	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(last.hosts)+len(hosts)), from: make([][]*snapshot.Route, 0, len(last.hosts)+len(hosts))}
+	at := 0 // hostRoutes' walk of last
+	i := 0  // the next of last's hosts to copy
+	for _, h := range hosts {
+		n, _ := slices.BinarySearchFunc(last.hosts[i:], h, func(vh snapshot.VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
+		b.hosts = append(b.hosts, last.hosts[i:i+n]...)
+		b.from = append(b.from, last.from[i:i+n]...)
+		i += n
+		if i < len(last.hosts) && last.hosts[i].Hostname == h {
+			i++
+		}
+		es, listed := entries[h]
+		if !listed && !claims[h] {
+			continue
+		}
+		vh := snapshot.VirtualHost{Hostname: h}
+		var from []*snapshot.Route
+		if len(es) > 0 {
+			vh.Routes, from = t.hostRoutes(last, &at, h, es)
+		}
+		b.hosts = append(b.hosts, vh)
+		b.from = append(b.from, from)
+	}
+	b.hosts = append(b.hosts, last.hosts[i:]...)
+	b.from = append(b.from, last.from[i:]...)
+	return b
+}
+
+// diffAttachments walks old and cur, a listener's attachments of two
+// translations (each in emission order: by kind, then namespace and
+// name), and calls changed for every attachment that is not in both as
+// the same compiled route with the same hosts: one removed, one added, or
+// both of a route that changed. It stops, reporting false, when changed
+// does.
+func diffAttachments(old, cur []attachment, changed func(*attachment) bool) bool {
+	i, j := 0, 0
+	for i < len(old) || j < len(cur) {
+		switch {
+		case i < len(old) && j < len(cur) && old[i].cr == cur[j].cr && slices.Equal(old[i].hosts, cur[j].hosts):
+			i++
+			j++
+		case j == len(cur) || (i < len(old) && attachedBefore(old[i].cr, cur[j].cr)):
+			if !changed(&old[i]) {
+				return false
+			}
+			i++
+		case i == len(old) || attachedBefore(cur[j].cr, old[i].cr):
+			if !changed(&cur[j]) {
+				return false
+			}
+			j++
+		default: // one route, changed
+			if !changed(&old[i]) || !changed(&cur[j]) {
+				return false
+			}
+			i++
+			j++
+		}
+	}
+	return true
+}
+
+// attachedBefore reports whether a route of a comes before b's in a
+// listener's attachments: by kind, then namespace and name.
+func attachedBefore(a, b *compiledRoute) bool {
+	if ka, kb := kindRank(a.kind), kindRank(b.kind); ka != kb {
+		return ka < kb
+	}
+	if a.meta.Namespace != b.meta.Namespace {
+		return a.meta.Namespace < b.meta.Namespace
+	}
+	return a.meta.Name < b.meta.Name
+}
+
+// kindRank is the order processRoutes attaches route kinds in.
+func kindRank(kind string) int {
+	switch kind {
+	case kindHTTPRoute:
+		return 0
+	case kindGRPCRoute:
+		return 1
+	case kindTLSRoute:
+		return 2
+	case kindTCPRoute:
+		return 3
+	}
+	return 4
+}
