@@ -62,6 +62,12 @@ type Memo struct {
 	// building both maps anew was a tenth of a translation.
 	routes map[memoKey]*memoRoute
 	built  map[listenerID]*builtListener
+	// byMeta are the entries of routes by the object the last
+	// translation that used them had (memoRoute.meta): an informer's
+	// store hands over an unchanged route as the same object, and a
+	// pointer is quicker to look up than its kind, namespace and name
+	// (a tenth of a translation at 10,000 routes).
+	byMeta map[*metav1.ObjectMeta]*memoRoute
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
 	// hostOrder is the hostnames of each listener of the last
@@ -97,6 +103,8 @@ type memoRoute struct {
 	uid types.UID
 	rv  string
 	gen uint64 // the last translation that used it
+	// meta is the route's object in that translation (Memo.byMeta).
+	meta *metav1.ObjectMeta
 	// rank is the route's position in that translation's order of its
 	// kind (sortNamed).
 	rank int
@@ -179,8 +187,10 @@ type memoPass struct {
 	gen uint64
 	// sizes are the last translation's on entry, this one's on exit.
 	sizes memoSizes
-	// routes are the Memo's, emptied first when the environment changed.
+	// routes and byMeta are the Memo's, emptied first when the
+	// environment changed.
 	routes map[memoKey]*memoRoute
+	byMeta map[*metav1.ObjectMeta]*memoRoute
 	// built are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
 	built map[listenerID]*builtListener
@@ -234,10 +244,12 @@ func (m *Memo) Translate(res *Resources) *Result {
 	env, ok := m.ids.digest(res)
 	if m.routes == nil {
 		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
+		m.byMeta = map[*metav1.ObjectMeta]*memoRoute{}
 	}
 	sameEnv := ok && env == m.env
 	if !sameEnv {
 		clear(m.routes)
+		clear(m.byMeta)
 		m.envIndex = nil
 	}
 	// Until this translation ends its entries are half updated: a pass
@@ -246,7 +258,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	envIndex := m.envIndex
 	m.env, m.envIndex = [sha256.Size]byte{}, nil
 	m.gen++
-	pass := &memoPass{gen: m.gen, routes: m.routes, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex,
+	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex,
 		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
@@ -256,9 +268,11 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if ok {
 		m.env, m.envIndex = env, pass.envIndex
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
+		maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
 	} else {
 		clear(m.routes)
+		clear(m.byMeta)
 		clear(m.built)
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
@@ -292,8 +306,9 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
 		kept := *cr
 		kept.meta = nil
-		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, rank: p.ranked, cr: &kept, sets: rec}
+		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, meta: meta, rank: p.ranked, cr: &kept, sets: rec}
 		p.routes[k] = p.cur
+		p.byMeta[meta] = p.cur
 	}
 	return cr
 }
@@ -310,6 +325,10 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 	}
 	p.hits++
 	mr.gen, mr.rank = p.gen, p.ranked
+	if mr.meta != meta {
+		mr.meta = meta
+		p.byMeta[meta] = mr
+	}
 	return mr
 }
 
@@ -318,6 +337,9 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 func (p *memoPass) kept(kind string, meta *metav1.ObjectMeta) *memoRoute {
 	if p == nil || kind == "" {
 		return nil
+	}
+	if mr := p.byMeta[meta]; mr != nil && mr.meta == meta {
+		return mr
 	}
 	return p.routes[memoKey{kind, meta.Namespace, meta.Name}]
 }

@@ -533,3 +533,46 @@ func TestEmitPatchedEqualsTranslate(t *testing.T) {
 	}
 	t.Logf("%d listeners patched", patched)
 }
+
+// TestMemoFindsRoutesByObject: the Memo finds an unchanged route by its
+// object and falls back to its name for another object of it (a copy at
+// the same resourceVersion, or the object of an older translation
+// coming back); every translation equals a fresh one, reuses every
+// unchanged route, and keeps only the objects it last used.
+func TestMemoFindsRoutesByObject(t *testing.T) {
+	res := generate(50, 5, 3)
+	v := &versioner{}
+	v.stampAll(res)
+	n := len(res.HTTPRoutes)
+	edited := *res
+	edited.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+	changed := edited.HTTPRoutes[7].DeepCopy()
+	changed.Spec.Hostnames = append(changed.Spec.Hostnames, "more.example.com")
+	v.stamp(changed)
+	edited.HTTPRoutes[7] = changed
+	copied := *res
+	copied.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+	copied.HTTPRoutes[3] = res.HTTPRoutes[3].DeepCopy() // same version, another object
+
+	m := NewMemo()
+	for step, tc := range []struct {
+		in       *Resources
+		compiled int
+	}{{res, n}, {&edited, 1}, {res, 1}, {&copied, 0}, {&copied, 0}} {
+		got := m.Translate(tc.in)
+		if g, w := mustJSON(t, got), mustJSON(t, Translate(tc.in)); !bytes.Equal(g, w) {
+			t.Fatalf("step %d: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
+		}
+		if _, compiled := m.LastCounts(); compiled != tc.compiled {
+			t.Errorf("step %d: %d routes compiled, want %d", step, compiled, tc.compiled)
+		}
+		if len(m.byMeta) != n {
+			t.Errorf("step %d: %d objects kept, want %d", step, len(m.byMeta), n)
+		}
+		for _, r := range tc.in.HTTPRoutes {
+			if mr := m.byMeta[&r.ObjectMeta]; mr == nil || mr.meta != &r.ObjectMeta || mr.rv != r.ResourceVersion {
+				t.Fatalf("step %d: route %s is not kept by its object", step, r.Name)
+			}
+		}
+	}
+}
