@@ -248,6 +248,10 @@ func (t *translator) listenerStatus(gi *gatewayInfo, li *listenerInfo) gwv1.List
 
 // gatewayStatuses is called after routes attached, to fill statuses.
 func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
+	if st, ok := t.memo.gatewayStatus(gi, scope); ok {
+		t.out.Gateways = append(t.out.Gateways, st)
+		return
+	}
 	gw := gi.gw
 	gen := gw.Generation
 	st := GatewayStatus{NamespacedName: key(&gw.ObjectMeta), Generation: gen, Scope: scope}
@@ -314,6 +318,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		st.Status.Addresses = t.gatewayAddresses(gi)
 	}
 	t.out.Gateways = append(t.out.Gateways, st)
+	t.memo.keepGatewayStatus(gi, scope, st)
 }
 
 func sortConds(c []metav1.Condition) {

@@ -68,6 +68,8 @@ type Memo struct {
 	// pointer is quicker to look up than its kind, namespace and name
 	// (a tenth of a translation at 10,000 routes).
 	byMeta map[*metav1.ObjectMeta]*memoRoute
+	// gateways are the Gateways' statuses of the last translation.
+	gateways map[nn]*memoGatewayStatus
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
 	// hostOrder is the hostnames of each listener of the last
@@ -191,6 +193,9 @@ type memoPass struct {
 	// environment changed.
 	routes map[memoKey]*memoRoute
 	byMeta map[*metav1.ObjectMeta]*memoRoute
+	// gateways are the Memo's Gateway statuses, nil when the inputs
+	// cannot be trusted.
+	gateways map[nn]*memoGatewayStatus
 	// built are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
 	built map[listenerID]*builtListener
@@ -244,12 +249,13 @@ func (m *Memo) Translate(res *Resources) *Result {
 	env, ok := m.ids.digest(res)
 	if m.routes == nil {
 		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
-		m.byMeta = map[*metav1.ObjectMeta]*memoRoute{}
+		m.byMeta, m.gateways = map[*metav1.ObjectMeta]*memoRoute{}, map[nn]*memoGatewayStatus{}
 	}
 	sameEnv := ok && env == m.env
 	if !sameEnv {
 		clear(m.routes)
 		clear(m.byMeta)
+		clear(m.gateways)
 		m.envIndex = nil
 	}
 	// Until this translation ends its entries are half updated: a pass
@@ -262,7 +268,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
-		pass.built, pass.sameEnv = m.built, sameEnv
+		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
 	}
 	out := translate(res, pass)
 	if ok {
@@ -270,9 +276,11 @@ func (m *Memo) Translate(res *Resources) *Result {
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
 		maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
+		maps.DeleteFunc(m.gateways, func(_ nn, g *memoGatewayStatus) bool { return g.gen != m.gen })
 	} else {
 		clear(m.routes)
 		clear(m.byMeta)
+		clear(m.gateways)
 		clear(m.built)
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })

@@ -576,3 +576,40 @@ func TestMemoFindsRoutesByObject(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoSharesUnchangedGatewayStatuses: after a route leaves one
+// Gateway, every other Gateway is reported with the very status lists of
+// the last translation, and that one with new ones counting fewer
+// attached routes (translateOneChange checks both against a fresh translation).
+func TestMemoSharesUnchangedGatewayStatuses(t *testing.T) {
+	var left gwv1.ObjectName
+	before, after, _ := translateOneChange(t, generate(100, 5, 4), func(r *gwv1.HTTPRoute) {
+		left = r.Spec.ParentRefs[0].Name
+		r.Spec.ParentRefs = nil
+	})
+	attached := func(st GatewayStatus) (n int32) {
+		for _, l := range st.Status.Listeners {
+			n += l.AttachedRoutes
+		}
+		return n
+	}
+	old := map[types.NamespacedName]GatewayStatus{}
+	for _, st := range before.Gateways {
+		old[st.NamespacedName] = st
+	}
+	if len(after.Gateways) != 4 || len(old) != 4 {
+		t.Fatalf("%d and %d Gateway statuses, want 4", len(before.Gateways), len(after.Gateways))
+	}
+	for _, st := range after.Gateways {
+		prev := old[st.NamespacedName]
+		same := &st.Status.Listeners[0] == &prev.Status.Listeners[0] && &st.Status.Conditions[0] == &prev.Status.Conditions[0]
+		switch {
+		case st.Name == string(left) && same:
+			t.Errorf("Gateway %s, which a route left, kept its old status", st.Name)
+		case st.Name == string(left) && attached(st) >= attached(prev):
+			t.Errorf("Gateway %s has %d routes attached, as many as before", st.Name, attached(st))
+		case st.Name != string(left) && !same:
+			t.Errorf("Gateway %s, untouched, got a new status", st.Name)
+		}
+	}
+}

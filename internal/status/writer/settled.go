@@ -320,13 +320,39 @@ type desiredDigests struct {
 	digests []statusDigest
 }
 
-// newDesiredDigests takes the digests of res's Gateways.
-func newDesiredDigests(res *translator.Result) *desiredDigests {
+// newDesiredDigests takes the digests of res's Gateways, reusing prev's
+// (those of an earlier Result, or nil) for a Gateway whose status there
+// is the very same lists: the translator's Memo hands an unchanged
+// Gateway the status it made last time, and a Result is never modified.
+func newDesiredDigests(res *translator.Result, prev *desiredDigests) *desiredDigests {
 	dd := &desiredDigests{of: res, digests: make([]statusDigest, len(res.Gateways))}
+	var last []translator.GatewayStatus
+	if prev != nil {
+		last = prev.of.Gateways
+	}
 	for i := range res.Gateways {
-		dd.digests[i] = desiredGatewayDigest(&res.Gateways[i])
+		d := &res.Gateways[i]
+		if i < len(last) && sameGatewayStatus(d, &last[i]) {
+			dd.digests[i] = prev.digests[i]
+			continue
+		}
+		dd.digests[i] = desiredGatewayDigest(d)
 	}
 	return dd
+}
+
+// sameGatewayStatus reports whether a and b are the status of one Gateway
+// made of the very same lists (hence equal, as neither is modified).
+func sameGatewayStatus(a, b *translator.GatewayStatus) bool {
+	return a.NamespacedName == b.NamespacedName &&
+		sameList(a.Status.Listeners, b.Status.Listeners) && sameList(a.Status.Conditions, b.Status.Conditions) &&
+		sameList(a.Status.Addresses, b.Status.Addresses) && a.Status.AttachedListenerSets == b.Status.AttachedListenerSets
+}
+
+// sameList reports whether a and b are the same list: both empty, or
+// the same elements of the same array.
+func sameList[E any](a, b []E) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // parentsDigest is a digest of every field of desired route parents

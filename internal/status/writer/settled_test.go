@@ -231,3 +231,41 @@ func TestSettledListIsTheSameListOnly(t *testing.T) {
 	}
 	s.end(false)
 }
+
+// TestDesiredDigestsReuseTheSameLists: the digests of a Result's Gateway
+// statuses are taken again only for those that are not the very lists
+// of the earlier Result's (the Memo hands an unchanged Gateway its last
+// status); every digest equals a fresh one.
+func TestDesiredDigestsReuseTheSameLists(t *testing.T) {
+	if n := reflect.TypeFor[gwv1.GatewayStatus]().NumField(); n != 4 {
+		t.Fatalf("GatewayStatus has %d fields, not 4: teach sameGatewayStatus the new one, then update this test", n)
+	}
+	status := func(name string, attached int32) translator.GatewayStatus {
+		return translator.GatewayStatus{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}, Status: gwv1.GatewayStatus{
+			Addresses:  []gwv1.GatewayStatusAddress{{Type: ptr.To(gwv1.IPAddressType), Value: "10.0.0.1"}},
+			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}},
+			Listeners:  []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: attached}},
+		}}
+	}
+	first := &translator.Result{Gateways: []translator.GatewayStatus{status("a", 1), status("b", 1), status("c", 1)}}
+	prev := newDesiredDigests(first, nil)
+	marked := statusDigest{7, 7} // not a digest of anything: shows where prev's were taken
+	for i := range prev.digests {
+		prev.digests[i] = marked
+	}
+	equalCopy := first.Gateways[2]
+	equalCopy.Status.Listeners = []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: 1}}
+	next := &translator.Result{Gateways: []translator.GatewayStatus{first.Gateways[0], status("b", 2), equalCopy}}
+	got, fresh := newDesiredDigests(next, prev), newDesiredDigests(next, nil)
+	if got.digests[0] != marked {
+		t.Error("the very same status was digested again")
+	}
+	for i := 1; i < 3; i++ {
+		if got.digests[i] != fresh.digests[i] {
+			t.Errorf("status %d, not the same lists, did not get its own digest", i)
+		}
+	}
+	if fresh.digests[0] == marked || fresh.digests[2] != desiredGatewayDigest(&first.Gateways[2]) {
+		t.Error("fresh digests are wrong")
+	}
+}

@@ -281,10 +281,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 
 // desiredDigests are res's, taken at its first round.
 func (w *Writer) desiredDigests(res *translator.Result) *desiredDigests {
-	if dd := w.gatewayDigests.Load(); dd != nil && dd.of == res {
-		return dd
+	prev := w.gatewayDigests.Load()
+	if prev != nil && prev.of == res {
+		return prev
 	}
-	dd := newDesiredDigests(res)
+	dd := newDesiredDigests(res, prev)
 	w.gatewayDigests.Store(dd)
 	return dd
 }
