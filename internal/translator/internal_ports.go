@@ -75,7 +75,14 @@ func sharedKeys(gws []*gatewayInfo) []portalloc.Key {
 // internal port (portalloc.Assign, keeping persisted ones where it can) and
 // says so, by Event, where a port moved or found none.
 func (t *translator) assignInternalPorts() {
-	assigned, unassigned := portalloc.Assign(t.res.InternalPorts, sharedKeys(t.gwOrder))
+	var assigned []portalloc.Assignment
+	var unassigned []portalloc.Key
+	if kept, ok := t.memo.internalPorts(); ok {
+		assigned, unassigned = kept.assigned, kept.unassigned
+	} else {
+		assigned, unassigned = portalloc.Assign(t.res.InternalPorts, sharedKeys(t.gwOrder))
+		t.memo.keepInternalPorts(assigned, unassigned)
+	}
 	t.out.InternalPorts = assigned
 	persisted := make(map[portalloc.Key]int32, len(t.res.InternalPorts))
 	for _, a := range t.res.InternalPorts {

@@ -68,8 +68,10 @@ type Memo struct {
 	// pointer is quicker to look up than its kind, namespace and name
 	// (a tenth of a translation at 10,000 routes).
 	byMeta map[*metav1.ObjectMeta]*memoRoute
-	// gateways are the Gateways' statuses of the last translation.
+	// gateways are the Gateways' statuses of the last translation, ports
+	// its internal port assignment.
 	gateways map[nn]*memoGatewayStatus
+	ports    *memoPorts
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
 	// hostOrder is the hostnames of each listener of the last
@@ -194,8 +196,10 @@ type memoPass struct {
 	routes map[memoKey]*memoRoute
 	byMeta map[*metav1.ObjectMeta]*memoRoute
 	// gateways are the Memo's Gateway statuses, nil when the inputs
-	// cannot be trusted.
+	// cannot be trusted; ports is, on entry, the Memo's internal port
+	// assignment (nil: none) and, on exit, this translation's.
 	gateways map[nn]*memoGatewayStatus
+	ports    *memoPorts
 	// built are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
 	built map[listenerID]*builtListener
@@ -264,7 +268,12 @@ func (m *Memo) Translate(res *Resources) *Result {
 	envIndex := m.envIndex
 	m.env, m.envIndex = [sha256.Size]byte{}, nil
 	m.gen++
-	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex,
+	ports := m.ports
+	m.ports = nil
+	if !sameEnv {
+		ports = nil
+	}
+	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex,
 		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
@@ -277,6 +286,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
 		maps.DeleteFunc(m.gateways, func(_ nn, g *memoGatewayStatus) bool { return g.gen != m.gen })
+		m.ports = pass.ports
 	} else {
 		clear(m.routes)
 		clear(m.byMeta)

@@ -16,7 +16,10 @@ limitations under the License.
 
 package translator
 
-import "github.com/coxswain-go/coxswain/internal/snapshot"
+import (
+	"github.com/coxswain-go/coxswain/internal/portalloc"
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
 
 // memoGatewayStatus is a Gateway's status as the last translation that
 // made or reused it left it, with what it was made from that is not the
@@ -77,4 +80,28 @@ func (p *memoPass) keepGatewayStatus(gi *gatewayInfo, scope snapshot.Scope, st G
 		return
 	}
 	p.gateways[st.NamespacedName] = &memoGatewayStatus{gen: p.gen, scope: scope, listeners: stampListeners(gi), st: st}
+}
+
+// memoPorts is the internal port assignment of the last translation
+// (portalloc.Assign of the persisted assignments and the shared pool's
+// listener ports: both the environment).
+type memoPorts struct {
+	assigned   []portalloc.Assignment
+	unassigned []portalloc.Key
+}
+
+// internalPorts is the last translation's assignment when this
+// translation's environment is that one's.
+func (p *memoPass) internalPorts() (*memoPorts, bool) {
+	if p == nil || !p.sameEnv || p.ports == nil {
+		return nil, false
+	}
+	return p.ports, true
+}
+
+// keepInternalPorts keeps this translation's assignment for the next.
+func (p *memoPass) keepInternalPorts(assigned []portalloc.Assignment, unassigned []portalloc.Key) {
+	if p != nil {
+		p.ports = &memoPorts{assigned, unassigned}
+	}
 }

@@ -613,3 +613,30 @@ func TestMemoSharesUnchangedGatewayStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoKeepsTheInternalPorts: a route change keeps the last
+// translation's internal port assignment (the same list); a Gateway
+// added assigns them again.
+func TestMemoKeepsTheInternalPorts(t *testing.T) {
+	res := generate(20, 2, 3)
+	before, after, _ := translateOneChange(t, res, func(r *gwv1.HTTPRoute) { r.Generation++ })
+	if len(after.InternalPorts) == 0 || &after.InternalPorts[0] != &before.InternalPorts[0] {
+		t.Fatalf("a route change assigned the internal ports again (%d of them)", len(after.InternalPorts))
+	}
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	first := m.Translate(res)
+	more := *res
+	gw := res.Gateways[0].DeepCopy()
+	gw.Name = "gw-new"
+	v.stamp(gw)
+	more.Gateways = append(slices.Clone(res.Gateways), gw)
+	got := m.Translate(&more)
+	if g, w := mustJSON(t, got), mustJSON(t, Translate(&more)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
+	}
+	if len(got.InternalPorts) != len(first.InternalPorts)+2 {
+		t.Fatalf("%d internal ports after a Gateway with two ports was added to %d", len(got.InternalPorts), len(first.InternalPorts))
+	}
+}
