@@ -17,7 +17,6 @@ limitations under the License.
 package discovery
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -300,22 +299,13 @@ func changedResources(prev, cur []snapshot.Resource) (upserts []snapshot.Resourc
 			removed = append(removed, prev[0].Key)
 			prev = prev[1:]
 		default:
-			if !sameBytes(prev[0].Body, cur[0].Body) {
+			if !snapshot.SameBody(prev[0].Body, cur[0].Body) {
 				upserts = append(upserts, cur[0])
 			}
 			prev, cur = prev[1:], cur[1:]
 		}
 	}
 	return upserts, removed
-}
-
-// sameBytes reports equal bodies, at once when they are the same bytes
-// (the encoder hands an unchanged virtual host over as the body it had).
-func sameBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
 }
 
 // wireResources is res in the wire form.

@@ -150,7 +150,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 			hosts = append(hosts, hostChange{listener: li, hostname: host})
 			continue
 		}
-		if old != nil && sameBody(old.body, c.body) {
+		if old != nil && SameBody(old.body, c.body) {
 			next = append(next, keptResource{c.key, old})
 			continue
 		}

@@ -304,9 +304,9 @@ type decodedResource struct {
 	value  any // Listener (without virtual hosts), VirtualHost, EndpointSet, Certificate or GatewayRef
 }
 
-// sameBody reports equal bodies, at once when they are the same bytes
+// SameBody reports equal bodies, at once when they are the same bytes
 // (discovery hands unchanged resources over as the very bodies it had).
-func sameBody(a, b []byte) bool {
+func SameBody(a, b []byte) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -360,7 +360,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 			d = prev[j].d
 			j++
 		}
-		known := d != nil && sameBody(d.body, r.Body)
+		known := d != nil && SameBody(d.body, r.Body)
 		if !known {
 			v, err := decodeResource(r)
 			if err != nil {

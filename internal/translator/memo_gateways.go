@@ -45,10 +45,14 @@ type listenerStamp struct {
 	programmedReason, programmedMsg string
 }
 
+func stampOf(li *listenerInfo) listenerStamp {
+	return listenerStamp{li.attached, li.programmedReason, li.programmedMsg}
+}
+
 func stampListeners(gi *gatewayInfo) []listenerStamp {
 	out := make([]listenerStamp, len(gi.listeners))
 	for i, li := range gi.listeners {
-		out[i] = listenerStamp{li.attached, li.programmedReason, li.programmedMsg}
+		out[i] = stampOf(li)
 	}
 	return out
 }
@@ -65,7 +69,7 @@ func (p *memoPass) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) (Gateway
 		return GatewayStatus{}, false
 	}
 	for i, li := range gi.listeners {
-		if e.listeners[i] != (listenerStamp{li.attached, li.programmedReason, li.programmedMsg}) {
+		if e.listeners[i] != stampOf(li) {
 			return GatewayStatus{}, false
 		}
 	}

@@ -88,7 +88,8 @@ func (r *Resources) SetServices(installNS string, services []*corev1.Service) {
 // over the last sorting instead of reading every Service again: with a
 // VIP Service per shared Gateway, reading their labels, annotations and
 // ports was a tenth of a rebuild at 1,000 Gateways. Only objects that are
-// never modified may be given to it (an informer cache's are not).
+// never modified in place may be given to it, as an informer cache's
+// are.
 type ServiceSorter struct {
 	mu        sync.Mutex
 	installNS string
