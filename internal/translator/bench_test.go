@@ -180,7 +180,9 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 	sizes = append(sizes, size{10000, 1000})
 	for _, sz := range sizes {
 		n := sz.routes
-		for _, mode := range []string{"full", "memo"} {
+		// memo changes one route; memo-add adds one (last in name order,
+		// as the routes TestPropagationLatency creates) and removes it.
+		for _, mode := range []string{"full", "memo", "memo-add"} {
 			name := fmt.Sprintf("routes=%d/%s", n, mode)
 			if sz.gateways > 1 {
 				name = fmt.Sprintf("routes=%d,gateways=%d/%s", n, sz.gateways, mode)
@@ -196,9 +198,16 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 				changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
 				v.stamp(changed)
 				c.HTTPRoutes[n/2] = changed
+				if mode == "memo-add" {
+					added := a.HTTPRoutes[n/2].DeepCopy()
+					added.Name, added.UID = "zz-added", "zz-added"
+					added.Spec.Hostnames = []gwv1.Hostname{"zz-added.example.com"}
+					v.stamp(added)
+					c.HTTPRoutes = append(append(c.HTTPRoutes[:0:0], a.HTTPRoutes...), added)
+				}
 				inputs := []*Resources{a, &c}
 				translate := Translate
-				if mode == "memo" {
+				if mode != "full" {
 					translate = NewMemo().Translate
 					translate(a)
 				}

@@ -66,6 +66,7 @@ func TestPropagationLatency(t *testing.T) {
 		done := p.profile(t, dir, secs)
 		defer done()
 	}
+	before := scrape(p.controllerMetrics)
 	lat := make([]time.Duration, 0, n)
 	creates := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
@@ -90,6 +91,7 @@ func TestPropagationLatency(t *testing.T) {
 		lat = append(lat, time.Since(begin))
 		time.Sleep(gap)
 	}
+	after := scrape(p.controllerMetrics)
 	slices.Sort(lat)
 	slices.Sort(creates)
 	q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(f*float64(len(lat))))] }
@@ -102,6 +104,17 @@ func TestPropagationLatency(t *testing.T) {
 	// committed the object.
 	fmt.Printf("propagation create_call p50_ms=%.1f p99_ms=%.1f\n",
 		ms(creates[len(creates)/2]), ms(creates[min(len(creates)-1, len(creates)*99/100)]))
+	// The controller's share: its rebuilds over the measured changes
+	// (each waits for the one before it to end).
+	delta := func(metric string) float64 {
+		a, _ := metricSum(after, metric)
+		b, _ := metricSum(before, metric)
+		return a - b
+	}
+	if rebuilds := delta("coxswain_controller_rebuild_duration_seconds_count"); rebuilds > 0 {
+		fmt.Printf("propagation rebuilds_per_change=%.2f rebuild_mean_ms=%.1f\n", rebuilds/float64(n),
+			1000*delta("coxswain_controller_rebuild_duration_seconds_sum")/rebuilds)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

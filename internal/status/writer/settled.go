@@ -151,7 +151,7 @@ func (s *settledStatuses) settledList(k settledKey, resourceVersion string, from
 	if at == nil || at.from != from || resourceVersion == "" || at.resourceVersion != resourceVersion {
 		return false
 	}
-	at.round, at.changed = s.round, false
+	at.round, at.changed, at.key = s.round, false, k
 	return true
 }
 
@@ -215,6 +215,7 @@ func (s *settledStatuses) settledUnchanged(k settledKey, from listID) bool {
 		return false
 	}
 	at.round = s.round
+	at.key = k // the object's own strings: the next compare is by pointer
 	return true
 }
 
