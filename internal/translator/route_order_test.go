@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -103,5 +104,34 @@ func TestSortedHostsWhateverTheHint(t *testing.T) {
 		if got := sortedHosts(vhosts, hint); !slices.Equal(got, want) {
 			t.Fatalf("round %d: got %v, want %v", round, got, want)
 		}
+	}
+}
+
+// TestSortStableByNameLeavesSortedListsAlone checks that statuses already
+// in name order are checked without an allocation (a compare that took
+// its arguments' addresses once moved every one to the heap: 1.3 MB a
+// translation at 10,000 routes) and that others are sorted stably.
+func TestSortStableByNameLeavesSortedListsAlone(t *testing.T) {
+	sorted := make([]RouteStatus, 100)
+	for i := range sorted {
+		sorted[i].NamespacedName = nn{Namespace: fmt.Sprintf("ns%d", i/10), Name: fmt.Sprintf("r%02d", i%10)}
+	}
+	name := func(r RouteStatus) nn { return r.NamespacedName }
+	if allocs := testing.AllocsPerRun(10, func() { sortStableByName(sorted, name) }); allocs != 0 {
+		t.Errorf("checking a sorted list allocated %v times", allocs)
+	}
+	shuffled := slices.Clone(sorted)
+	for i := range shuffled {
+		shuffled[i].Generation = int64(i % 2) // tells equal names apart
+	}
+	shuffled = append(shuffled, RouteStatus{NamespacedName: shuffled[0].NamespacedName, Generation: 7})
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled)-1, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	want := slices.Clone(shuffled)
+	slices.SortStableFunc(want, func(a, b RouteStatus) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	sortStableByName(shuffled, name)
+	if !slices.EqualFunc(shuffled, want, func(a, b RouteStatus) bool { return a.NamespacedName == b.NamespacedName && a.Generation == b.Generation }) {
+		t.Errorf("sorted %v, want %v", shuffled, want)
 	}
 }

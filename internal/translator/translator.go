@@ -211,9 +211,9 @@ func (t *translator) finish() {
 	sort.SliceStable(t.out.GatewayClasses, func(i, j int) bool { return t.out.GatewayClasses[i].Name < t.out.GatewayClasses[j].Name })
 	// Gateways and routes were processed in this order already: checking
 	// that is a tenth of a stable sort of 10,000 of them.
-	sortStableByName(t.out.Gateways, func(g *GatewayStatus) nn { return g.NamespacedName })
+	sortStableByName(t.out.Gateways, func(g GatewayStatus) nn { return g.NamespacedName })
 	for _, rs := range [][]RouteStatus{t.out.HTTPRoutes, t.out.GRPCRoutes, t.out.TLSRoutes, t.out.TCPRoutes, t.out.UDPRoutes} {
-		sortStableByName(rs, func(r *RouteStatus) nn { return r.NamespacedName })
+		sortStableByName(rs, func(r RouteStatus) nn { return r.NamespacedName })
 	}
 	sort.SliceStable(t.out.BackendTLSPolicies, func(i, j int) bool {
 		return nnLess(t.out.BackendTLSPolicies[i].NamespacedName, t.out.BackendTLSPolicies[j].NamespacedName)
@@ -241,9 +241,9 @@ func (t *translator) finish() {
 }
 
 // sortStableByName sorts list stably by name, unless it is in that order.
-func sortStableByName[E any](list []E, name func(*E) nn) {
+func sortStableByName[E any](list []E, name func(E) nn) {
 	compare := func(a, b E) int {
-		x, y := name(&a), name(&b)
+		x, y := name(a), name(b)
 		if c := strings.Compare(x.Namespace, y.Namespace); c != 0 {
 			return c
 		}

@@ -171,13 +171,19 @@ func (p *pipeline) preload(t *testing.T, n int) {
 	}
 }
 
-// profile fetches secs-long CPU profiles of the controller and the proxy
-// into dir, in the background; the returned func waits for them, then
-// fetches both heap profiles (after a GC) into dir too.
+// profile fetches both heap profiles into dir, then secs-long CPU
+// profiles of the controller and the proxy, in the background; the
+// returned func waits for them, then fetches both heap profiles again
+// (after a GC).
 func (p *pipeline) profile(t *testing.T, dir string, secs int) func() {
 	t.Helper()
 	var wg sync.WaitGroup
 	servers := map[string]string{"controller": p.controllerPprof, "proxy": p.proxyHealth}
+	// The heap profiles at the start too: pprof -base of the two is what
+	// the measured changes allocated.
+	for name, addr := range servers {
+		fetchProfile(t, "http://"+addr+"/debug/pprof/heap", filepath.Join(dir, name+".heap-start.pprof"), 30*time.Second)
+	}
 	for name, addr := range servers {
 		wg.Add(1)
 		go func() {
