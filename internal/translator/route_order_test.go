@@ -131,7 +131,9 @@ func TestSortStableByNameLeavesSortedListsAlone(t *testing.T) {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	sortStableByName(shuffled, name)
-	if !slices.EqualFunc(shuffled, want, func(a, b RouteStatus) bool { return a.NamespacedName == b.NamespacedName && a.Generation == b.Generation }) {
+	if !slices.EqualFunc(shuffled, want, func(a, b RouteStatus) bool {
+		return a.NamespacedName == b.NamespacedName && a.Generation == b.Generation
+	}) {
 		t.Errorf("sorted %v, want %v", shuffled, want)
 	}
 }
