@@ -93,6 +93,9 @@ type Memo struct {
 	// (buildEnvIndex), for the next one of the same environment; nil
 	// when there is none to trust.
 	envIndex *index
+	// walks are the route walks' scratch lists by memo kind
+	// (*routeWalk[R]).
+	walks map[string]any
 }
 
 // NewMemo returns an empty Memo.
@@ -228,6 +231,22 @@ type memoPass struct {
 	// sameEnv says the environment is the last translation's (envDigest):
 	// what its listeners emitted may be patched (emitPatched).
 	sameEnv bool
+	// walks are the Memo's.
+	walks map[string]any
+}
+
+// walkOf is the scratch lists of the route walk of memo kind kind, kept
+// in the Memo (new ones without a Memo or a memo kind).
+func walkOf[R any](p *memoPass, kind string) *routeWalk[R] {
+	if p == nil || kind == "" {
+		return &routeWalk[R]{}
+	}
+	if w, ok := p.walks[kind].(*routeWalk[R]); ok {
+		return w
+	}
+	w := &routeWalk[R]{}
+	p.walks[kind] = w
+	return w
 }
 
 // index is the translation's index of res: the Memo's index of the same
@@ -254,6 +273,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if m.routes == nil {
 		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
 		m.byMeta, m.gateways = map[*metav1.ObjectMeta]*memoRoute{}, map[nn]*memoGatewayStatus{}
+		m.walks = map[string]any{}
 	}
 	sameEnv := ok && env == m.env
 	if !sameEnv {
@@ -273,7 +293,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if !sameEnv {
 		ports = nil
 	}
-	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex,
+	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks,
 		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {

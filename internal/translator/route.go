@@ -117,7 +117,9 @@ func grpcRouteParts(r *gwv1.GRPCRoute) (*metav1.ObjectMeta, []gwv1.ParentReferen
 // parentRefs; memoKind, when set, is the kind a Memo keeps the routes'
 // compilations and attachments under.
 func processRouteKind[R any](t *translator, memoKind string, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
-	sorted := make([]namedRoute[R], 0, len(routes))
+	walk := walkOf[R](t.memo, memoKind)
+	sorted := walk.list(len(routes))
+	defer func() { walk.done(sorted) }()
 	for i, r := range routes {
 		if r != nil {
 			if meta, _ := parts(r); named(meta) {
@@ -125,7 +127,7 @@ func processRouteKind[R any](t *translator, memoKind string, routes []*R, parts 
 			}
 		}
 	}
-	sorted = sortNamed(sorted)
+	sorted = walk.sort(sorted)
 	var out []RouteStatus // nil when none: the Result says null
 	var last nn
 	for i, n := range sorted {
