@@ -165,6 +165,9 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		lbs = append(lbs, lb)
 	}
 	sort.Slice(lbs, func(i, j int) bool { return snapshot.ListenerLess(&lbs[i].l, &lbs[j].l) })
+	if len(lbs) > 0 {
+		s.Listeners = make([]snapshot.Listener, 0, len(lbs))
+	}
 	for _, lb := range lbs {
 		l := lb.l
 		lk := snapshot.ListenerKey(&lb.l)
@@ -188,6 +191,9 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	}
 	sets := sortedKeys(sb.sets, t.memo.setOrder(sb.scope), func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
 	t.memo.keepSetOrder(sb.scope, sets)
+	if len(sets) > 0 {
+		s.EndpointSets = make([]snapshot.EndpointSet, 0, len(sets))
+	}
 	for _, n := range sets {
 		if es := t.endpointSets[n]; es != nil {
 			s.EndpointSets = append(s.EndpointSets, *es)

@@ -90,7 +90,6 @@ func (g *gatewayInfo) servedDedicated() bool { return g.served && g.dedicated }
 // SharedPortKeys so both agree.
 func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) []*gatewayInfo {
 	var out []*gatewayInfo
-	seen := map[nn]bool{}
 	gws := make([]*gwv1.Gateway, 0, len(res.Gateways))
 	for _, g := range res.Gateways {
 		if g != nil && named(&g.ObjectMeta) {
@@ -98,13 +97,16 @@ func classifyGateways(res *Resources, ix *index, classes map[string]*classInfo) 
 		}
 	}
 	sort.SliceStable(gws, func(i, j int) bool { return byName(&gws[i].ObjectMeta, &gws[j].ObjectMeta) })
+	// One Gateway of a name, the first of ours: in name order, one of the
+	// same name as the last taken comes right after it.
+	var last nn
 	for _, gw := range gws {
 		ci := classes[string(gw.Spec.GatewayClassName)]
 		k := key(&gw.ObjectMeta)
-		if ci == nil || seen[k] {
+		if ci == nil || (len(out) > 0 && last == k) {
 			continue
 		}
-		seen[k] = true
+		last = k
 		gi := &gatewayInfo{gw: gw, class: ci}
 		var params *nn
 		if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {

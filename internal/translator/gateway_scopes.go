@@ -30,6 +30,9 @@ func (t *translator) buildGatewayScopes() {
 	for _, lsi := range t.lsOrder {
 		t.listenerSetStatus(lsi)
 	}
+	if len(t.gwOrder) > 0 {
+		t.out.Gateways = make([]GatewayStatus, 0, len(t.gwOrder))
+	}
 	for _, gi := range t.gwOrder {
 		primary := snapshot.SharedPool()
 		if gi.servedDedicated() {

@@ -166,13 +166,17 @@ func Translate(res *Resources) *Result {
 
 // translate is Translate with an optional Memo pass.
 func translate(res *Resources, memo *memoPass) *Result {
+	sets := 0 // as many endpoint sets as last time, when a Memo knows
+	if memo != nil {
+		sets = memo.sizes.sources
+	}
 	t := &translator{
 		memo:         memo,
 		res:          res,
 		ix:           memo.index(res),
 		out:          &Result{},
-		endpointSets: map[string]*snapshot.EndpointSet{},
-		setNames:     map[setKey]string{},
+		endpointSets: make(map[string]*snapshot.EndpointSet, sets),
+		setNames:     make(map[setKey]string, sets),
 		certs:        map[string]*snapshot.Certificate{},
 		badCerts:     map[string]error{},
 		scopes:       map[snapshot.Scope]*scopeBuilder{},
