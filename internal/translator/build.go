@@ -104,7 +104,7 @@ func (sb *scopeBuilder) listener(port int32, name string, proto snapshot.Protoco
 	k := snapshot.ListenerKey(&l)
 	lb := sb.listeners[k]
 	if lb == nil {
-		lb = &listenerBuilder{l: l, hint: len(sb.memo.hostOrder(sb.scope, k)), streams: map[string]*streamClaim{}}
+		lb = &listenerBuilder{l: l, hint: sb.memo.hostCount(sb.scope, k), streams: map[string]*streamClaim{}}
 		sb.listeners[k] = lb
 	}
 	return lb
@@ -183,7 +183,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		if built == nil {
 			built = t.buildHosts(sb, lk, lb)
 		} else {
-			t.memo.keepHostOrder(sb.scope, lk, hostnames(built.hosts))
+			t.memo.keepHostOrderOf(sb.scope, lk, built.hosts)
 		}
 		t.memo.keepBuilt(sb.scope, lk, built)
 		l.VirtualHosts = built.hosts

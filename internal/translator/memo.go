@@ -77,7 +77,7 @@ type Memo struct {
 	// hostOrder is the hostnames of each listener of the last
 	// translation, in order (sortedHosts), and setOrder each scope's
 	// endpoint sets.
-	hostOrder map[listenerID][]string
+	hostOrder map[listenerID]hostOrder
 	setOrder  map[snapshot.Scope][]string
 	// sizes are the last translation's list lengths, for the next to
 	// allocate at once rather than grow: the routes of each listener by
@@ -223,7 +223,7 @@ type memoPass struct {
 	// order, recorded in the entries it reuses or makes.
 	ranked int
 	// last* are the Memo's orders; next* this translation's.
-	lastHostOrder, nextHostOrder map[listenerID][]string
+	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
@@ -294,7 +294,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		ports = nil
 	}
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks,
-		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID][]string, len(m.hostOrder)),
+		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID]hostOrder, len(m.hostOrder)),
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
@@ -382,20 +382,51 @@ func (p *memoPass) kept(kind string, meta *metav1.ObjectMeta) *memoRoute {
 	return p.routes[memoKey{kind, meta.Namespace, meta.Name}]
 }
 
+// hostOrder is the hostnames of one listener of a translation, in
+// order: names, or the names of hosts (a listener emitPatched built keeps
+// its hosts, and the names are listed only when a later translation
+// builds that listener whole: at 10,000 hosts listing them at every
+// translation was a tenth of a megabyte).
+type hostOrder struct {
+	names []string
+	hosts []snapshot.VirtualHost
+}
+
 // hostOrder is the hostnames listener of scope had in the last
 // translation, in order (nil: none, or no memo).
 func (p *memoPass) hostOrder(scope snapshot.Scope, listener string) []string {
 	if p == nil {
 		return nil
 	}
-	return p.lastHostOrder[listenerID{scope, listener}]
+	o := p.lastHostOrder[listenerID{scope, listener}]
+	if o.names == nil && o.hosts != nil {
+		return hostnames(o.hosts)
+	}
+	return o.names
+}
+
+// hostCount is len(hostOrder(scope, listener)).
+func (p *memoPass) hostCount(scope snapshot.Scope, listener string) int {
+	if p == nil {
+		return 0
+	}
+	o := p.lastHostOrder[listenerID{scope, listener}]
+	return max(len(o.names), len(o.hosts))
 }
 
 // keepHostOrder keeps the hostnames of listener of scope, in order, for
 // the next translation.
 func (p *memoPass) keepHostOrder(scope snapshot.Scope, listener string, hosts []string) {
 	if p != nil {
-		p.nextHostOrder[listenerID{scope, listener}] = hosts
+		p.nextHostOrder[listenerID{scope, listener}] = hostOrder{names: hosts}
+	}
+}
+
+// keepHostOrderOf is keepHostOrder(scope, listener, hostnames(hosts)),
+// listed when needed.
+func (p *memoPass) keepHostOrderOf(scope snapshot.Scope, listener string, hosts []snapshot.VirtualHost) {
+	if p != nil {
+		p.nextHostOrder[listenerID{scope, listener}] = hostOrder{hosts: hosts}
 	}
 }
 
