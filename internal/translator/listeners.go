@@ -92,13 +92,11 @@ func ptrGroup(s string) *gwv1.Group { g := gwv1.Group(s); return &g }
 func (t *translator) processListeners(gi *gatewayInfo) {
 	gw := gi.gw
 	conflict := listenerConflicts(gw.Spec.Listeners)
-	seenNames := map[gwv1.SectionName]bool{}
 	for i := range gw.Spec.Listeners {
 		l := &gw.Spec.Listeners[i]
-		if seenNames[l.Name] {
+		if slices.ContainsFunc(gw.Spec.Listeners[:i], func(o gwv1.Listener) bool { return o.Name == l.Name }) {
 			continue // names are unique by CEL; ignore a repeat
 		}
-		seenNames[l.Name] = true
 		gi.listeners = append(gi.listeners, t.listener(gw, gatewayOwner(gw), l, conflict[i]))
 	}
 }
@@ -119,37 +117,34 @@ func transport(p gwv1.ProtocolType) string {
 // different tls.mode are distinct by hostname and served together (mixed
 // termination) — and TCP and UDP listeners, distinct by port only, always
 // conflict (ProtocolConflict).
+//
+// A Gateway has at most 64 listeners (its CRD says so), so each is
+// compared with every other rather than grouped through maps: at 1,000
+// Gateways of a listener or two, the maps were most of the work.
 func listenerConflicts(listeners []gwv1.Listener) []string {
-	type portKey struct {
-		port      int32
-		transport string
-	}
-	byPort := map[portKey][]int{}
-	for i := range listeners {
-		k := portKey{int32(listeners[i].Port), transport(listeners[i].Protocol)}
-		byPort[k] = append(byPort[k], i)
-	}
 	conflict := make([]string, len(listeners))
-	for _, idxs := range byPort {
-		protos := map[gwv1.ProtocolType]bool{}
-		for _, i := range idxs {
-			protos[listeners[i].Protocol] = true
-		}
-		proto := listeners[idxs[0]].Protocol
-		if len(protos) > 1 || ((proto == gwv1.TCPProtocolType || proto == gwv1.UDPProtocolType) && len(idxs) > 1) {
-			for _, i := range idxs {
-				conflict[i] = status.ReasonProtocolConflict
+	samePort := func(i, j int) bool {
+		return listeners[i].Port == listeners[j].Port && transport(listeners[i].Protocol) == transport(listeners[j].Protocol)
+	}
+	for i := range listeners {
+		proto := listeners[i].Protocol
+		shared, mixed, sameHost := false, false, false
+		for j := range listeners {
+			if j == i || !samePort(i, j) {
+				continue
 			}
-			continue
-		}
-		hosts := map[string]int{}
-		for _, i := range idxs {
-			hosts[hostOf(listeners[i].Hostname)]++
-		}
-		for _, i := range idxs {
-			if hosts[hostOf(listeners[i].Hostname)] > 1 {
-				conflict[i] = status.ReasonHostnameConflict
+			shared = true
+			if listeners[j].Protocol != proto {
+				mixed = true
+			} else if hostOf(listeners[j].Hostname) == hostOf(listeners[i].Hostname) {
+				sameHost = true
 			}
+		}
+		switch {
+		case mixed || (shared && (proto == gwv1.TCPProtocolType || proto == gwv1.UDPProtocolType)):
+			conflict[i] = status.ReasonProtocolConflict
+		case sameHost:
+			conflict[i] = status.ReasonHostnameConflict
 		}
 	}
 	return conflict
