@@ -201,10 +201,12 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	return merged, nil
 }
 
-// reuse is list emptied, with room for n, its array when that is enough.
+// reuse is list emptied, with room for n, its array when that is enough;
+// a new one has room for an eighth more, so that lists growing a little
+// at every call (routes being added) are not made anew every time.
 func reuse[E any](list []E, n int) []E {
 	if cap(list) < n {
-		return make([]E, 0, n)
+		return make([]E, 0, n+n/8)
 	}
 	return list[:0]
 }
