@@ -93,7 +93,11 @@ var scopeIDs atomic.Uint64
 func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 	sb := t.scopes[s]
 	if sb == nil {
-		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: map[string]*listenerBuilder{}, sets: map[string]bool{}, certs: map[string]bool{}, memo: t.memo}
+		n := 0 // the shared pool: as many listeners as last time, when a Memo knows
+		if t.memo != nil && s == snapshot.SharedPool() {
+			n = t.memo.sizes.sharedListeners
+		}
+		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: make(map[string]*listenerBuilder, n), sets: map[string]bool{}, certs: map[string]bool{}, memo: t.memo}
 		t.scopes[s] = sb
 	}
 	return sb
@@ -159,6 +163,9 @@ func (lb *listenerBuilder) streamRoutes(sb *scopeBuilder) []snapshot.StreamRoute
 }
 
 func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
+	if t.memo != nil && sb.scope == snapshot.SharedPool() {
+		t.memo.sizes.sharedListeners = len(sb.listeners)
+	}
 	s := &snapshot.Snapshot{Scope: sb.scope}
 	lbs := make([]*listenerBuilder, 0, len(sb.listeners))
 	for _, lb := range sb.listeners {

@@ -187,6 +187,8 @@ type memoEndpoints struct {
 type memoSizes struct {
 	listenerRoutes []int
 	sources        int
+	// sharedListeners is how many listeners the shared pool's scope had.
+	sharedListeners int
 }
 
 // memoPass is the Memo's state during one translation.
@@ -534,7 +536,8 @@ func (t *translator) recordAtt(li *listenerInfo, hosts []string, routed bool) {
 }
 
 // numberListeners gives every listener its ord, when a Memo runs, and
-// room for as many routes as the last translation's listener of that ord.
+// room for as many routes as the last translation's listener of that ord
+// (and an eighth more, for routes being added).
 func (t *translator) numberListeners() {
 	p := t.memo
 	if p == nil {
@@ -545,7 +548,7 @@ func (t *translator) numberListeners() {
 			t.byOrd = append(t.byOrd, li)
 			li.ord = len(t.byOrd)
 			if n := len(t.byOrd) - 1; n < len(p.sizes.listenerRoutes) && li.routes == nil {
-				li.routes = make([]attachment, 0, p.sizes.listenerRoutes[n])
+				li.routes = reuse[attachment](nil, p.sizes.listenerRoutes[n])
 			}
 		}
 	}
@@ -736,61 +739,166 @@ var objectType = reflect.TypeFor[metav1.Object]()
 // until it changes, and at 1,000 Gateways and their VIP Services building
 // every id again was a tenth of a translation. An id is taken only for the
 // object at the resourceVersion it was made at; the objects a digest did
-// not see are forgotten.
+// not see are forgotten. It remembers each field's digest too (fieldSum),
+// for a field whose objects are the ones it had last time.
 type envIDs struct {
 	byObject map[any]envID
+	fields   map[int]envField
 	gen      uint64
 }
 
+// envID is an object's id at resourceVersion rv, and the fields (by
+// index, a bit each) that listed it in the digest gen (cur) and in the
+// digest before it (prev).
 type envID struct {
-	rv, id string
-	gen    uint64
+	rv, id    string
+	gen       uint64
+	prev, cur uint64
+	// idGen is the digest that took id (another field that lists the
+	// object may have taken a new one in this digest).
+	idGen uint64
 }
 
-// digest is envDigest(res), with the ids remembered.
+// envField is one field's digest and object count in the digest gen.
+type envField struct {
+	sum [sha256.Size]byte
+	n   int
+	gen uint64
+}
+
+// digest is envDigest(res), with the ids and field digests remembered.
 func (e *envIDs) digest(res *Resources) ([sha256.Size]byte, bool) {
 	if e.byObject == nil {
-		e.byObject = map[any]envID{}
+		e.byObject, e.fields = map[any]envID{}, map[int]envField{}
 	}
 	e.gen++
-	d, ok := envDigestWith(res, e.id)
+	d, ok := envDigestWith(res, e.fieldSum)
 	maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return x.gen != e.gen })
+	maps.DeleteFunc(e.fields, func(_ int, f envField) bool { return f.gen != e.gen })
 	return d, ok
 }
 
-// id is objectID(v), remembered for v's object.
-func (e *envIDs) id(v reflect.Value) (string, bool) {
+// seen marks x as listed by field (a bit) in this digest, and reports
+// whether it was already (the object twice in one list).
+func (e *envIDs) seen(x *envID, field uint64) (twice bool) {
+	if x.gen != e.gen {
+		x.prev = 0
+		if x.gen == e.gen-1 {
+			x.prev = x.cur
+		}
+		x.cur, x.gen = 0, e.gen
+	}
+	twice = x.cur&field != 0
+	x.cur |= field
+	return twice
+}
+
+// fieldSum is sortedIDsSum of field i, fv, or the last digest's sum of
+// it when fv holds the objects it held then (as many, each listed by it
+// then and with the id it had), which needs neither a sort nor a hash.
+func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
+	bit := uint64(1) << (i % 64)
+	last, had := e.fields[i]
+	same := i < 64 && had && last.gen == e.gen-1 && last.n == fv.Len()
+	for j := range fv.Len() {
+		v := fv.Index(j)
+		if v.IsNil() {
+			same = false
+			continue
+		}
+		key := v.Interface()
+		x, ok := e.byObject[key]
+		if !ok {
+			same = false
+			continue
+		}
+		if rv := key.(metav1.Object).GetResourceVersion(); x.rv != rv {
+			id, ok := objectID(v)
+			if !ok || id != x.id {
+				same = false
+				continue // e.idIn takes it below
+			}
+			x.rv = rv
+		}
+		if e.seen(&x, bit) || x.prev&bit == 0 || x.idGen == e.gen {
+			same = false
+		}
+		e.byObject[key] = x
+	}
+	if same {
+		last.gen = e.gen
+		e.fields[i] = last
+		return last.sum, true
+	}
+	sum, ok := sortedIDsSum(fv, func(v reflect.Value) (string, bool) { return e.idIn(v, bit) })
+	if ok {
+		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen}
+	}
+	return sum, ok
+}
+
+// idIn is objectID(v), remembered for v's object, which field (a bit)
+// lists.
+func (e *envIDs) idIn(v reflect.Value, field uint64) (string, bool) {
 	if v.IsNil() {
 		return objectID(v)
 	}
 	key := v.Interface()
 	rv := key.(metav1.Object).GetResourceVersion()
-	if x, ok := e.byObject[key]; ok && x.rv == rv {
-		x.gen = e.gen
-		e.byObject[key] = x
-		return x.id, true
+	x, ok := e.byObject[key]
+	if !ok || x.rv != rv {
+		id, idOK := objectID(v)
+		if !idOK {
+			return id, false
+		}
+		if !ok {
+			x = envID{}
+		}
+		if id != x.id {
+			x.idGen = e.gen
+		}
+		x.rv, x.id = rv, id
 	}
-	id, ok := objectID(v)
-	if ok {
-		e.byObject[key] = envID{rv: rv, id: id, gen: e.gen}
-	}
-	return id, ok
+	e.seen(&x, field)
+	e.byObject[key] = x
+	return x.id, true
 }
 
 // envDigest is a digest of every input of res but routeInputs: the
 // identity and resourceVersion of each object, in any order, and the value
 // of every other field. It reports false if an object has no
-// resourceVersion (its changes could not be seen).
+// resourceVersion (its changes could not be seen). It is compared within
+// this process only.
 func envDigest(res *Resources) ([sha256.Size]byte, bool) {
-	return envDigestWith(res, objectID)
+	return envDigestWith(res, func(_ int, fv reflect.Value) ([sha256.Size]byte, bool) { return sortedIDsSum(fv, objectID) })
 }
 
-// envDigestWith is envDigest with objectID as id.
-func envDigestWith(res *Resources, objectID func(reflect.Value) (string, bool)) ([sha256.Size]byte, bool) {
+// sortedIDsSum is a digest of the ids of a list of objects, in any order.
+func sortedIDsSum(fv reflect.Value, objectID func(reflect.Value) (string, bool)) ([sha256.Size]byte, bool) {
+	ids := make([]string, 0, fv.Len())
+	for j := range fv.Len() {
+		id, ok := objectID(fv.Index(j))
+		if !ok {
+			return [sha256.Size]byte{}, false
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d, true
+}
+
+// envDigestWith is envDigest with fieldSum as the digest of a field that
+// lists objects.
+func envDigestWith(res *Resources, fieldSum func(field int, fv reflect.Value) ([sha256.Size]byte, bool)) ([sha256.Size]byte, bool) {
 	h := sha256.New()
 	v := reflect.ValueOf(res).Elem()
 	typ := v.Type()
-	var ids []string
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if routeInputs[f.Name] || !f.IsExported() {
@@ -801,18 +909,11 @@ func envDigestWith(res *Resources, objectID func(reflect.Value) (string, bool)) 
 		fv := v.Field(i)
 		switch {
 		case fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(objectType):
-			ids = ids[:0]
-			for j := range fv.Len() {
-				id, ok := objectID(fv.Index(j))
-				if !ok {
-					return [sha256.Size]byte{}, false
-				}
-				ids = append(ids, id)
+			sum, ok := fieldSum(i, fv)
+			if !ok {
+				return [sha256.Size]byte{}, false
 			}
-			slices.Sort(ids)
-			for _, id := range ids {
-				h.Write([]byte(id))
-			}
+			h.Write(sum[:])
 		case fv.Type().Implements(objectType):
 			id, ok := objectID(fv)
 			if !ok {

@@ -18,6 +18,7 @@ package translator
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -396,7 +397,7 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 		v := &versioner{}
 		v.stampAll(res)
 		var ids envIDs
-		for step := 0; step < 12; step++ {
+		for step := 0; step < 14; step++ {
 			if step > 0 {
 				res = v.change(rng, res, step)
 			}
@@ -406,10 +407,41 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 				g.Labels = map[string]string{"step": strconv.Itoa(step)}
 				v.stamp(g)
 			}
-			got, gotOK := ids.digest(res)
-			want, wantOK := envDigest(res)
-			if got != want || gotOK != wantOK {
-				t.Fatalf("%s step %d: remembered ids digest %x (%v), envDigest %x (%v)", in, step, got, gotOK, want, wantOK)
+			if step == 8 && len(res.Gateways) > 0 {
+				// One object twice in a list.
+				c := *res
+				c.Gateways = append(slices.Clone(res.Gateways), res.Gateways[0])
+				res = &c
+			}
+			if step == 9 && len(res.Services) > 0 {
+				// One object in two lists, then changed in place.
+				c := *res
+				c.DedicatedServices = append(slices.Clone(res.DedicatedServices), res.Services[0])
+				res = &c
+			}
+			if step == 10 && len(res.DedicatedServices) > 0 {
+				s := res.DedicatedServices[len(res.DedicatedServices)-1]
+				s.Labels = map[string]string{"step": strconv.Itoa(step)}
+				v.stamp(s)
+			}
+			if step == 11 && len(res.DedicatedServices) > 0 && len(res.Services) > 1 {
+				// An object of another list in place of one: as many
+				// objects, each seen last time.
+				c := *res
+				c.DedicatedServices = slices.Clone(res.DedicatedServices)
+				c.DedicatedServices[len(c.DedicatedServices)-1] = res.Services[1]
+				res = &c
+			}
+			// Twice, the second time with nothing changed (the fields'
+			// remembered sums).
+			var gotOK bool
+			for range 2 {
+				var got [sha256.Size]byte
+				got, gotOK = ids.digest(res)
+				want, wantOK := envDigest(res)
+				if got != want || gotOK != wantOK {
+					t.Fatalf("%s step %d: remembered ids digest %x (%v), envDigest %x (%v)", in, step, got, gotOK, want, wantOK)
+				}
 			}
 			if n := envObjects(res); gotOK && len(ids.byObject) > n {
 				t.Fatalf("%s step %d: %d ids remembered for %d objects", in, step, len(ids.byObject), n)
