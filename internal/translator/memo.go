@@ -747,6 +747,11 @@ type envIDs struct {
 	gen      uint64
 }
 
+// isObjects reports whether fv lists objects (its sum is their ids').
+func isObjects(fv reflect.Value) bool {
+	return fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(objectType)
+}
+
 // envID is an object's id at resourceVersion rv, and the fields (by
 // index, a bit each) that listed it in the digest gen (cur) and in the
 // digest before it (prev).
@@ -764,6 +769,10 @@ type envField struct {
 	sum [sha256.Size]byte
 	n   int
 	gen uint64
+	// list is, for a field that lists values, not objects, that list
+	// (nil: not a non-empty list), which keeps its array from being freed
+	// and its memory reused.
+	list any
 }
 
 // digest is envDigest(res), with the ids and field digests remembered.
@@ -797,6 +806,9 @@ func (e *envIDs) seen(x *envID, field uint64) (twice bool) {
 // it when fv holds the objects it held then (as many, each listed by it
 // then and with the id it had), which needs neither a sort nor a hash.
 func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
+	if !isObjects(fv) {
+		return e.valueSum(i, fv)
+	}
 	bit := uint64(1) << (i % 64)
 	last, had := e.fields[i]
 	same := i < 64 && had && last.gen == e.gen-1 && last.n == fv.Len()
@@ -837,6 +849,25 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 	return sum, ok
 }
 
+// valueSum is valueSum(fv) of field i, or the last digest's when fv is
+// the very list it was then (as long and of the same array: a Resources'
+// lists are never modified in place, and ServiceSorter hands over the
+// same InternalPorts while the Services are the same).
+func (e *envIDs) valueSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
+	isList := fv.Kind() == reflect.Slice && fv.Len() > 0
+	if last, ok := e.fields[i]; ok && isList && last.gen == e.gen-1 && last.list != nil && last.n == fv.Len() &&
+		reflect.ValueOf(last.list).Pointer() == fv.Pointer() {
+		last.gen = e.gen
+		e.fields[i] = last
+		return last.sum, true
+	}
+	sum, ok := valueSum(fv)
+	if ok && isList {
+		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen, list: fv.Interface()}
+	}
+	return sum, ok
+}
+
 // idIn is objectID(v), remembered for v's object, which field (a bit)
 // lists.
 func (e *envIDs) idIn(v reflect.Value, field uint64) (string, bool) {
@@ -870,7 +901,21 @@ func (e *envIDs) idIn(v reflect.Value, field uint64) (string, bool) {
 // resourceVersion (its changes could not be seen). It is compared within
 // this process only.
 func envDigest(res *Resources) ([sha256.Size]byte, bool) {
-	return envDigestWith(res, func(_ int, fv reflect.Value) ([sha256.Size]byte, bool) { return sortedIDsSum(fv, objectID) })
+	return envDigestWith(res, func(_ int, fv reflect.Value) ([sha256.Size]byte, bool) {
+		if isObjects(fv) {
+			return sortedIDsSum(fv, objectID)
+		}
+		return valueSum(fv)
+	})
+}
+
+// valueSum is a digest of the value of a field that holds no objects.
+func valueSum(fv reflect.Value) ([sha256.Size]byte, bool) {
+	b, err := json.Marshal(fv.Interface())
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256(b), true
 }
 
 // sortedIDsSum is a digest of the ids of a list of objects, in any order.
@@ -894,7 +939,7 @@ func sortedIDsSum(fv reflect.Value, objectID func(reflect.Value) (string, bool))
 }
 
 // envDigestWith is envDigest with fieldSum as the digest of a field that
-// lists objects.
+// is not one object (sortedIDsSum or valueSum).
 func envDigestWith(res *Resources, fieldSum func(field int, fv reflect.Value) ([sha256.Size]byte, bool)) ([sha256.Size]byte, bool) {
 	h := sha256.New()
 	v := reflect.ValueOf(res).Elem()
@@ -907,25 +952,18 @@ func envDigestWith(res *Resources, fieldSum func(field int, fv reflect.Value) ([
 		h.Write([]byte(f.Name))
 		h.Write([]byte{0})
 		fv := v.Field(i)
-		switch {
-		case fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(objectType):
-			sum, ok := fieldSum(i, fv)
-			if !ok {
-				return [sha256.Size]byte{}, false
-			}
-			h.Write(sum[:])
-		case fv.Type().Implements(objectType):
+		if fv.Type().Implements(objectType) {
 			id, ok := objectID(fv)
 			if !ok {
 				return [sha256.Size]byte{}, false
 			}
 			h.Write([]byte(id))
-		default:
-			b, err := json.Marshal(fv.Interface())
-			if err != nil {
+		} else {
+			sum, ok := fieldSum(i, fv)
+			if !ok {
 				return [sha256.Size]byte{}, false
 			}
-			h.Write(b)
+			h.Write(sum[:])
 		}
 		h.Write([]byte{0})
 	}

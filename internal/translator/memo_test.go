@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -430,6 +431,12 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 				c := *res
 				c.DedicatedServices = slices.Clone(res.DedicatedServices)
 				c.DedicatedServices[len(c.DedicatedServices)-1] = res.Services[1]
+				res = &c
+			}
+			if step == 12 || step == 13 {
+				// A new list of values, as long as the last one.
+				c := *res
+				c.InternalPorts = []portalloc.Assignment{{Key: portalloc.Key{Namespace: "default", Name: "gw", Port: 80}, Internal: int32(30000 + step)}}
 				res = &c
 			}
 			// Twice, the second time with nothing changed (the fields'
