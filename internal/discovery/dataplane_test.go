@@ -253,3 +253,36 @@ func TestGatewayStateCountsAndRejections(t *testing.T) {
 		t.Fatalf("an ack clears the proxy's rejection, got %v", r)
 	}
 }
+
+// TestRepeatedBoundPortsDoNotSignal: a proxy reports its bound ports
+// after every snapshot it applies; a report of the ports it reported
+// already changes nothing a Gateway's status reads, and does not wake
+// the status writer (a round over every Gateway). A change does.
+func TestRepeatedBoundPortsDoNotSignal(t *testing.T) {
+	p := newPKI(t)
+	ts := startServer(t, p, true, "")
+	changed(t, ts, "publish gen 1", func() {
+		ts.publish(t, snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1"))
+	})
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, "apps", "web-coxswain"))
+	send := func(m *discoveryv1.ClientMessage) func() {
+		return func() {
+			if err := st.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	changed(t, ts, "subscribe", send(subscribe("web-1", dedicated)))
+	recvSnapshot(t, st)
+	changed(t, ts, "bind 8080", send(nodeStatus(8080)))
+	send(nodeStatus(8080))()
+	select {
+	case <-ts.DataPlaneChanges():
+		t.Fatal("the same bound ports again signalled a data-plane change")
+	case <-time.After(300 * time.Millisecond):
+	}
+	changed(t, ts, "bind 8080+9090", send(nodeStatus(8080, 9090)))
+	if got := ts.GatewayState("apps", "web", 1); got.Proxies != 1 {
+		t.Fatalf("state after the reports: %+v", got)
+	}
+}

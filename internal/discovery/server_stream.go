@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"strconv"
 	"time"
 
@@ -163,16 +164,22 @@ func (s *Server) onNack(c *conn, st *streamState, nack *discoveryv1.Nack, log lo
 	}
 }
 
-// onNodeStatus records the ports the proxy has bound.
+// onNodeStatus records the ports the proxy has bound. A proxy reports
+// them after every snapshot it applies; only a report that changes them
+// wakes the status writer (at 1,000 Gateways every wake is a round over
+// all of them).
 func (s *Server) onNodeStatus(c *conn, ns *discoveryv1.NodeStatus) {
 	bound := make(map[int32]bool, len(ns.GetBoundPorts()))
 	for _, p := range ns.GetBoundPorts() {
 		bound[p] = true
 	}
 	s.mu.Lock()
+	same := c.reported && maps.Equal(c.bound, bound)
 	c.bound, c.reported = bound, true
 	s.mu.Unlock()
-	s.signalDataPlane()
+	if !same {
+		s.signalDataPlane()
+	}
 }
 
 // sendNext sends the scope's current snapshot when the proxy does not hold
