@@ -42,6 +42,3 @@ func LastUnread(w *Writer) int { return int(w.unread.Load()) }
 // SweptFully reports whether w's next stale sweep of kind looks only at
 // what changed or was forgotten since its last full one.
 func SweptFully(w *Writer, kind string) bool { return w.sweptFully[kind] }
-
-// GatherNotifications is gatherNotifications.
-var GatherNotifications = gatherNotifications

@@ -67,11 +67,6 @@ type EventRecorder interface {
 	Event(object runtime.Object, eventtype, reason, message string)
 }
 
-// DefaultGather is Writer.Gather's default. At 1,000 Gateways a change
-// brought about four rounds, each of which read and compared every
-// Gateway; a status written 5 ms later is none the worse.
-const DefaultGather = 5 * time.Millisecond
-
 // ErrNotLeader stops a write round when the Lease was lost.
 var ErrNotLeader = errors.New("not the leader: status not written")
 
@@ -94,11 +89,6 @@ type Writer struct {
 	// AfterRound, when set, is called after every round (the pipeline
 	// returns free memory once rounds and rebuilds stop).
 	AfterRound func()
-	// Gather is how long Start waits after a notification before its
-	// round, so that the notifications of one change (the snapshot
-	// published, the Result, the proxies' acks) make one round, not one
-	// each: zero means DefaultGather, negative not at all.
-	Gather time.Duration
 
 	store storeReader
 
@@ -190,9 +180,6 @@ func (w *Writer) Start(ctx context.Context) error {
 			return nil
 		case <-w.notify:
 		}
-		if !gatherNotifications(ctx, w.notify, w.gather()) {
-			return nil
-		}
 		res := w.latest.Load()
 		if res == nil {
 			continue
@@ -209,35 +196,6 @@ func (w *Writer) Start(ctx context.Context) error {
 		}
 		backoff = 100 * time.Millisecond
 	}
-}
-
-// gatherNotifications waits d after a notification, then takes the one
-// that came meanwhile (notify holds one), which the round that follows
-// serves too. It reports false when ctx ended.
-func gatherNotifications(ctx context.Context, notify chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	}
-	select {
-	case <-notify:
-	default:
-	}
-	return true
-}
-
-// gather is Gather, or its default.
-func (w *Writer) gather() time.Duration {
-	if w.Gather == 0 {
-		return DefaultGather
-	}
-	return w.Gather
 }
 
 // Write brings every object's status to the desired state. It returns the
