@@ -111,6 +111,15 @@ func TestPropagationLatency(t *testing.T) {
 		b, _ := metricSum(before, metric)
 		return a - b
 	}
+	// The status writer's patches over the measured changes, by kind and
+	// result (a failed one is retried in a later round).
+	for _, kind := range []string{"Gateway", "HTTPRoute"} {
+		a, _ := metricSum(after, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="ok"`)
+		b, _ := metricSum(before, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="ok"`)
+		ae, _ := metricSum(after, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="error"`)
+		be, _ := metricSum(before, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="error"`)
+		fmt.Printf("propagation status_patches kind=%s ok=%.0f failed=%.0f\n", kind, a-b, ae-be)
+	}
 	if rebuilds := delta("coxswain_controller_rebuild_duration_seconds_count"); rebuilds > 0 {
 		fmt.Printf("propagation rebuilds_per_change=%.2f rebuild_mean_ms=%.1f\n", rebuilds/float64(n),
 			1000*delta("coxswain_controller_rebuild_duration_seconds_sum")/rebuilds)
