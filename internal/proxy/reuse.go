@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -42,7 +43,7 @@ func sameEndpointSetInput(a, b *snapshot.EndpointSet) bool {
 	return a.Name == b.Name &&
 		a.AppProtocol == b.AppProtocol &&
 		a.LoadBalancer == b.LoadBalancer &&
-		sameList(a.Endpoints, b.Endpoints) &&
+		lists.Same(a.Endpoints, b.Endpoints) &&
 		a.TLS == b.TLS &&
 		a.Hash == b.Hash &&
 		a.ConnectTimeout == b.ConnectTimeout &&
@@ -57,15 +58,7 @@ func sameEndpointSetInput(a, b *snapshot.EndpointSet) bool {
 func sameVirtualHostInput(a, b *snapshot.VirtualHost) bool {
 	return a.Hostname == b.Hostname &&
 		a.SingleLabelWildcard == b.SingleLabelWildcard &&
-		sameList(a.Routes, b.Routes)
-}
-
-// sameList reports two slices over the same elements (both empty counts).
-func sameList[E any](a, b []E) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	return len(a) == 0 || &a[0] == &b[0]
+		lists.Same(a.Routes, b.Routes)
 }
 
 // reusableSet returns the previous state's compiled set of in when its
@@ -258,7 +251,7 @@ func (c *compiler) keepStats(vh *vhost) {
 // l's compiled form as it is (compiled listeners are never modified). An
 // HTTPS listener is compiled again: its certificates are the state's.
 func (c *compiler) unchangedListener(l *snapshot.Listener, old *listenerRouter) bool {
-	if old.tls || old.src == nil && len(l.VirtualHosts) > 0 || !sameList(l.VirtualHosts, old.src) || len(old.vhosts) != len(old.src) {
+	if old.tls || old.src == nil && len(l.VirtualHosts) > 0 || !lists.Same(l.VirtualHosts, old.src) || len(old.vhosts) != len(old.src) {
 		return false
 	}
 	if len(c.changedSets) > 0 {

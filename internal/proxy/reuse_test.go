@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -289,7 +290,7 @@ func TestCompileReusesOnlyWhatIsUnchanged(t *testing.T) {
 func sameHostIn(s *snapshot.Snapshot, in snapshot.VirtualHost) bool {
 	for _, vh := range s.Listeners[0].VirtualHosts {
 		if vh.Hostname == in.Hostname {
-			return sameList(vh.Routes, in.Routes)
+			return lists.Same(vh.Routes, in.Routes)
 		}
 	}
 	return false

@@ -25,6 +25,8 @@ import (
 	"hash"
 	"slices"
 	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/lists"
 )
 
 // Layout is how a snapshot is cut into discovery resources, and how its
@@ -119,12 +121,12 @@ func (eh *encodedHost) encodes(vh *VirtualHost) bool {
 func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	next := make(map[string][]encodedHost, len(s.Listeners))
 	withoutHosts := *s
-	withoutHosts.Listeners = reuse(e.bare, len(s.Listeners))[:len(s.Listeners)]
+	withoutHosts.Listeners = lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)]
 	n := 0
 	for i := range s.Listeners {
 		n += len(s.Listeners[i].VirtualHosts)
 	}
-	out := reuse(e.hosts, n) // the hosts'
+	out := lists.Reuse(e.hosts, n) // the hosts'
 	// groups are the listeners' runs of hosts in out, each under the key
 	// prefix of its listener.
 	type group struct {
@@ -137,7 +139,7 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		lk := ListenerKey(&l)
 		prev := e.listeners[lk]
 		start := len(out)
-		encoded := reuse(e.spare[lk], len(l.VirtualHosts))
+		encoded := lists.Reuse(e.spare[lk], len(l.VirtualHosts))
 		for j := range l.VirtualHosts {
 			vh := &l.VirtualHosts[j]
 			for len(prev) > 0 && prev[0].hostname < vh.Hostname {
@@ -199,16 +201,6 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	clear(out)
 	e.hosts = out
 	return merged, nil
-}
-
-// reuse is list emptied, with room for n, its array when that is enough;
-// a new one has room for an eighth more, so that lists growing a little
-// at every call (routes being added) are not made anew every time.
-func reuse[E any](list []E, n int) []E {
-	if cap(list) < n {
-		return make([]E, 0, n+n/8)
-	}
-	return list[:0]
 }
 
 // compareKeys orders resources by key.

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -548,7 +549,7 @@ func (t *translator) numberListeners() {
 			t.byOrd = append(t.byOrd, li)
 			li.ord = len(t.byOrd)
 			if n := len(t.byOrd) - 1; n < len(p.sizes.listenerRoutes) && li.routes == nil {
-				li.routes = reuse[attachment](nil, p.sizes.listenerRoutes[n])
+				li.routes = lists.Reuse[attachment](nil, p.sizes.listenerRoutes[n])
 			}
 		}
 	}

@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coxswain-go/coxswain/internal/lists"
 )
 
 // namedRoute is a route of one kind with its metadata and its index in
@@ -75,7 +77,7 @@ type routeWalk[R any] struct {
 
 // list is the walk's list of routes, emptied, with room for n.
 func (w *routeWalk[R]) list(n int) []namedRoute[R] {
-	return reuse(w.sorted, n)
+	return lists.Reuse(w.sorted, n)
 }
 
 // done keeps list, the walk's sorted routes, for the next walk, keeping
@@ -85,16 +87,6 @@ func (w *routeWalk[R]) done(list []namedRoute[R]) {
 	clear(w.known)
 	clear(w.fresh)
 	w.sorted = list
-}
-
-// reuse is list emptied, with room for n, its array when that is enough;
-// a new one has room for an eighth more, so that lists growing a little
-// at every call (routes being added) are not made anew every time.
-func reuse[E any](list []E, n int) []E {
-	if cap(list) < n {
-		return make([]E, 0, n+n/8)
-	}
-	return list[:0]
 }
 
 // sort is sortNamed(routes), with the walk's scratch lists.
@@ -110,7 +102,7 @@ func (w *routeWalk[R]) sort(routes []namedRoute[R]) []namedRoute[R] {
 		slices.SortFunc(routes, compareNamed)
 		return routes
 	}
-	slots := reuse(w.slots, maxRank+1)[:maxRank+1] // index in routes + 1; 0 is empty
+	slots := lists.Reuse(w.slots, maxRank+1)[:maxRank+1] // index in routes + 1; 0 is empty
 	clear(slots)
 	w.slots = slots
 	fresh := w.fresh[:0]
@@ -126,7 +118,7 @@ func (w *routeWalk[R]) sort(routes []namedRoute[R]) []namedRoute[R] {
 		}
 	}
 	w.fresh = fresh
-	known := reuse(w.known, len(routes)-len(fresh))
+	known := lists.Reuse(w.known, len(routes)-len(fresh))
 	for _, s := range slots {
 		if s != 0 {
 			known = append(known, routes[s-1])

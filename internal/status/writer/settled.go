@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
@@ -346,14 +347,8 @@ func newDesiredDigests(res *translator.Result, prev *desiredDigests) *desiredDig
 // made of the very same lists (hence equal, as neither is modified).
 func sameGatewayStatus(a, b *translator.GatewayStatus) bool {
 	return a.NamespacedName == b.NamespacedName &&
-		sameList(a.Status.Listeners, b.Status.Listeners) && sameList(a.Status.Conditions, b.Status.Conditions) &&
-		sameList(a.Status.Addresses, b.Status.Addresses) && a.Status.AttachedListenerSets == b.Status.AttachedListenerSets
-}
-
-// sameList reports whether a and b are the same list: both empty, or
-// the same elements of the same array.
-func sameList[E any](a, b []E) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+		lists.Same(a.Status.Listeners, b.Status.Listeners) && lists.Same(a.Status.Conditions, b.Status.Conditions) &&
+		lists.Same(a.Status.Addresses, b.Status.Addresses) && a.Status.AttachedListenerSets == b.Status.AttachedListenerSets
 }
 
 // parentsDigest is a digest of every field of desired route parents
