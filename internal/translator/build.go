@@ -54,7 +54,8 @@ type listenerBuilder struct {
 	// clientValidation of the port (HTTPS; the Gateway's frontend TLS).
 	clientValidation *snapshot.ClientValidation
 	// streams are the stream routes of a TLS, TCP or UDP listener by SNI
-	// hostname ("" for TCP and UDP), each the oldest route claiming it.
+	// hostname ("" for TCP and UDP), each the oldest route claiming it
+	// (made by the first claim: most listeners are HTTP).
 	streams map[string]*streamClaim
 }
 
@@ -70,6 +71,9 @@ func (lb *listenerBuilder) claim(host string, route snapshot.StreamRoute, meta *
 		return
 	}
 	route.Hostname = host
+	if lb.streams == nil {
+		lb.streams = map[string]*streamClaim{}
+	}
 	lb.streams[host] = &streamClaim{route: route, meta: meta}
 }
 
@@ -108,7 +112,7 @@ func (sb *scopeBuilder) listener(port int32, name string, proto snapshot.Protoco
 	k := snapshot.ListenerKey(&l)
 	lb := sb.listeners[k]
 	if lb == nil {
-		lb = &listenerBuilder{l: l, hint: sb.memo.hostCount(sb.scope, k), streams: map[string]*streamClaim{}}
+		lb = &listenerBuilder{l: l, hint: sb.memo.hostCount(sb.scope, k)}
 		sb.listeners[k] = lb
 	}
 	return lb

@@ -97,12 +97,16 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 			return false
 		}
 	}
-	// The hosts of the attachments that are not the last translation's.
-	affected := map[string]bool{}
+	// The hosts of the attachments that are not the last translation's
+	// (made on the first: most listeners have none).
+	var affected map[string]bool
 	budget := len(last.hosts)/4 + 4
 	changed := func(a *attachment) bool {
 		if !plainRoute(a.cr) {
 			return false
+		}
+		if affected == nil {
+			affected = map[string]bool{}
 		}
 		for _, h := range a.hosts {
 			affected[h] = true
@@ -116,20 +120,29 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	}
 
 	// From here on, what emitHTTPListeners does, for the affected hosts.
-	claims := map[string]bool{}
+	var claims map[string]bool
+	if len(affected) > 0 {
+		claims = make(map[string]bool, len(serv))
+	}
 	for _, li := range serv {
-		claim := li.hostname
-		if claim == "" {
-			claim = "*"
+		if claims != nil {
+			claim := li.hostname
+			if claim == "" {
+				claim = "*"
+			}
+			claims[claim] = true
 		}
-		claims[claim] = true
 		t.emitCerts(sb, lb, li)
 		if li.clientValidation != nil && lb.clientValidation == nil {
 			lb.clientValidation = li.clientValidation
 		}
 	}
-	entries := make(map[string][]entry, len(affected))
-	isAffected := hostSet(affected)
+	var entries map[string][]entry
+	isAffected := func(string) bool { return false }
+	if len(affected) > 0 {
+		entries = make(map[string][]entry, len(affected))
+		isAffected = hostSet(affected)
+	}
 	for _, li := range serv {
 		for _, att := range li.routes {
 			cr := att.cr
@@ -171,7 +184,13 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	for i, li := range serv {
 		lb.emit.atts[i] = li.routes
 	}
-	lb.patched = t.patchHosts(last, hosts, entries, claims)
+	if len(hosts) == 0 {
+		// No host changed: the last translation's hosts, as they are
+		// (a snapshot is never changed once built, so two may share them).
+		lb.patched = &builtListener{hosts: last.hosts, from: last.from}
+	} else {
+		lb.patched = t.patchHosts(last, hosts, entries, claims)
+	}
 	lb.patched.emit = lb.emit
 	t.memo.patched++
 	return true

@@ -194,6 +194,10 @@ func dedicatedName(gw *gwv1.Gateway) string {
 }
 
 func (t *translator) processGateways() {
+	if t.memo.reuseGateways(t) {
+		return
+	}
+	events, fresh := len(t.out.Events), len(t.certs) == 0 && len(t.badCerts) == 0
 	t.gwOrder = classifyGateways(t.res, t.ix, t.classes)
 	t.gateways = make(map[nn]*gatewayInfo, len(t.gwOrder))
 	for _, gi := range t.gwOrder {
@@ -213,6 +217,9 @@ func (t *translator) processGateways() {
 		}
 	}
 	t.assignInternalPorts()
+	if fresh {
+		t.memo.keepGateways(t, t.out.Events[events:])
+	}
 }
 
 // allListeners are the Gateway's own listeners, then those of the

@@ -97,6 +97,11 @@ type Memo struct {
 	// walks are the route walks' scratch lists by memo kind
 	// (*routeWalk[R]).
 	walks map[string]any
+	// gatewaysKept is what processGateways made in the environment of
+	// the last translation (keptGateways); nil when there is none.
+	gatewaysKept *keptGateways
+	// lastKeptGateways says the last Translate started from it.
+	lastKeptGateways bool
 }
 
 // NewMemo returns an empty Memo.
@@ -236,6 +241,11 @@ type memoPass struct {
 	sameEnv bool
 	// walks are the Memo's.
 	walks map[string]any
+	// keptGateways is, on entry, what the Memo kept of processGateways
+	// in this environment (nil: none) and, on exit, this translation's;
+	// keptGatewaysUsed says processGateways started from it.
+	keptGateways     *keptGateways
+	keptGatewaysUsed bool
 }
 
 // walkOf is the scratch lists of the route walk of memo kind kind, kept
@@ -284,12 +294,13 @@ func (m *Memo) Translate(res *Resources) *Result {
 		clear(m.byMeta)
 		clear(m.gateways)
 		m.envIndex = nil
+		m.gatewaysKept = nil
 	}
 	// Until this translation ends its entries are half updated: a pass
 	// that never ends (a panic someone recovers) leaves an environment no
 	// translation matches, so the next one starts empty.
-	envIndex := m.envIndex
-	m.env, m.envIndex = [sha256.Size]byte{}, nil
+	envIndex, gatewaysKept := m.envIndex, m.gatewaysKept
+	m.env, m.envIndex, m.gatewaysKept = [sha256.Size]byte{}, nil, nil
 	m.gen++
 	ports := m.ports
 	m.ports = nil
@@ -301,10 +312,11 @@ func (m *Memo) Translate(res *Resources) *Result {
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
+		pass.keptGateways = gatewaysKept
 	}
 	out := translate(res, pass)
 	if ok {
-		m.env, m.envIndex = env, pass.envIndex
+		m.env, m.envIndex, m.gatewaysKept = env, pass.envIndex, pass.keptGateways
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
 		maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
@@ -318,6 +330,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
 	m.lastHits, m.lastMisses, m.lastPatched = pass.hits, pass.misses, pass.patched
+	m.lastKeptGateways = pass.keptGatewaysUsed
 	m.sizes = pass.sizes
 	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder
 	return out

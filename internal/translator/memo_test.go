@@ -679,3 +679,102 @@ func TestMemoKeepsTheInternalPorts(t *testing.T) {
 		t.Fatalf("%d internal ports after a Gateway with two ports was added to %d", len(got.InternalPorts), len(first.InternalPorts))
 	}
 }
+
+// TestMemoKeepsTheGateways: in an unchanged environment a Memo's
+// translation starts from copies of the Gateways, ListenerSets and
+// listeners the Memo kept, twice in a row (the second must not copy what
+// the first changed), and equals a fresh translation every time, over
+// every golden input; a Gateway changed translates them all again.
+func TestMemoKeepsTheGateways(t *testing.T) {
+	for in, res := range goldenResources(t) {
+		if len(res.Gateways) == 0 {
+			continue
+		}
+		v := &versioner{}
+		v.stampAll(res)
+		m := NewMemo()
+		check := func(what string, next *Resources, kept bool) {
+			t.Helper()
+			got := m.Translate(next)
+			if g, w := mustJSON(t, got), mustJSON(t, Translate(next)); !bytes.Equal(g, w) {
+				t.Fatalf("%s, %s: memoized and fresh translations differ:\n%s", in, what, firstDifference(w, g))
+			}
+			if m.lastKeptGateways != kept {
+				t.Errorf("%s, %s: started from the kept Gateways: %v, want %v", in, what, m.lastKeptGateways, kept)
+			}
+		}
+		check("first", res, false)
+		for step := range 2 {
+			// A route re-versioned (none: nothing changed), which leaves
+			// the environment as it was.
+			next := *res
+			if len(res.HTTPRoutes) > 0 {
+				r := res.HTTPRoutes[0].DeepCopy()
+				r.Generation++
+				v.stamp(r)
+				next.HTTPRoutes = append(slices.Clone(res.HTTPRoutes[1:]), r)
+			}
+			check(fmt.Sprintf("route change %d", step+1), &next, true)
+			res = &next
+		}
+		next := *res
+		gw := res.Gateways[0].DeepCopy()
+		gw.Generation++
+		v.stamp(gw)
+		next.Gateways = append(slices.Clone(res.Gateways[1:]), gw)
+		check("Gateway changed", &next, false)
+		check("after the Gateway change", &next, true)
+	}
+}
+
+// TestMemoSharesUnchangedListeners: after one route changes, every HTTP
+// listener that does not serve it keeps the very virtual host list of the
+// last translation (nothing copied), and the one that does gets a new one.
+// (The Memo's second translation lends compiled routes the first made,
+// so listeners are compared from the second on.)
+func TestMemoSharesUnchangedListeners(t *testing.T) {
+	res := generate(100, 5, 4)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	before := m.Translate(res)
+	next := *res
+	next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+	changed := res.HTTPRoutes[7].DeepCopy()
+	changed.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
+	v.stamp(changed)
+	next.HTTPRoutes[7] = changed
+	after := m.Translate(&next)
+	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
+	}
+	old := map[string]*snapshot.VirtualHost{}
+	for _, l := range before.Snapshots[0].Listeners {
+		if len(l.VirtualHosts) > 0 {
+			old[snapshot.ListenerKey(&l)] = &l.VirtualHosts[0]
+		}
+	}
+	host := string(changed.Spec.Hostnames[0])
+	shared, fresh := 0, 0
+	for _, l := range after.Snapshots[0].Listeners {
+		if len(l.VirtualHosts) == 0 {
+			continue
+		}
+		serves := slices.ContainsFunc(l.VirtualHosts, func(vh snapshot.VirtualHost) bool { return vh.Hostname == host })
+		same := old[snapshot.ListenerKey(&l)] == &l.VirtualHosts[0]
+		switch {
+		case serves && same:
+			t.Fatalf("listener %s, which serves the changed route, kept its old host list", l.Name)
+		case serves:
+			fresh++
+		case !same:
+			t.Fatalf("listener %s, untouched, got a new host list", l.Name)
+		default:
+			shared++
+		}
+	}
+	if fresh == 0 || shared == 0 {
+		t.Fatalf("%d listeners shared their host list and %d did not; want both > 0", shared, fresh)
+	}
+}
