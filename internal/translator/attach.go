@@ -170,17 +170,18 @@ func (t *translator) attachToListeners(cr *compiledRoute, listeners []*listenerI
 			continue
 		}
 		matched++
-		if li.lastCounted != cr {
-			li.lastCounted = cr
-			li.attached++
+		st := t.state(li)
+		if st.lastCounted != cr {
+			st.lastCounted = cr
+			st.attached++
 		}
 		routed := cr.err == "" && li.servable
-		if n := len(li.routes); routed && n > 0 && li.routes[n-1].cr == cr {
+		if n := len(st.routes); routed && n > 0 && st.routes[n-1].cr == cr {
 			routed = false // a second parentRef selecting the same listener
 		}
 		t.recordAtt(li, hosts, routed)
 		if routed {
-			li.routes = append(li.routes, attachment{cr: cr, hosts: hosts})
+			st.routes = append(st.routes, attachment{cr: cr, hosts: hosts})
 		}
 	}
 	switch {

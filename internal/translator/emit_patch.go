@@ -69,12 +69,13 @@ func (t *translator) newEmission(gi *gatewayInfo, serv []*listenerInfo) *emissio
 		if li.ord == 0 {
 			return nil
 		}
-		for j := range li.routes {
-			if !plainRoute(li.routes[j].cr) {
+		routes := t.state(li).routes
+		for j := range routes {
+			if !plainRoute(routes[j].cr) {
 				return nil
 			}
 		}
-		e.ords[i], e.atts[i] = li.ord, li.routes
+		e.ords[i], e.atts[i] = li.ord, routes
 	}
 	return e
 }
@@ -114,7 +115,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 		return len(affected) <= budget
 	}
 	for i, li := range serv {
-		if !diffAttachments(last.emit.atts[i], li.routes, changed) {
+		if !diffAttachments(last.emit.atts[i], t.state(li).routes, changed) {
 			return false
 		}
 	}
@@ -144,7 +145,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 		isAffected = hostSet(affected)
 	}
 	for _, li := range serv {
-		for _, att := range li.routes {
+		for _, att := range t.state(li).routes {
 			cr := att.cr
 			emitted := false
 			for _, h := range att.hosts {
@@ -182,7 +183,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 
 	lb.emit = &emission{ords: last.emit.ords, atts: make([][]attachment, len(serv))}
 	for i, li := range serv {
-		lb.emit.atts[i] = li.routes
+		lb.emit.atts[i] = t.state(li).routes
 	}
 	if len(hosts) == 0 {
 		// No host changed: the last translation's hosts, as they are

@@ -217,6 +217,7 @@ func (t *translator) processGateways() {
 		}
 	}
 	t.assignInternalPorts()
+	t.numberListeners()
 	if fresh {
 		t.memo.keepGateways(t, t.out.Events[events:])
 	}
@@ -236,7 +237,8 @@ func (g *gatewayInfo) allListeners() []*listenerInfo {
 // ListenerSet's).
 func (t *translator) listenerStatus(gi *gatewayInfo, li *listenerInfo) gwv1.ListenerStatus {
 	gen := li.owner.generation
-	ls := gwv1.ListenerStatus{Name: li.spec.Name, SupportedKinds: li.kinds, AttachedRoutes: li.attached}
+	st := t.state(li)
+	ls := gwv1.ListenerStatus{Name: li.spec.Name, SupportedKinds: li.kinds, AttachedRoutes: st.attached}
 	var prog metav1.Condition
 	switch {
 	case !gi.served:
@@ -245,8 +247,8 @@ func (t *translator) listenerStatus(gi *gatewayInfo, li *listenerInfo) gwv1.List
 		prog = status.Programmed(false, li.conflict.Reason, "listener is conflicted; see its Conflicted condition", gen)
 	case !li.servable:
 		prog = status.Programmed(false, status.ReasonInvalid, "listener is invalid; see its other conditions", gen)
-	case li.programmedReason != "":
-		prog = status.Programmed(false, li.programmedReason, li.programmedMsg, gen)
+	case st.programmedReason != "":
+		prog = status.Programmed(false, st.programmedReason, st.programmedMsg, gen)
 	default:
 		prog = status.Programmed(true, status.ReasonProgrammed, "listener is in the published snapshot", gen)
 	}
@@ -257,7 +259,7 @@ func (t *translator) listenerStatus(gi *gatewayInfo, li *listenerInfo) gwv1.List
 
 // gatewayStatuses is called after routes attached, to fill statuses.
 func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
-	if st, ok := t.memo.gatewayStatus(gi, scope); ok {
+	if st, ok := t.memo.gatewayStatus(t, gi, scope); ok {
 		t.out.Gateways = append(t.out.Gateways, st)
 		return
 	}
@@ -327,7 +329,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 		st.Status.Addresses = t.gatewayAddresses(gi)
 	}
 	t.out.Gateways = append(t.out.Gateways, st)
-	t.memo.keepGatewayStatus(gi, scope, st)
+	t.memo.keepGatewayStatus(t, gi, scope, st)
 }
 
 func sortConds(c []metav1.Condition) {

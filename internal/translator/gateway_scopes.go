@@ -57,8 +57,9 @@ func (t *translator) buildGatewayScopes() {
 					internal, ok := gi.internal[p]
 					if !ok {
 						for _, li := range byPort[p] {
-							li.programmedReason = status.ReasonPending
-							li.programmedMsg = fmt.Sprintf("no free internal port for port %d", p)
+							st := t.state(li)
+							st.programmedReason = status.ReasonPending
+							st.programmedMsg = fmt.Sprintf("no free internal port for port %d", p)
 						}
 						continue
 					}
@@ -144,7 +145,7 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 		}
 	}
 	for _, li := range serv {
-		for _, att := range li.routes {
+		for _, att := range t.state(li).routes {
 			for _, h := range att.hosts {
 				host := h
 				if host == "*" {
@@ -196,7 +197,7 @@ func (t *translator) emitStreamListeners(sb *scopeBuilder, lb *listenerBuilder, 
 		t.emitCerts(sb, lb, li)
 	}
 	for _, li := range serv {
-		for _, att := range li.routes {
+		for _, att := range t.state(li).routes {
 			cr := att.cr
 			if cr.stream == nil {
 				continue

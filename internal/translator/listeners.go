@@ -48,15 +48,28 @@ type listenerInfo struct {
 	// clientValidation is the client certificate validation of an HTTPS
 	// listener's port (the Gateway's spec.tls.frontend); nil for none.
 	clientValidation *snapshot.ClientValidation
-	attached         int32
-	lastCounted      *compiledRoute
 	// ord numbers the listener (from 1) in the order of every Gateway's,
 	// then every ListenerSet's: an unchanged environment numbers the same
-	// listeners the same, so a Memo names them by it (attachRoute).
-	ord                             int
-	routes                          []attachment
+	// listeners the same, so a Memo names them by it (attachRoute), and a
+	// translation keeps what routes make of it at its ord (listenerState).
+	ord int
+}
+
+// listenerState is what one translation's routes and emission make of a
+// listener. A listenerInfo is the environment's alone and is never
+// changed once processGateways made it, so that a Memo can hand the same
+// ones to the next translation of the environment (keptGateways).
+type listenerState struct {
+	attached    int32
+	lastCounted *compiledRoute
+	routes      []attachment
+	// programmedReason and programmedMsg say why the listener is not
+	// programmed ("": it is, as far as the translation knows).
 	programmedReason, programmedMsg string
 }
+
+// state is li's listenerState in this translation.
+func (t *translator) state(li *listenerInfo) *listenerState { return &t.states[li.ord-1] }
 
 // listenerOwner is the object a listener is defined in: its kind (Gateway
 // or ListenerSet), namespace (routes' "Same" namespace, and where its

@@ -192,6 +192,13 @@ func (t *translator) processListenerSets() {
 			}
 		}
 	}
+	// A Gateway counts the sets it takes that have a valid listener (as
+	// their status says: listenerSetStatus).
+	for _, lsi := range t.lsOrder {
+		if lsi.parentRefused == "" && lsi.allowed && lsi.accepted() {
+			lsi.gi.attachedSets++
+		}
+	}
 }
 
 // precedenceConflict is the Conflicted reason of listener l against the
@@ -214,8 +221,7 @@ func precedenceConflict(taken []*listenerInfo, l *gwv1.Listener) string {
 	return ""
 }
 
-// listenerSetStatus fills the status of one ListenerSet and counts it on
-// its Gateway when accepted.
+// listenerSetStatus fills the status of one ListenerSet.
 func (t *translator) listenerSetStatus(lsi *listenerSetInfo) {
 	gen := lsi.ls.Generation
 	st := ListenerSetStatus{NamespacedName: key(&lsi.ls.ObjectMeta), Generation: gen}
@@ -248,9 +254,6 @@ func (t *translator) listenerSetStatus(lsi *listenerSetInfo) {
 		default:
 			acc = status.Accepted(true, status.ReasonAccepted, "ListenerSet is accepted", gen)
 			prog = status.Programmed(true, status.ReasonProgrammed, "listeners are in the published snapshot of the Gateway", gen)
-		}
-		if valid > 0 {
-			lsi.gi.attachedSets++
 		}
 	}
 	st.Status.Conditions = []metav1.Condition{acc, prog}

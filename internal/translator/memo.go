@@ -505,13 +505,13 @@ func (p *memoPass) reattach(t *translator, kept *memoRoute, meta *metav1.ObjectM
 	}
 	cr := mr.lend(meta)
 	for _, a := range mr.atts {
-		li := t.byOrd[a.ord-1]
-		if li.lastCounted != cr {
-			li.lastCounted = cr
-			li.attached++
+		st := &t.states[a.ord-1]
+		if st.lastCounted != cr {
+			st.lastCounted = cr
+			st.attached++
 		}
 		if a.routed {
-			li.routes = append(li.routes, attachment{cr: cr, hosts: a.hosts})
+			st.routes = append(st.routes, attachment{cr: cr, hosts: a.hosts})
 		}
 	}
 	return mr.parents, true
@@ -549,21 +549,13 @@ func (t *translator) recordAtt(li *listenerInfo, hosts []string, routed bool) {
 	*p.atts = append(*p.atts, memoAtt{ord: li.ord, hosts: hosts, routed: routed})
 }
 
-// numberListeners gives every listener its ord, when a Memo runs, and
-// room for as many routes as the last translation's listener of that ord
-// (and an eighth more, for routes being added).
+// numberListeners gives every listener its ord (processGateways, once
+// it made them).
 func (t *translator) numberListeners() {
-	p := t.memo
-	if p == nil {
-		return
-	}
 	number := func(lis []*listenerInfo) {
 		for _, li := range lis {
 			t.byOrd = append(t.byOrd, li)
 			li.ord = len(t.byOrd)
-			if n := len(t.byOrd) - 1; n < len(p.sizes.listenerRoutes) && li.routes == nil {
-				li.routes = lists.Reuse[attachment](nil, p.sizes.listenerRoutes[n])
-			}
 		}
 	}
 	for _, gi := range t.gwOrder {
@@ -571,6 +563,20 @@ func (t *translator) numberListeners() {
 	}
 	for _, lsi := range t.lsOrder {
 		number(lsi.listeners)
+	}
+}
+
+// listenerStates makes the translation's listener states, with room, when
+// a Memo runs, for as many routes as the last translation's listener of
+// each ord (and an eighth more, for routes being added).
+func (t *translator) listenerStates() {
+	t.states = make([]listenerState, len(t.byOrd))
+	if p := t.memo; p != nil {
+		for i := range t.states {
+			if i < len(p.sizes.listenerRoutes) {
+				t.states[i].routes = lists.Reuse[attachment](nil, p.sizes.listenerRoutes[i])
+			}
+		}
 	}
 }
 
@@ -642,8 +648,8 @@ func (t *translator) noteSizes() {
 		return
 	}
 	p.sizes.listenerRoutes = p.sizes.listenerRoutes[:0]
-	for _, li := range t.byOrd {
-		p.sizes.listenerRoutes = append(p.sizes.listenerRoutes, len(li.routes))
+	for i := range t.states {
+		p.sizes.listenerRoutes = append(p.sizes.listenerRoutes, len(t.states[i].routes))
 	}
 	p.sizes.sources = len(t.out.endpointSources)
 }

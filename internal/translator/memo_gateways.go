@@ -48,14 +48,14 @@ type listenerStamp struct {
 	programmedReason, programmedMsg string
 }
 
-func stampOf(li *listenerInfo) listenerStamp {
-	return listenerStamp{li.attached, li.programmedReason, li.programmedMsg}
+func stampOf(st *listenerState) listenerStamp {
+	return listenerStamp{st.attached, st.programmedReason, st.programmedMsg}
 }
 
-func stampListeners(gi *gatewayInfo) []listenerStamp {
+func (t *translator) stampListeners(gi *gatewayInfo) []listenerStamp {
 	out := make([]listenerStamp, len(gi.listeners))
 	for i, li := range gi.listeners {
-		out[i] = stampOf(li)
+		out[i] = stampOf(t.state(li))
 	}
 	return out
 }
@@ -63,7 +63,7 @@ func stampListeners(gi *gatewayInfo) []listenerStamp {
 // gatewayStatus is the status the last translation gave gi, when this
 // translation's environment is that one's and gi's listeners are stamped
 // the same, kept for the next translation.
-func (p *memoPass) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) (GatewayStatus, bool) {
+func (p *memoPass) gatewayStatus(t *translator, gi *gatewayInfo, scope snapshot.Scope) (GatewayStatus, bool) {
 	if p == nil || !p.sameEnv || p.gateways == nil {
 		return GatewayStatus{}, false
 	}
@@ -72,7 +72,7 @@ func (p *memoPass) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) (Gateway
 		return GatewayStatus{}, false
 	}
 	for i, li := range gi.listeners {
-		if e.listeners[i] != stampOf(li) {
+		if e.listeners[i] != stampOf(t.state(li)) {
 			return GatewayStatus{}, false
 		}
 	}
@@ -82,11 +82,11 @@ func (p *memoPass) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) (Gateway
 
 // keepGatewayStatus keeps st, gi's status published in scope, for the
 // next translation.
-func (p *memoPass) keepGatewayStatus(gi *gatewayInfo, scope snapshot.Scope, st GatewayStatus) {
+func (p *memoPass) keepGatewayStatus(t *translator, gi *gatewayInfo, scope snapshot.Scope, st GatewayStatus) {
 	if p == nil || p.gateways == nil {
 		return
 	}
-	p.gateways[st.NamespacedName] = &memoGatewayStatus{gen: p.gen, scope: scope, listeners: stampListeners(gi), st: st}
+	p.gateways[st.NamespacedName] = &memoGatewayStatus{gen: p.gen, scope: scope, listeners: t.stampListeners(gi), st: st}
 }
 
 // memoPorts is the internal port assignment of the last translation
@@ -113,17 +113,21 @@ func (p *memoPass) keepInternalPorts(assigned []portalloc.Assignment, unassigned
 	}
 }
 
-// keptGateways is what processGateways made in one environment, taken
-// before any route attached: the Gateways and ListenerSets with their
-// listeners (copies no translation changes), and what else it did (the
-// certificates it read, the events it raised and the Result fields it
-// filled). processGateways reads only the environment, so the next
-// translation of the same environment starts from copies of these
-// instead of translating every Gateway's listeners again: at 1,000
-// Gateways that was a sixth of a route change's translation.
+// keptGateways is what processGateways made in one environment: the
+// Gateways and ListenerSets with their listeners (which no later step
+// changes: what routes make of a listener is the translation's
+// listenerState), and what else it did (the certificates it read, the
+// events it raised and the Result fields it filled). processGateways
+// reads only the environment, so the next translation of the same
+// environment takes these as they are instead of translating every
+// Gateway's listeners again: at 1,000 Gateways that was a sixth of a
+// route change's translation.
 type keptGateways struct {
 	gwOrder       []*gatewayInfo
+	gateways      map[nn]*gatewayInfo
 	lsOrder       []*listenerSetInfo
+	listenerSets  map[nn]*listenerSetInfo
+	byOrd         []*listenerInfo
 	certs         map[string]*snapshot.Certificate
 	badCerts      map[string]error
 	events        []Event
@@ -138,9 +142,10 @@ func (p *memoPass) keepGateways(t *translator, events []Event) {
 	if p == nil || p.built == nil {
 		return
 	}
-	gws, lss := cloneGateways(t.gwOrder, t.lsOrder, nil)
 	p.keptGateways = &keptGateways{
-		gwOrder: gws, lsOrder: lss,
+		gwOrder: t.gwOrder, gateways: t.gateways,
+		lsOrder: t.lsOrder, listenerSets: t.listenerSets,
+		byOrd: slices.Clip(t.byOrd),
 		certs: maps.Clone(t.certs), badCerts: maps.Clone(t.badCerts),
 		events:        slices.Clone(events),
 		setListeners:  slices.Clip(t.out.ListenerSetListeners),
@@ -148,23 +153,16 @@ func (p *memoPass) keepGateways(t *translator, events []Event) {
 	}
 }
 
-// reuseGateways does what processGateways would, from copies of what the
-// last translation of this environment kept; false, having done nothing,
-// when there is none.
+// reuseGateways does what processGateways would, with what the last
+// translation of this environment kept; false, having done nothing, when
+// there is none.
 func (p *memoPass) reuseGateways(t *translator) bool {
 	if p == nil || !p.sameEnv || p.keptGateways == nil {
 		return false
 	}
 	k := p.keptGateways
-	t.gwOrder, t.lsOrder = cloneGateways(k.gwOrder, k.lsOrder, t.classes)
-	t.gateways = make(map[nn]*gatewayInfo, len(t.gwOrder))
-	for _, gi := range t.gwOrder {
-		t.gateways[key(&gi.gw.ObjectMeta)] = gi
-	}
-	t.listenerSets = make(map[nn]*listenerSetInfo, len(t.lsOrder))
-	for _, lsi := range t.lsOrder {
-		t.listenerSets[key(&lsi.ls.ObjectMeta)] = lsi
-	}
+	t.gwOrder, t.gateways, t.lsOrder, t.listenerSets = k.gwOrder, k.gateways, k.lsOrder, k.listenerSets
+	t.byOrd = k.byOrd
 	for id, c := range k.certs {
 		t.certs[id] = c
 	}
@@ -176,75 +174,4 @@ func (p *memoPass) reuseGateways(t *translator) bool {
 	t.out.InternalPorts = k.internalPorts
 	p.keptGatewaysUsed = true
 	return true
-}
-
-// cloneGateways copies gws and lss, with their listeners, as
-// processGateways leaves them (nothing of routes, Gateway statuses or
-// ListenerSet statuses), linked to each other as the originals are and
-// to the classes of classes (by name; the originals' where it has none).
-// Only what later steps change is copied: specs, conditions and lists of
-// kinds or certificates are shared, and never changed.
-func cloneGateways(gws []*gatewayInfo, lss []*listenerSetInfo, classes map[string]*classInfo) ([]*gatewayInfo, []*listenerSetInfo) {
-	vals := make([]gatewayInfo, len(gws))
-	out := make([]*gatewayInfo, len(gws))
-	var byOld map[*gatewayInfo]*gatewayInfo
-	if len(lss) > 0 {
-		byOld = make(map[*gatewayInfo]*gatewayInfo, len(gws))
-	}
-	for i, gi := range gws {
-		ng := &vals[i]
-		*ng = *gi
-		if gi.class != nil && gi.class.gc != nil {
-			if ci := classes[gi.class.gc.Name]; ci != nil {
-				ng.class = ci
-			}
-		}
-		ng.listeners = cloneListeners(gi.listeners)
-		ng.sets, ng.attachedSets = nil, 0
-		out[i] = ng
-		if byOld != nil {
-			byOld[gi] = ng
-		}
-	}
-	if len(lss) == 0 {
-		return out, nil
-	}
-	outSets := make([]*listenerSetInfo, len(lss))
-	setByOld := make(map[*listenerSetInfo]*listenerSetInfo, len(lss))
-	for i, lsi := range lss {
-		nl := new(listenerSetInfo)
-		*nl = *lsi
-		nl.gi = byOld[lsi.gi]
-		nl.listeners = cloneListeners(lsi.listeners)
-		outSets[i] = nl
-		setByOld[lsi] = nl
-	}
-	for i, gi := range gws {
-		if len(gi.sets) == 0 {
-			continue
-		}
-		out[i].sets = make([]*listenerSetInfo, len(gi.sets))
-		for j, lsi := range gi.sets {
-			out[i].sets[j] = setByOld[lsi]
-		}
-	}
-	return out, outSets
-}
-
-// cloneListeners copies lis without what routes and emission set on them
-// (attachments, counts, ords, programmed reasons).
-func cloneListeners(lis []*listenerInfo) []*listenerInfo {
-	if lis == nil {
-		return nil
-	}
-	vals := make([]listenerInfo, len(lis))
-	out := make([]*listenerInfo, len(lis))
-	for i, li := range lis {
-		nl := &vals[i]
-		*nl = *li
-		nl.attached, nl.lastCounted, nl.ord, nl.routes = 0, nil, 0, nil
-		nl.programmedReason, nl.programmedMsg = "", ""
-		out[i] = nl
-	}
-	return out
 }

@@ -93,7 +93,7 @@ func (cr *compiledRoute) unresolved(reason, msg string) {
 // then the stream kinds) with a parent Gateway of ours and attaches it to
 // its listeners.
 func (t *translator) processRoutes() {
-	t.numberListeners()
+	t.listenerStates()
 	t.out.HTTPRoutes = processRouteKind(t, kindHTTPRoute, t.res.HTTPRoutes, httpRouteParts, memoizedCompile(t, kindHTTPRoute, httpRouteParts, t.compileHTTPRoute))
 	t.out.GRPCRoutes = processRouteKind(t, kindGRPCRoute, t.res.GRPCRoutes, grpcRouteParts, memoizedCompile(t, kindGRPCRoute, grpcRouteParts, t.compileGRPCRoute))
 	// Stream routes are compiled afresh every time (no memo kind).

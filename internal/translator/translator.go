@@ -121,8 +121,10 @@ type translator struct {
 	// listenerSets of our Gateways by name, and in precedence order.
 	listenerSets map[nn]*listenerSetInfo
 	lsOrder      []*listenerSetInfo
-	// byOrd lists every listener by its ord (from 1), when a Memo runs.
-	byOrd []*listenerInfo
+	// byOrd lists every listener by its ord (from 1), and states what
+	// this translation's routes made of each, by the same index.
+	byOrd  []*listenerInfo
+	states []listenerState
 
 	// endpointSets is every endpoint set any route resolved, by name.
 	endpointSets map[string]*snapshot.EndpointSet
