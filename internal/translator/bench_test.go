@@ -169,26 +169,31 @@ func BenchmarkTranslate(b *testing.B) {
 // translator has no incremental mode: a change costs one full rebuild,
 // which this measures next to BenchmarkTranslate.
 //
-// The last case has 1,000 Gateways (ten routes each), as in make
-// bench-scale's GATEWAYS=1000 run.
+// The last cases have 1,000 Gateways: ten routes each, or, as in
+// TestPropagationLatency with GATEWAYS=1000 (make bench-scale's run),
+// every route on one Gateway and 999 idle ones (idle=999).
 func BenchmarkTranslateOneRouteChange(b *testing.B) {
-	type size struct{ routes, gateways int }
+	type size struct{ routes, gateways, idle int }
 	var sizes []size
 	for _, n := range benchSizes() {
-		sizes = append(sizes, size{n, 1})
+		sizes = append(sizes, size{n, 1, 0})
 	}
-	sizes = append(sizes, size{10000, 1000})
+	sizes = append(sizes, size{10000, 1000, 0}, size{10000, 1, 999})
 	for _, sz := range sizes {
 		n := sz.routes
 		// memo changes one route; memo-add adds one (last in name order,
 		// as the routes TestPropagationLatency creates) and removes it.
 		for _, mode := range []string{"full", "memo", "memo-add"} {
 			name := fmt.Sprintf("routes=%d/%s", n, mode)
-			if sz.gateways > 1 {
+			switch {
+			case sz.idle > 0:
+				name = fmt.Sprintf("routes=%d,idle=%d/%s", n, sz.idle, mode)
+			case sz.gateways > 1:
 				name = fmt.Sprintf("routes=%d,gateways=%d/%s", n, sz.gateways, mode)
 			}
 			b.Run(name, func(b *testing.B) {
 				a := generate(n, 50, sz.gateways)
+				addIdleGateways(a, sz.idle)
 				v := &versioner{}
 				v.stampAll(a)
 				c := *a
@@ -221,6 +226,21 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
 			})
 		}
+	}
+}
+
+// addIdleGateways adds n Gateways of one HTTP listener each (a hostname
+// of its own, no routes), as TestPropagationLatency's idle ones.
+func addIdleGateways(res *Resources, n int) {
+	for g := 0; g < n; g++ {
+		host := gwv1.Hostname(fmt.Sprintf("idle-%d.example.org", g))
+		res.Gateways = append(res.Gateways, &gwv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: fmt.Sprintf("idle-%d", g), Generation: 1},
+			Spec: gwv1.GatewaySpec{
+				GatewayClassName: "coxswain",
+				Listeners:        []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType, Hostname: &host}},
+			},
+		})
 	}
 }
 
