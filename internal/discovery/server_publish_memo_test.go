@@ -175,11 +175,23 @@ func mustLegacyVersion(t *testing.T, s *snapshot.Snapshot) string {
 
 // BenchmarkPublish is the controller's wire-form cost of one rebuild with
 // n virtual hosts, one of them changed: split, marshal, reassemble the
-// changed host, version.
+// changed host, version. The idle case adds 999 Gateways with a listener
+// and no routes each, as TestPropagationLatency's GATEWAYS=1000 run.
 func BenchmarkPublish(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		for _, shared := range []bool{false, true} {
-			b.Run(fmt.Sprintf("hosts=%d/shared=%v", n, shared), func(b *testing.B) {
+	type shape struct {
+		n      int
+		shared bool
+		idle   int
+	}
+	shapes := []shape{{1000, false, 0}, {1000, true, 0}, {10000, false, 0}, {10000, true, 0}, {10000, true, 999}}
+	for _, sh := range shapes {
+		n, shared := sh.n, sh.shared
+		name := fmt.Sprintf("hosts=%d/shared=%v", n, shared)
+		if sh.idle > 0 {
+			name += fmt.Sprintf("/idle=%d", sh.idle)
+		}
+		{
+			b.Run(name, func(b *testing.B) {
 				routes := func(h, to string) []snapshot.Route {
 					return []snapshot.Route{{
 						ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
@@ -208,6 +220,15 @@ func BenchmarkPublish(b *testing.B) {
 						l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: rs})
 					}
 					s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
+					s.Gateways = []snapshot.GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{30000}}}
+					for i := range sh.idle {
+						port := int32(30001 + i)
+						s.Listeners = append(s.Listeners, snapshot.Listener{
+							Name: fmt.Sprintf("gateway/default/idle-%d/80", i), Port: port, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
+							VirtualHosts: []snapshot.VirtualHost{{Hostname: fmt.Sprintf("idle-%d.example.org", i)}},
+						})
+						s.Gateways = append(s.Gateways, snapshot.GatewayRef{Namespace: "default", Name: fmt.Sprintf("idle-%d", i), Generation: 1, Ports: []int32{port}})
+					}
 					snapshot.Normalize(s)
 					return s
 				}

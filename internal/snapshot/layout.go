@@ -83,8 +83,9 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 // encoded: a virtual host of the next snapshot with the same hostname and
 // flags and the very same route list (the same slice: snapshots are never
 // modified, and a translator that reuses an unchanged host's list says
-// thereby that it is unchanged) is not encoded again. The zero value is
-// ready; an Encoder serves one caller at a time.
+// thereby that it is unchanged) is not encoded again. So are the rest of
+// the snapshot's resources (encode_rest.go). The zero value is ready; an
+// Encoder serves one caller at a time.
 type Encoder struct {
 	// listeners holds, by listener key, the hosts last encoded for it in
 	// their order: a normalized snapshot lists a listener's hosts by
@@ -98,6 +99,12 @@ type Encoder struct {
 	spare map[string][]encodedHost
 	hosts []Resource
 	bare  []Listener
+	// rest are the encodings of the rest of the last snapshot (its
+	// listeners without hosts, endpoint sets, certificates and Gateways:
+	// encode_rest.go), restSpare the storage of the call before the
+	// last's, and restOut a scratch list.
+	rest, restSpare encodedRest
+	restOut         []Resource
 }
 
 // encodedHost is one virtual host's hostname, resource key and body and
@@ -113,15 +120,14 @@ type encodedHost struct {
 
 // encodes reports whether eh is the encoding of vh.
 func (eh *encodedHost) encodes(vh *VirtualHost) bool {
-	return eh.hostname == vh.Hostname && len(vh.Routes) > 0 && eh.routes == &vh.Routes[0] &&
-		eh.n == len(vh.Routes) && eh.single == vh.SingleLabelWildcard
+	return eh.hostname == vh.Hostname && eh.n == len(vh.Routes) && eh.single == vh.SingleLabelWildcard &&
+		(len(vh.Routes) == 0 || eh.routes == &vh.Routes[0])
 }
 
 // Resources is ResourcesIn(LayoutVirtualHosts, s).
 func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	next := make(map[string][]encodedHost, len(s.Listeners))
-	withoutHosts := *s
-	withoutHosts.Listeners = lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)]
+	bare := lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)] // the listeners without hosts
 	n := 0
 	for i := range s.Listeners {
 		n += len(s.Listeners[i].VirtualHosts)
@@ -171,11 +177,11 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 			groups = append(groups, group{VirtualHostKey(lk, ""), start, len(out)})
 		}
 		l.VirtualHosts = nil
-		withoutHosts.Listeners[i] = l
+		bare[i] = l
 	}
-	rest, err := Resources(&withoutHosts)
-	clear(withoutHosts.Listeners) // no scratch list keeps a snapshot's memory
-	e.bare = withoutHosts.Listeners
+	rest, err := e.restResources(s, bare)
+	clear(bare) // no scratch list keeps a snapshot's memory
+	e.bare = bare
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +206,8 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	merged := mergeByKey(out, rest)
 	clear(out)
 	e.hosts = out
+	clear(rest)
+	e.restOut = rest[:0]
 	return merged, nil
 }
 

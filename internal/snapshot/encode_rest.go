@@ -1,0 +1,185 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/lists"
+)
+
+// The rest of a snapshot in LayoutVirtualHosts, besides its virtual
+// hosts: its listeners without their hosts, endpoint sets, certificates
+// and Gateways, one resource each. From one snapshot of a scope to the
+// next nearly all of them stay as they are: at 1,000 Gateways, encoding
+// every listener and Gateway reference again was a third of encoding a
+// route change, and every endpoint set of the scope was encoded at every
+// change. So the Encoder keeps each kind's encodings of its last call, in
+// order, matches the next call's items by walking both lists (as it does
+// a listener's hosts), and takes the body of an item equal to the one it
+// encoded. Equal is decided without encoding: by value, and, for lists
+// and pointers, by identity (a snapshot is never modified once built, so
+// the same list is the same content); anything else is encoded again.
+
+// encodedItem is one item of the rest as an Encoder last encoded it: the
+// value, its resource key and body.
+type encodedItem[T any] struct {
+	v    T
+	key  string
+	body []byte
+}
+
+// restKind is how one kind of the rest is keyed, ordered and compared.
+type restKind[T any] struct {
+	key func(*T) string
+	// compare orders items as a normalized snapshot lists them.
+	compare func(a, b *T) int
+	// same reports whether a and b have the same encoding, false when
+	// that cannot be told cheaply.
+	same func(a, b *T) bool
+}
+
+// encodeRest appends the resources of items to out, taking the body of
+// prev's item (the last call's encodings, in order) for an item the same
+// as it, and returns out with this call's encodings, made in next's
+// storage (the call before the last's, which no result keeps).
+func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], out []Resource) ([]Resource, []encodedItem[T], error) {
+	next = lists.Reuse(next, len(items))
+	for i := range items {
+		it := &items[i]
+		for len(prev) > 0 && k.compare(&prev[0].v, it) < 0 {
+			prev = prev[1:]
+		}
+		var e encodedItem[T]
+		if len(prev) > 0 && k.same(&prev[0].v, it) {
+			e = prev[0]
+			prev = prev[1:]
+		} else {
+			b, err := json.Marshal(it)
+			if err != nil {
+				return nil, nil, err
+			}
+			e = encodedItem[T]{key: k.key(it), body: b}
+		}
+		e.v = *it
+		next = append(next, e)
+		out = append(out, Resource{Key: e.key, Body: e.body})
+	}
+	return out, next, nil
+}
+
+// bareListeners encodes listeners without their hosts (VirtualHosts is
+// nil in the items); the stream routes and the TLS and client traffic
+// settings are compared by identity.
+var bareListeners = restKind[Listener]{
+	key: func(l *Listener) string { return "listener|" + ListenerKey(l) },
+	compare: func(a, b *Listener) int {
+		switch {
+		case ListenerLess(a, b):
+			return -1
+		case ListenerLess(b, a):
+			return 1
+		}
+		return 0
+	},
+	same: func(a, b *Listener) bool {
+		return a.Name == b.Name && a.Port == b.Port && a.ExternalPort == b.ExternalPort && a.Protocol == b.Protocol &&
+			a.TLS == b.TLS && len(a.VirtualHosts) == 0 && len(b.VirtualHosts) == 0 && lists.Same(a.StreamRoutes, b.StreamRoutes) &&
+			a.UDPIdleTimeout == b.UDPIdleTimeout && a.ClientTraffic == b.ClientTraffic
+	},
+}
+
+// endpointSets compares the endpoint lists and the policy settings by
+// identity.
+var endpointSets = restKind[EndpointSet]{
+	key:     func(s *EndpointSet) string { return "endpoints|" + s.Name },
+	compare: func(a, b *EndpointSet) int { return strings.Compare(a.Name, b.Name) },
+	same: func(a, b *EndpointSet) bool {
+		return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.LoadBalancer == b.LoadBalancer &&
+			lists.Same(a.Endpoints, b.Endpoints) && a.TLS == b.TLS && a.Hash == b.Hash &&
+			a.ConnectTimeout == b.ConnectTimeout && a.IdleTimeout == b.IdleTimeout &&
+			a.CircuitBreaker == b.CircuitBreaker && a.Outlier == b.Outlier && a.HealthCheck == b.HealthCheck
+	},
+}
+
+var certificates = restKind[Certificate]{
+	key:     func(c *Certificate) string { return "cert|" + c.Name },
+	compare: func(a, b *Certificate) int { return strings.Compare(a.Name, b.Name) },
+	same:    func(a, b *Certificate) bool { return *a == *b },
+}
+
+var gatewayRefs = restKind[GatewayRef]{
+	key: func(g *GatewayRef) string { return "gateway|" + g.Namespace + "/" + g.Name },
+	compare: func(a, b *GatewayRef) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	},
+	same: func(a, b *GatewayRef) bool {
+		return a.Namespace == b.Namespace && a.Name == b.Name && a.Generation == b.Generation && slices.Equal(a.Ports, b.Ports)
+	},
+}
+
+// encodedRest is an Encoder's encodings of the rest, kind by kind.
+type encodedRest struct {
+	listeners []encodedItem[Listener]
+	sets      []encodedItem[EndpointSet]
+	certs     []encodedItem[Certificate]
+	gateways  []encodedItem[GatewayRef]
+}
+
+// restResources is the resources of s's rest (bare: its listeners
+// without hosts), in key order, in a scratch list of e's: e.rest are the
+// encodings of the last call, e.restSpare those of the call before, whose
+// storage this call fills.
+func (e *Encoder) restResources(s *Snapshot, bare []Listener) ([]Resource, error) {
+	prev, next := &e.rest, &e.restSpare
+	out := lists.Reuse(e.restOut, len(bare)+len(s.EndpointSets)+len(s.Certificates)+len(s.Gateways))
+	var err error
+	// In the order of their key kinds: cert, endpoints, gateway, listener.
+	if out, next.certs, err = encodeRest(certificates, s.Certificates, prev.certs, next.certs, out); err != nil {
+		return nil, err
+	}
+	if out, next.sets, err = encodeRest(endpointSets, s.EndpointSets, prev.sets, next.sets, out); err != nil {
+		return nil, err
+	}
+	if out, next.gateways, err = encodeRest(gatewayRefs, s.Gateways, prev.gateways, next.gateways, out); err != nil {
+		return nil, err
+	}
+	if out, next.listeners, err = encodeRest(bareListeners, bare, prev.listeners, next.listeners, out); err != nil {
+		return nil, err
+	}
+	e.rest, e.restSpare = e.restSpare, e.rest
+	clearRest(&e.restSpare)
+	if !slices.IsSortedFunc(out, compareKeys) {
+		// Listener keys are port numbers, not in their string order;
+		// Gateway keys join namespace and name.
+		slices.SortFunc(out, compareKeys)
+	}
+	return out, nil
+}
+
+// clearRest empties r's lists, keeping their storage: what the call
+// before the last encoded must not keep its snapshot's memory.
+func clearRest(r *encodedRest) {
+	clear(r.listeners)
+	clear(r.sets)
+	clear(r.certs)
+	clear(r.gateways)
+	r.listeners, r.sets, r.certs, r.gateways = r.listeners[:0], r.sets[:0], r.certs[:0], r.gateways[:0]
+}

@@ -1,0 +1,163 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// restSnapshot is a scope of n Gateways, each with an HTTP listener on
+// its own port that claims one hostname and has no routes (as idle shared
+// Gateways are), one HTTPS listener, endpoint sets and a certificate.
+func restSnapshot(n int) *Snapshot {
+	s := &Snapshot{Scope: SharedPool()}
+	for i := range n {
+		port := int32(30000 + i)
+		s.Listeners = append(s.Listeners, Listener{
+			Name: fmt.Sprintf("gateway/default/gw-%d/80", i), Port: port, ExternalPort: 80, Protocol: ProtocolHTTP,
+			VirtualHosts: []VirtualHost{{Hostname: fmt.Sprintf("gw-%d.example.org", i)}},
+		})
+		s.Gateways = append(s.Gateways, GatewayRef{Namespace: "default", Name: fmt.Sprintf("gw-%d", i), Generation: 1, Ports: []int32{port}})
+		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.0.%d", i+1), Port: 8080}}})
+	}
+	s.Listeners = append(s.Listeners, Listener{
+		Name: "gateway/default/tls/443", Port: 443, Protocol: ProtocolHTTPS,
+		TLS:          &ListenerTLS{Certificates: []SNICertificate{{Certificate: "default/cert"}}},
+		VirtualHosts: []VirtualHost{{Hostname: "*"}},
+	})
+	s.Certificates = []Certificate{{Name: "default/cert", CertPEM: "cert", KeyPEM: "key"}}
+	Normalize(s)
+	return s
+}
+
+// TestEncoderKeepsTheRest drives one Encoder through changes to the rest
+// of a snapshot (a listener's TLS settings, a Gateway's generation or
+// ports, a set's endpoints or policy, a certificate; items added and
+// removed) and through calls that change nothing: every result equals a
+// fresh Encoder's, and every resource that did not change keeps the body
+// the Encoder made before (hosts without routes among them).
+func TestEncoderKeepsTheRest(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	s := restSnapshot(40)
+	e := &Encoder{}
+	var prev map[string][]byte
+	for step := range 300 {
+		next := *s
+		next.Listeners = slices.Clone(s.Listeners)
+		next.Gateways = slices.Clone(s.Gateways)
+		next.EndpointSets = slices.Clone(s.EndpointSets)
+		next.Certificates = slices.Clone(s.Certificates)
+		changed := ""
+		switch rng.Intn(11) {
+		case 0: // new TLS settings, equal in value or with one more hostname
+			l := &next.Listeners[slices.IndexFunc(next.Listeners, func(l Listener) bool { return l.TLS != nil })]
+			tls := *l.TLS
+			if step%2 == 1 {
+				tls.Certificates = append(slices.Clone(tls.Certificates), SNICertificate{Hostname: fmt.Sprintf("h%d.example.com", step), Certificate: "default/cert"})
+			}
+			l.TLS = &tls
+			changed = "listener|" + ListenerKey(l)
+		case 1:
+			g := &next.Gateways[rng.Intn(len(next.Gateways))]
+			g.Generation++
+			changed = "gateway|" + g.Namespace + "/" + g.Name
+		case 2: // the same ports in a new list
+			g := &next.Gateways[rng.Intn(len(next.Gateways))]
+			g.Ports = slices.Clone(g.Ports)
+		case 3: // the same endpoints in a new list
+			es := &next.EndpointSets[rng.Intn(len(next.EndpointSets))]
+			es.Endpoints = slices.Clone(es.Endpoints)
+			changed = "endpoints|" + es.Name
+		case 4:
+			es := &next.EndpointSets[rng.Intn(len(next.EndpointSets))]
+			es.ConnectTimeout++
+			changed = "endpoints|" + es.Name
+		case 5:
+			next.Certificates[0].KeyPEM += "x"
+			changed = "cert|default/cert"
+		case 6: // a set removed, and one added
+			i := rng.Intn(len(next.EndpointSets))
+			next.EndpointSets = slices.Delete(next.EndpointSets, i, i+1)
+			name := fmt.Sprintf("default/added-%d:80", step)
+			next.EndpointSets = append(next.EndpointSets, EndpointSet{Name: name})
+			slices.SortFunc(next.EndpointSets, func(a, b EndpointSet) int { return strings.Compare(a.Name, b.Name) })
+			changed = "endpoints|" + name
+		case 7: // a Gateway and its listener removed
+			if len(next.Gateways) > 2 {
+				i := rng.Intn(len(next.Gateways))
+				port := next.Gateways[i].Ports[0]
+				next.Gateways = slices.Delete(next.Gateways, i, i+1)
+				next.Listeners = slices.DeleteFunc(next.Listeners, func(l Listener) bool { return l.Port == port })
+			}
+		case 9: // other endpoints
+			es := &next.EndpointSets[rng.Intn(len(next.EndpointSets))]
+			es.Endpoints = []Endpoint{{Address: fmt.Sprintf("10.1.0.%d", step%250+1), Port: 8080}}
+			changed = "endpoints|" + es.Name
+		case 8: // a host without routes renamed
+			l := &next.Listeners[rng.Intn(len(next.Listeners))]
+			l.VirtualHosts = []VirtualHost{{Hostname: fmt.Sprintf("renamed-%d.example.org", step)}}
+			changed = VirtualHostKey(ListenerKey(l), l.VirtualHosts[0].Hostname)
+		}
+		Normalize(&next)
+		got, err := e.Resources(&next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ResourcesIn(LayoutVirtualHosts, &next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("step %d: %d resources, want %d", step, len(got), len(want))
+		}
+		bodies := map[string][]byte{}
+		for i := range want {
+			if got[i].Key != want[i].Key || !bytes.Equal(got[i].Body, want[i].Body) {
+				t.Fatalf("step %d: resource %s differs from a fresh Encoder's", step, want[i].Key)
+			}
+			bodies[got[i].Key] = got[i].Body
+			if b, ok := prev[got[i].Key]; ok && got[i].Key != changed && &b[0] != &got[i].Body[0] {
+				t.Fatalf("step %d: unchanged %s was encoded again", step, got[i].Key)
+			}
+		}
+		if _, _, err := (&Assembler{Scope: next.Scope, Layout: LayoutVirtualHosts}).Assemble(got); err != nil {
+			t.Fatalf("step %d: the resources do not assemble: %v", step, err)
+		}
+		prev, s = bodies, &next
+	}
+}
+
+// TestRestFieldsAreTheEncoders: the Encoder compares every field of the
+// kinds of the rest; a new field must be compared too.
+func TestRestFieldsAreTheEncoders(t *testing.T) {
+	for typ, n := range map[reflect.Type]int{
+		reflect.TypeFor[Listener]():    9,
+		reflect.TypeFor[EndpointSet](): 11,
+		reflect.TypeFor[Certificate](): 3,
+		reflect.TypeFor[GatewayRef]():  4,
+	} {
+		if got := typ.NumField(); got != n {
+			t.Errorf("%s has %d fields; teach encode_rest.go's same to compare the new one, then update this test", typ.Name(), got)
+		}
+	}
+}
