@@ -286,3 +286,57 @@ func TestRepeatedBoundPortsDoNotSignal(t *testing.T) {
 		t.Fatalf("state after the reports: %+v", got)
 	}
 }
+
+// TestSameGatewaysDoNotSignal: a snapshot that changes no Gateway (new
+// endpoints) neither signals a data-plane change when published nor when
+// a proxy acks it, since no Gateway's state changed (at 1,000 Gateways
+// each signal is a status round over all of them); a new generation does
+// both.
+func TestSameGatewaysDoNotSignal(t *testing.T) {
+	p := newPKI(t)
+	ts := startServer(t, p, true, "")
+	quiet := func(what string, action func()) {
+		t.Helper()
+		for drained := false; !drained; {
+			select {
+			case <-ts.DataPlaneChanges():
+			default:
+				drained = true
+			}
+		}
+		action()
+		select {
+		case <-ts.DataPlaneChanges():
+			t.Fatalf("%s signalled a data-plane change", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	changed(t, ts, "publish gen 1", func() {
+		ts.publish(t, snap(dedicated, "web", 1, []int32{8080}, "10.0.0.1"))
+	})
+	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, "apps", "web-coxswain"))
+	send := func(m *discoveryv1.ClientMessage) func() {
+		return func() {
+			if err := st.Send(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	changed(t, ts, "subscribe", send(subscribe("web-1", dedicated)))
+	changed(t, ts, "the first ack", send(ack(recvSnapshot(t, st))))
+	changed(t, ts, "bind 8080", send(nodeStatus(8080)))
+	quiet("publishing new endpoints", func() {
+		ts.publish(t, snap(dedicated, "web", 1, []int32{8080}, "10.0.0.2"))
+	})
+	quiet("acking new endpoints", send(ack(recvSnapshot(t, st))))
+	if got := ts.GatewayState("apps", "web", 1); got.Ready != 1 {
+		t.Fatalf("state after the endpoints' ack: %+v", got)
+	}
+	changed(t, ts, "publish gen 2", func() {
+		ts.publish(t, snap(dedicated, "web", 2, []int32{8080}, "10.0.0.2"))
+	})
+	changed(t, ts, "ack gen 2", send(ack(recvSnapshot(t, st))))
+	if got := ts.GatewayState("apps", "web", 2); got.Ready != 1 {
+		t.Fatalf("state after the gen 2 ack: %+v", got)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -157,11 +158,10 @@ func (f *form) deltaFrom(base *form) (upserts []*discoveryv1.Resource, removed [
 func (s *Server) Publish(snaps []*snapshot.Snapshot) error {
 	next, errs := s.nextScopes(snaps, time.Now())
 	s.dropCodecs(next)
-	changed := s.swapScopes(next)
-	s.metrics.publishes.Inc()
-	if changed {
+	if s.swapScopes(next) {
 		s.signalDataPlane()
 	}
+	s.metrics.publishes.Inc()
 	return errors.Join(errs...)
 }
 
@@ -216,19 +216,29 @@ func (s *Server) nextScopes(snaps []*snapshot.Snapshot, now time.Time) (map[snap
 }
 
 // swapScopes installs next, keeping the current value of every scope whose
-// version did not change, and wakes every stream if anything changed.
-func (s *Server) swapScopes(next map[snapshot.Scope]*published) (changed bool) {
+// version did not change, and wakes every stream if anything changed. It
+// reports whether the Gateways of any scope changed (a scope added or
+// removed, or its list of Gateways not the very same: an Assembler keeps
+// the list while no Gateway's resource changes), the only part of a
+// publish GatewayState reads: a route change does not wake the status
+// writer's round over every Gateway a second time.
+func (s *Server) swapScopes(next map[snapshot.Scope]*published) (gatewaysChanged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	changed := false
 	for sc, p := range next {
-		if old := s.scopes[sc]; old != nil && old.version == p.version {
+		old := s.scopes[sc]
+		if old != nil && old.version == p.version {
 			next[sc] = old
 			continue
 		}
 		changed = true
+		if old == nil || !lists.Same(old.gateways, p.gateways) {
+			gatewaysChanged = true
+		}
 	}
 	if len(next) != len(s.scopes) {
-		changed = true
+		changed, gatewaysChanged = true, true
 	}
 	s.scopes = next
 	if changed {
@@ -236,7 +246,7 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (changed bool) {
 			signal(c.notify)
 		}
 	}
-	return changed
+	return gatewaysChanged
 }
 
 // toPublished splits a snapshot into the resources of LayoutVirtualHosts

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -137,9 +138,17 @@ func (s *Server) onAck(c *conn, st *streamState, ack *discoveryv1.Ack) {
 	st.pending, st.baseline, st.nackVersion = nil, p.pub, ""
 	s.metrics.acks.Inc()
 	s.mu.Lock()
+	// GatewayState reads of an ack the Gateways acked and whether a
+	// refusal stands: an ack of a snapshot with the very same Gateways as
+	// the one acked before (a route change) and no refusal to clear
+	// changes no Gateway's state, and does not wake the status writer's
+	// round over every Gateway.
+	changed := c.acked == nil || c.rejected != nil || !lists.Same(c.acked.gateways, p.pub.gateways)
 	c.acked, c.rejected, c.lastAck = p.pub, nil, time.Now()
 	s.mu.Unlock()
-	s.signalDataPlane()
+	if changed {
+		s.signalDataPlane()
+	}
 }
 
 // onNack drops the baseline so that the next message is full; a rejected
