@@ -120,6 +120,11 @@ func TestPropagationLatency(t *testing.T) {
 		be, _ := metricSum(before, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="error"`)
 		fmt.Printf("propagation status_patches kind=%s ok=%.0f failed=%.0f\n", kind, a-b, ae-be)
 	}
+	// The controller's CPU over the measured changes (rebuilds, publishes,
+	// status rounds, GC), per change.
+	if cpu := delta("process_cpu_seconds_total"); cpu > 0 {
+		fmt.Printf("propagation controller_cpu_ms_per_change=%.1f\n", 1000*cpu/float64(n))
+	}
 	if rebuilds := delta("coxswain_controller_rebuild_duration_seconds_count"); rebuilds > 0 {
 		fmt.Printf("propagation rebuilds_per_change=%.2f rebuild_mean_ms=%.1f\n", rebuilds/float64(n),
 			1000*delta("coxswain_controller_rebuild_duration_seconds_sum")/rebuilds)

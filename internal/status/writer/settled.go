@@ -103,8 +103,13 @@ func (s *settledStatuses) begin() {
 	s.round++
 }
 
-// end finishes a round; a round that stopped early keeps everything.
-func (s *settledStatuses) end(complete bool) {
+// end finishes a round; a round that stopped early keeps everything, and
+// one that does not sweep (it forgot what it no longer desires itself:
+// forget) keeps what it did not see.
+func (s *settledStatuses) end(complete, sweep bool) {
+	if !sweep {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if complete {
@@ -232,10 +237,31 @@ func (s *settledStatuses) record(k settledKey, resourceVersion string, digest st
 	}
 	if old := s.cur[k]; old != nil {
 		old.replaced = true
+		if s.byList[old.from.first] == old {
+			delete(s.byList, old.from.first)
+		}
 	}
 	at := &settledAt{key: k, resourceVersion: resourceVersion, digest: digest, from: from, round: s.round}
 	s.cur[k] = at
 	s.index(at)
+}
+
+// forget drops what is known of k, as a complete round that no longer
+// sees it does.
+func (s *settledStatuses) forget(k settledKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := s.cur[k]
+	if at == nil {
+		return
+	}
+	delete(s.cur, k)
+	if s.byList[at.from.first] == at {
+		delete(s.byList, at.from.first)
+	}
+	if s.forgotten != nil {
+		s.forgotten[k] = struct{}{}
+	}
 }
 
 // index files at under its list in byList (s.mu held).

@@ -192,7 +192,7 @@ func TestSettledListIsTheSameListOnly(t *testing.T) {
 	s.begin()
 	s.record(a, "1", parentsDigest(parents), parentsID(parents))
 	s.record(b, "1", parentsDigest(parents), parentsID(parents))
-	s.end(true)
+	s.end(true, true)
 
 	s.begin()
 	if !s.settledList(a, "1", parentsID(parents)) {
@@ -210,7 +210,7 @@ func TestSettledListIsTheSameListOnly(t *testing.T) {
 	if s.settledList(a, "1", parentsID(nil)) {
 		t.Error("an empty list is settled by identity")
 	}
-	s.end(true) // b was not seen
+	s.end(true, true) // b was not seen
 
 	s.begin()
 	if !s.settledList(a, "1", parentsID(copied)) {
@@ -229,7 +229,7 @@ func TestSettledListIsTheSameListOnly(t *testing.T) {
 	if !s.settledList(a, "2", parentsID(other)) {
 		t.Error("the list that replaced it is not settled")
 	}
-	s.end(false)
+	s.end(false, true)
 }
 
 // TestDesiredDigestsReuseTheSameLists: the digests of a Result's Gateway

@@ -109,6 +109,10 @@ type Writer struct {
 	roundChanged map[settledKey]struct{}
 	roundTracked map[string]bool
 	sweptFully   map[string]bool
+	// routesDone is the Result whose routes the last route walk brought
+	// in full, without an error (nil: none), for the next walk to go by
+	// (walkRoutes).
+	routesDone *translator.Result
 	// gatewayDigests are the latest Result's (desiredDigests).
 	gatewayDigests atomic.Pointer[desiredDigests]
 
@@ -234,11 +238,11 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	for i := range res.Gateways {
 		gateways[res.Gateways[i].NamespacedName] = true
 		if !record(w.gateway(ctx, readGateway, &res.Gateways[i], desired.digests[i])) {
-			w.settledGateways.end(false)
+			w.settledGateways.end(false, true)
 			return errors.Join(errs...)
 		}
 	}
-	w.settledGateways.end(len(errs) == 0)
+	w.settledGateways.end(len(errs) == 0, true)
 	w.programmed.prune(gateways)
 	if !again && !record(w.routes(ctx, res)) {
 		return errors.Join(errs...)
@@ -629,21 +633,47 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 		mu.Unlock()
 	}
 	sem := make(chan struct{}, routeWriters)
-	w.settled.begin()
-	defer func() { w.settled.end(len(errs) == 0) }()
 	changed, tracked := w.changes.take()
+	kinds := routeStatuses(res)
+	readers := make([]objectReader, len(kinds))
+	last := w.routesDone
+	w.routesDone = nil
+	for i, kind := range kinds {
+		readers[i] = w.reader(ctx, kind.newObj)
+		if len(kind.reported) > 0 && (!tracked[kind.name] || readers[i].ix == nil) {
+			last = nil
+		}
+	}
+	w.settled.begin()
+	defer func() {
+		complete := len(errs) == 0
+		// A walk that went by the last one's list marked only what it
+		// read, and forgot what that list had and this one lacks.
+		w.settled.end(complete, last == nil)
+		if complete {
+			w.routesDone = res
+		}
+	}()
 	w.settled.changedObjects(changed)
 	w.roundChanged, w.roundTracked = changed, tracked
 	unread := 0
 	defer func() { w.unread.Store(int64(unread)) }()
-	for _, kind := range routeStatuses(res) {
-		read := w.reader(ctx, kind.newObj)
+	for ki, kind := range kinds {
+		read := readers[ki]
 		trusted := tracked[kind.name] && read.ix != nil
+		walk := routeWalk{changed: changed, kind: kind.name}
+		if last != nil {
+			walk.last = routeStatuses(last)[ki].reported
+		}
 		for i := range kind.reported {
 			if notLeader.Load() {
 				break
 			}
 			d := &kind.reported[i]
+			if last != nil && walk.settled(&w.settled, d) {
+				unread++
+				continue
+			}
 			key, from := settledKey{kind.name, d.NamespacedName}, parentsID(d.Parents)
 			if trusted && w.settled.settledUnchanged(key, from) {
 				unread++
@@ -679,6 +709,9 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 				}
 				w.settled.record(key, patched.GetResourceVersion(), digest, from)
 			}()
+		}
+		if last != nil && !notLeader.Load() {
+			walk.forgetRest(&w.settled)
 		}
 	}
 	wg.Wait()
