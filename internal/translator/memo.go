@@ -254,11 +254,12 @@ func walkOf[R any](p *memoPass, kind string) *routeWalk[R] {
 	if p == nil || kind == "" {
 		return &routeWalk[R]{}
 	}
-	if w, ok := p.walks[kind].(*routeWalk[R]); ok {
-		return w
+	w, ok := p.walks[kind].(*routeWalk[R])
+	if !ok {
+		w = &routeWalk[R]{}
+		p.walks[kind] = w
 	}
-	w := &routeWalk[R]{}
-	p.walks[kind] = w
+	w.ranked = p.gen - 1 // the Memo keeps the entries of the last translation only
 	return w
 }
 

@@ -73,6 +73,11 @@ func sortNamed[R any](routes []namedRoute[R]) []namedRoute[R] {
 type routeWalk[R any] struct {
 	sorted, known, fresh []namedRoute[R]
 	slots                []int
+	// ranked, when not zero, is the Memo translation whose walk ranked
+	// the routes kept: the ranks of the entries it left are their places
+	// in one sorted order of their names (an entry it did not rank it
+	// dropped), so routes placed by them need no check.
+	ranked uint64
 }
 
 // list is the walk's list of routes, emptied, with room for n.
@@ -91,11 +96,12 @@ func (w *routeWalk[R]) done(list []namedRoute[R]) {
 
 // sort is sortNamed(routes), with the walk's scratch lists.
 func (w *routeWalk[R]) sort(routes []namedRoute[R]) []namedRoute[R] {
-	maxRank, hinted := -1, 0
+	maxRank, hinted, trusted := -1, 0, w.ranked != 0
 	for _, n := range routes {
 		if n.kept != nil {
 			hinted++
 			maxRank = max(maxRank, n.kept.rank)
+			trusted = trusted && n.kept.gen == w.ranked
 		}
 	}
 	if len(routes) < minHintedSort || hinted == 0 || maxRank >= 2*len(routes)+minHintedSort {
@@ -137,7 +143,7 @@ func (w *routeWalk[R]) sort(routes []namedRoute[R]) []namedRoute[R] {
 	}
 	out = append(out, known[i:]...)
 	w.known = known
-	if !slices.IsSortedFunc(out, compareNamed) {
+	if !trusted && !slices.IsSortedFunc(out, compareNamed) {
 		slices.SortFunc(out, compareNamed)
 	}
 	return out
