@@ -97,6 +97,13 @@ type Memo struct {
 	// walks are the route walks' scratch lists by memo kind
 	// (*routeWalk[R]).
 	walks map[string]any
+	// routeLists are the listeners' route lists (listenerState.routes)
+	// of the last translation by ord, spareRoutes those of the one
+	// before, whose arrays the next fills again: the last translation's
+	// are its listeners' emissions (emitPatched compares with them), and
+	// at 10,000 routes on a listener a new list was a third of a megabyte
+	// a change.
+	routeLists, spareRoutes [][]attachment
 	// gatewaysKept is what processGateways made in the environment of
 	// the last translation (keptGateways); nil when there is none.
 	gatewaysKept *keptGateways
@@ -241,6 +248,9 @@ type memoPass struct {
 	sameEnv bool
 	// walks are the Memo's.
 	walks map[string]any
+	// spareRoutes are, on entry, the Memo's, and, on exit, this
+	// translation's route lists by ord (in the same storage).
+	spareRoutes [][]attachment
 	// keptGateways is, on entry, what the Memo kept of processGateways
 	// in this environment (nil: none) and, on exit, this translation's;
 	// keptGatewaysUsed says processGateways started from it.
@@ -314,10 +324,12 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
 		pass.keptGateways = gatewaysKept
+		pass.spareRoutes = m.spareRoutes
 	}
 	out := translate(res, pass)
 	if ok {
 		m.env, m.envIndex, m.gatewaysKept = env, pass.envIndex, pass.keptGateways
+		m.spareRoutes, m.routeLists = m.routeLists, pass.spareRoutes
 		maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
 		maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
@@ -328,6 +340,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		clear(m.byMeta)
 		clear(m.gateways)
 		clear(m.built)
+		m.routeLists, m.spareRoutes = nil, nil
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
 	m.lastHits, m.lastMisses, m.lastPatched = pass.hits, pass.misses, pass.patched
@@ -569,13 +582,21 @@ func (t *translator) numberListeners() {
 
 // listenerStates makes the translation's listener states, with room, when
 // a Memo runs, for as many routes as the last translation's listener of
-// each ord (and an eighth more, for routes being added).
+// each ord (and an eighth more, for routes being added), in the arrays of
+// the spare route lists.
 func (t *translator) listenerStates() {
 	t.states = make([]listenerState, len(t.byOrd))
 	if p := t.memo; p != nil {
 		for i := range t.states {
+			var spare []attachment
+			if i < len(p.spareRoutes) {
+				spare = p.spareRoutes[i]
+				clear(spare) // no compiled route kept alive by a spare list
+			}
 			if i < len(p.sizes.listenerRoutes) {
-				t.states[i].routes = lists.Reuse[attachment](nil, p.sizes.listenerRoutes[i])
+				t.states[i].routes = lists.Reuse(spare, p.sizes.listenerRoutes[i])
+			} else if spare != nil {
+				t.states[i].routes = spare[:0]
 			}
 		}
 	}
@@ -651,6 +672,11 @@ func (t *translator) noteSizes() {
 	p.sizes.listenerRoutes = p.sizes.listenerRoutes[:0]
 	for i := range t.states {
 		p.sizes.listenerRoutes = append(p.sizes.listenerRoutes, len(t.states[i].routes))
+	}
+	clear(p.spareRoutes)
+	p.spareRoutes = lists.Reuse(p.spareRoutes, len(t.states))
+	for i := range t.states {
+		p.spareRoutes = append(p.spareRoutes, t.states[i].routes)
 	}
 	p.sizes.sources = len(t.out.endpointSources)
 }

@@ -778,3 +778,31 @@ func TestMemoSharesUnchangedListeners(t *testing.T) {
 		t.Fatalf("%d listeners shared their host list and %d did not; want both > 0", shared, fresh)
 	}
 }
+
+// TestMemoReusesTheRouteListsBeforeLast: a listener's route list is made
+// in the array of the translation before the last (the last one's is its
+// emission, which the next compares with), not anew.
+func TestMemoReusesTheRouteListsBeforeLast(t *testing.T) {
+	res := generate(200, 5, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	var arrays []*attachment
+	for step := range 4 {
+		next := *res
+		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		changed := res.HTTPRoutes[step].DeepCopy()
+		changed.Generation++
+		v.stamp(changed)
+		next.HTTPRoutes[step] = changed
+		m.Translate(&next)
+		res = &next
+		if len(m.routeLists) == 0 || len(m.routeLists[0]) == 0 {
+			t.Fatalf("step %d: no route list kept for the first listener", step)
+		}
+		arrays = append(arrays, &m.routeLists[0][0])
+	}
+	if arrays[1] == arrays[0] || arrays[2] != arrays[0] || arrays[3] != arrays[1] {
+		t.Fatalf("route list arrays %v: want two, alternating", arrays)
+	}
+}
