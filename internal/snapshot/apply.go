@@ -21,6 +21,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/lists"
 )
 
 // errNoBaseline is Apply's error without a baseline to patch.
@@ -122,7 +124,7 @@ type setChange struct {
 // nothing is remembered.
 func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok bool) {
 	prev := a.decoded
-	next := make([]keptResource, 0, len(prev)+len(changes))
+	next := lists.Reuse(a.spare, len(prev)+len(changes))
 	var hosts []hostChange
 	var sets []setChange
 	for _, c := range changes {
@@ -211,7 +213,8 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 	for i := range next {
 		digest.add(next[i].key, &next[i].d.digest)
 	}
-	a.decoded, a.sets, a.last = next, len(s.EndpointSets), s
+	a.keepDecoded(next)
+	a.sets, a.last = len(s.EndpointSets), s
 	return s, digest.sum(), true
 }
 

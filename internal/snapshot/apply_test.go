@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -276,5 +277,93 @@ func BenchmarkApplyDelta(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestApplyReusesItsList: patching one host among many allocates the
+// snapshot's new lists, not the Assembler's own list of every resource
+// again (a quarter of a megabyte a change at 10,000 resources, in the
+// controller and in every proxy). Bytes, not time.
+func TestApplyReusesItsList(t *testing.T) {
+	const n = 5000
+	s := scaled(n)
+	res, err := ResourcesIn(LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
+	if _, _, err := a.Assemble(res); err != nil {
+		t.Fatal(err)
+	}
+	var hosts []Resource
+	for _, r := range res {
+		if strings.HasPrefix(r.Key, vhostKind+"|") {
+			hosts = append(hosts, r)
+		}
+	}
+	apply := func(i int) {
+		r := hosts[i%len(hosts)]
+		if _, _, err := a.Apply([]Resource{{Key: r.Key, Body: bytes.Clone(r.Body)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(0) // the first patch makes the spare list
+	const calls = 8
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range calls {
+		apply(i + 1)
+	}
+	runtime.ReadMemStats(&after)
+	// The patched host list is a VirtualHost (48 bytes) and a mark a
+	// host; the Assembler's list of resources was another 48 (two per
+	// host: the host and its endpoint set).
+	if perHost := float64(after.TotalAlloc-before.TotalAlloc) / calls / n; perHost > 64 {
+		t.Errorf("Apply allocated %.0f bytes a host, want at most 64", perHost)
+	}
+}
+
+// TestAssemblerCopyLeavesTheOriginal: a change applied to a copy of an
+// Assembler (as a discovery client tries one) leaves the original as it
+// was: a later change applied to the original gives what a fresh
+// Assembler gives.
+func TestAssemblerCopyLeavesTheOriginal(t *testing.T) {
+	s := scaled(50)
+	res, err := ResourcesIn(LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
+	if _, _, err := a.Assemble(res); err != nil {
+		t.Fatal(err)
+	}
+	changed := func(i int, id string) Resource {
+		vh := VirtualHost{Hostname: fmt.Sprintf("h%05d.example.com", i), Routes: []Route{{
+			ID: id, Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+			Backends: []Backend{{EndpointSet: fmt.Sprintf("default/svc-%d:80", i), Weight: 1}},
+		}}}
+		b, err := json.Marshal(vh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Resource{Key: VirtualHostKey("30000", vh.Hostname), Body: b}
+	}
+	for round := range 3 { // each copy fills the spare list the original will
+		work := *a
+		if _, _, err := work.Apply([]Resource{changed(round, fmt.Sprintf("copy-%d", round))}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := changed(7, "original")
+	got, gotV, err := a.Apply([]Resource{r}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantV, err := (&Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}).Assemble(upsert(slices.Clone(res), r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotV != wantV || !reflect.DeepEqual(got, want) {
+		t.Fatal("the original Assembler, after changes to its copies, no longer gives a fresh one's snapshot")
 	}
 }
