@@ -106,8 +106,18 @@ func (c *conn) rejectionLocked(namespace, name string, generation int64) (Reject
 	return Rejection{NodeID: c.nodeID, Version: c.rejected.pub.version, Generation: g.Generation, Detail: c.rejected.detail}, true
 }
 
-// signalDataPlane wakes the DataPlaneChanges consumer.
-func (s *Server) signalDataPlane() { signal(s.changes) }
+// signalDataPlane counts a data-plane change, made before it is called,
+// and wakes the DataPlaneChanges consumer.
+func (s *Server) signalDataPlane() {
+	s.dataPlaneEpoch.Add(1)
+	signal(s.changes)
+}
+
+// DataPlaneEpoch counts the data-plane changes DataPlaneChanges signals,
+// each counted once it is made: while the count stands, GatewayState
+// reports the same for every Gateway (a status writer that read the
+// count before a round need not ask again for what that round settled).
+func (s *Server) DataPlaneEpoch() uint64 { return s.dataPlaneEpoch.Load() }
 
 // DataPlaneChanges delivers a (coalesced) signal whenever a proxy connects,
 // disconnects, acks, reports bound ports, or snapshots are published; the

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -91,6 +92,9 @@ type Server struct {
 	codecs   map[snapshot.Scope]*scopeCodec
 	// changes feeds DataPlaneChanges (gatewaystate.go).
 	changes chan struct{}
+	// dataPlaneEpoch counts the changes signalled on changes
+	// (DataPlaneEpoch).
+	dataPlaneEpoch atomic.Uint64
 }
 
 // NewServer builds a Server; Start or Serve runs it.

@@ -49,6 +49,12 @@ func (p publisher) Accept(ctx context.Context, res *translator.Result) {
 // the status writer's, field by field.
 type discoveryDataPlane struct{ srv *discovery.Server }
 
+var _ writer.DataPlaneEpoch = discoveryDataPlane{}
+
+// Epoch is the discovery server's count of data-plane changes
+// (writer.DataPlaneEpoch).
+func (d discoveryDataPlane) Epoch() uint64 { return d.srv.DataPlaneEpoch() }
+
 // Gateway reports what the proxies of the Gateway's scope did with
 // generation.
 func (d discoveryDataPlane) Gateway(ns, name string, generation int64) writer.GatewayDataPlane {

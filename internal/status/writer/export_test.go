@@ -20,19 +20,29 @@ import "k8s.io/apimachinery/pkg/types"
 
 // ChangesTracked reports whether w tracks the changes of kind in full.
 func ChangesTracked(w *Writer, kind string) bool {
-	w.changes.mu.Lock()
-	defer w.changes.mu.Unlock()
-	reg := w.changes.regs[kind]
+	c := changesOf(w, kind)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reg := c.regs[kind]
 	return reg != nil && reg.HasSynced()
 }
 
 // ChangePending reports whether an event on the object of kind named key
-// waits for w's next route walk.
+// waits for w's next round.
 func ChangePending(w *Writer, kind string, key types.NamespacedName) bool {
-	w.changes.mu.Lock()
-	defer w.changes.mu.Unlock()
-	_, ok := w.changes.pending[settledKey{kind, key}]
+	c := changesOf(w, kind)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[settledKey{kind, key}]
 	return ok
+}
+
+// changesOf is where w collects the changes of kind.
+func changesOf(w *Writer, kind string) *routeChanges {
+	if kind == "Gateway" {
+		return &w.gatewayChanges
+	}
+	return &w.changes
 }
 
 // LastUnread is how many routes w's last route walk settled without

@@ -38,7 +38,7 @@ type routeWalk struct {
 // settled reports whether d, the next desired status, is known to be
 // written, forgetting the routes of the last list before it.
 func (r *routeWalk) settled(s *settledStatuses, d *translator.RouteStatus) bool {
-	for len(r.last) > 0 && nameBefore(&r.last[0], d) {
+	for len(r.last) > 0 && nnBefore(r.last[0].NamespacedName, d.NamespacedName) {
 		s.forget(settledKey{r.kind, r.last[0].NamespacedName})
 		r.last = r.last[1:]
 	}
@@ -65,12 +65,4 @@ func (r *routeWalk) forgetRest(s *settledStatuses) {
 		s.forget(settledKey{r.kind, r.last[i].NamespacedName})
 	}
 	r.last = nil
-}
-
-// nameBefore reports whether a comes before b in namespace/name order.
-func nameBefore(a, b *translator.RouteStatus) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }

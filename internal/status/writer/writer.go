@@ -109,6 +109,11 @@ type Writer struct {
 	roundChanged map[settledKey]struct{}
 	roundTracked map[string]bool
 	sweptFully   map[string]bool
+	// gatewayChanges are the Gateways the informer saw change, and
+	// gatewaysDone what the last Gateway round that tried every Gateway
+	// without an error did (gatewayWalk).
+	gatewayChanges routeChanges
+	gatewaysDone   *gatewayRound
 	// routesDone is the Result whose routes the last route walk brought
 	// in full, without an error (nil: none), for the next walk to go by
 	// (walkRoutes).
@@ -177,6 +182,7 @@ func (w *Writer) Start(ctx context.Context) error {
 	for _, kind := range routeStatuses(&translator.Result{}) {
 		w.changes.watch(ctx, w.Informers, kind.name, kind.newObj())
 	}
+	w.gatewayChanges.watch(ctx, w.Informers, "Gateway", &gwv1.Gateway{})
 	backoff := 100 * time.Millisecond
 	for {
 		select {
@@ -235,14 +241,31 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	w.settledGateways.begin()
 	readGateway := w.reader(ctx, func() client.Object { return &gwv1.Gateway{} })
 	desired := w.desiredDigests(res)
+	walk, epoch := w.gatewayWalk(readGateway)
+	w.gatewaysDone = nil
+	settled := make([]bool, len(res.Gateways))
 	for i := range res.Gateways {
-		gateways[res.Gateways[i].NamespacedName] = true
-		if !record(w.gateway(ctx, readGateway, &res.Gateways[i], desired.digests[i])) {
+		d := &res.Gateways[i]
+		gateways[d.NamespacedName] = true
+		if walk != nil && walk.skip(&w.settledGateways, d) {
+			settled[i] = true
+			continue
+		}
+		ok, err := w.gateway(ctx, readGateway, d, desired.digests[i])
+		settled[i] = ok
+		if !record(err) {
 			w.settledGateways.end(false, true)
 			return errors.Join(errs...)
 		}
 	}
-	w.settledGateways.end(len(errs) == 0, true)
+	if walk != nil {
+		walk.forgetRest(&w.settledGateways)
+	}
+	// A walk forgot what it no longer desires itself (gatewayWalk).
+	w.settledGateways.end(len(errs) == 0, walk == nil)
+	if len(errs) == 0 {
+		w.gatewaysDone = &gatewayRound{res: res, epoch: epoch, settled: settled}
+	}
 	w.programmed.prune(gateways)
 	if !again && !record(w.routes(ctx, res)) {
 		return errors.Join(errs...)
@@ -350,17 +373,21 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 
 // gateway writes the status of one Gateway, read with read; desired is
 // desiredGatewayDigest(d).
-func (w *Writer) gateway(ctx context.Context, read objectReader, d *translator.GatewayStatus, desired statusDigest) error {
+//
+// settled says the Gateway's status is known to be what it desires: it
+// was, or the patch made it so (not when a proxy's refusal stands, whose
+// Events every round records).
+func (w *Writer) gateway(ctx context.Context, read objectReader, d *translator.GatewayStatus, desired statusDigest) (settled bool, err error) {
 	o, ok, err := read.get(ctx, d.NamespacedName)
 	if !ok || err != nil {
-		return err
+		return false, err
 	}
 	cached := o.(*gwv1.Gateway)
 	g := w.gateFor(d, cached.Generation)
 	key := settledKey{"Gateway", d.NamespacedName}
 	digest, settable := gatedDigest(desired, g)
 	if settable && w.settledGateways.settled(key, cached.ResourceVersion, digest, listID{}) {
-		return nil
+		return true, nil
 	}
 	obj := cached.DeepCopy()
 	orig := obj.DeepCopy()
@@ -375,15 +402,15 @@ func (w *Writer) gateway(ctx context.Context, read objectReader, d *translator.G
 		if settable {
 			w.settledGateways.record(key, cached.ResourceVersion, digest, listID{})
 		}
-		return nil
+		return settable, nil
 	}
 	if err := w.patch(ctx, "Gateway", obj, orig); err != nil {
-		return err
+		return false, err
 	}
 	if settable {
 		w.settledGateways.record(key, obj.GetResourceVersion(), digest, listID{})
 	}
-	return nil
+	return settable, nil
 }
 
 // backendTLSPolicy replaces this controller's entries of status.ancestors
