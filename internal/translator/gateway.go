@@ -69,6 +69,8 @@ type gatewayInfo struct {
 	internal   map[int32]int32
 	unassigned []int32
 	served     bool
+	// ports are the served Gateway's listeners by port (groupPorts).
+	ports []gatewayPort
 }
 
 // refusal says why a Gateway that is not served was refused.
@@ -212,6 +214,9 @@ func (t *translator) processGateways() {
 	}
 	t.processListenerSets()
 	for _, gi := range t.gwOrder {
+		if gi.served {
+			gi.groupPorts()
+		}
 		if ls := gi.setListeners(); len(ls) > 0 {
 			t.out.ListenerSetListeners = append(t.out.ListenerSetListeners, GatewayListeners{NamespacedName: key(&gi.gw.ObjectMeta), Listeners: ls})
 		}

@@ -17,8 +17,9 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/status"
@@ -39,31 +40,21 @@ func (t *translator) buildGatewayScopes() {
 			primary = snapshot.GatewayScope(gi.gw.Namespace, gi.gw.Name)
 		}
 		if gi.served {
-			// Group servable listeners by port, in spec order.
-			var ports []int32
-			byPort := map[int32][]*listenerInfo{}
-			for _, li := range gi.allListeners() {
-				p := int32(li.spec.Port)
-				if _, ok := byPort[p]; !ok {
-					ports = append(ports, p)
-				}
-				byPort[p] = append(byPort[p], li)
-			}
-			sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
 			if gi.servedShared() {
 				sb := t.scope(snapshot.SharedPool())
 				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
-				for _, p := range ports {
-					internal, ok := gi.internal[p]
+				for i := range gi.ports {
+					gp := &gi.ports[i]
+					internal, ok := gi.internal[gp.port]
 					if !ok {
-						for _, li := range byPort[p] {
+						for _, li := range gp.listeners {
 							st := t.state(li)
 							st.programmedReason = status.ReasonPending
-							st.programmedMsg = fmt.Sprintf("no free internal port for port %d", p)
+							st.programmedMsg = fmt.Sprintf("no free internal port for port %d", gp.port)
 						}
 						continue
 					}
-					if t.emitGatewayPort(sb, gi, p, byPort[p], internal, p) {
+					if t.emitGatewayPort(sb, gi, gp, internal, gp.port) {
 						ref.Ports = append(ref.Ports, internal)
 					}
 				}
@@ -72,9 +63,10 @@ func (t *translator) buildGatewayScopes() {
 			if gi.servedDedicated() {
 				sb := t.scope(primary)
 				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
-				for _, p := range ports {
-					if t.emitGatewayPort(sb, gi, p, byPort[p], p, 0) {
-						ref.Ports = append(ref.Ports, p)
+				for i := range gi.ports {
+					gp := &gi.ports[i]
+					if t.emitGatewayPort(sb, gi, gp, gp.port, 0) {
+						ref.Ports = append(ref.Ports, gp.port)
 					}
 				}
 				sb.gateways = append(sb.gateways, ref)
@@ -85,13 +77,38 @@ func (t *translator) buildGatewayScopes() {
 	t.tlsPolicyStatuses()
 }
 
+// gatewayPort is one port of a served Gateway: its listeners (its own,
+// then its ListenerSets', in precedence order) and the names of the
+// snapshot listeners it makes (TCP protocols; UDP). processGateways groups
+// them once per environment (groupPorts).
+type gatewayPort struct {
+	port          int32
+	listeners     []*listenerInfo
+	name, udpName string
+}
+
+// groupPorts groups the listeners of gi by port, in port order.
+func (gi *gatewayInfo) groupPorts() {
+	for _, li := range gi.allListeners() {
+		p := int32(li.spec.Port)
+		i := slices.IndexFunc(gi.ports, func(gp gatewayPort) bool { return gp.port == p })
+		if i < 0 {
+			name := fmt.Sprintf("gateway/%s/%s/%d", gi.gw.Namespace, gi.gw.Name, p)
+			gi.ports = append(gi.ports, gatewayPort{port: p, name: name, udpName: name + "/udp"})
+			i = len(gi.ports) - 1
+		}
+		gi.ports[i].listeners = append(gi.ports[i].listeners, li)
+	}
+	slices.SortStableFunc(gi.ports, func(a, b gatewayPort) int { return cmp.Compare(a.port, b.port) })
+}
+
 // emitGatewayPort writes the listeners of one Gateway port into a scope and
 // reports whether the port is bound (it has a servable listener). A port
 // may carry a TCP-protocol listener set and a UDP listener; each becomes its
 // own snapshot listener.
-func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int32, lis []*listenerInfo, bind, external int32) bool {
+func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, gp *gatewayPort, bind, external int32) bool {
 	var tcp, udp []*listenerInfo
-	for _, li := range lis {
+	for _, li := range gp.listeners {
 		switch {
 		case !li.servable:
 		case li.protocol == snapshot.ProtocolUDP:
@@ -106,9 +123,9 @@ func (t *translator) emitGatewayPort(sb *scopeBuilder, gi *gatewayInfo, port int
 			continue
 		}
 		bound = true
-		name := fmt.Sprintf("gateway/%s/%s/%d", gi.gw.Namespace, gi.gw.Name, port)
+		name := gp.name
 		if serv[0].protocol == snapshot.ProtocolUDP {
-			name += "/udp"
+			name = gp.udpName
 		}
 		lb := sb.listener(bind, name, serv[0].protocol, external)
 		if serv[0].protocol == snapshot.ProtocolUDP && sb.scope.Kind == snapshot.ScopeGateway {
