@@ -148,7 +148,10 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		encoded := lists.Reuse(e.spare[lk], len(l.VirtualHosts))
 		for j := range l.VirtualHosts {
 			vh := &l.VirtualHosts[j]
-			for len(prev) > 0 && prev[0].hostname < vh.Hostname {
+			// Equal first: an unchanged host's name is the very string it
+			// had, which equality tells at once and ordering compares
+			// byte by byte.
+			for len(prev) > 0 && prev[0].hostname != vh.Hostname && prev[0].hostname < vh.Hostname {
 				prev = prev[1:]
 			}
 			var eh encodedHost

@@ -611,7 +611,9 @@ func (t *translator) listenerStates() {
 // one.
 func (t *translator) hostRoutes(last *builtListener, at *int, h string, entries []entry) (routes []snapshot.Route, from []*snapshot.Route) {
 	if last != nil {
-		for *at < len(last.hosts) && last.hosts[*at].Hostname < h {
+		// Equal first: an unchanged host's name is the very string, which
+		// equality tells at once and ordering compares byte by byte.
+		for *at < len(last.hosts) && last.hosts[*at].Hostname != h && last.hosts[*at].Hostname < h {
 			*at++
 		}
 		if *at < len(last.hosts) && last.hosts[*at].Hostname == h && sameRoutes(last.from[*at], entries) {
