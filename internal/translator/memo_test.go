@@ -806,3 +806,45 @@ func TestMemoReusesTheRouteListsBeforeLast(t *testing.T) {
 		t.Fatalf("route list arrays %v: want two, alternating", arrays)
 	}
 }
+
+// TestMemoRepeatedRouteNames: a route name listed twice (two objects of
+// one namespace and name; the first in input order wins) among kept
+// routes, added anew or as a second object of a kept route, translates
+// through a Memo as it does fresh, at every step.
+func TestMemoRepeatedRouteNames(t *testing.T) {
+	res := generate(300, 5, 2)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	check := func(step string, r *Resources) {
+		t.Helper()
+		if g, w := mustJSON(t, m.Translate(r)), mustJSON(t, Translate(r)); !bytes.Equal(g, w) {
+			t.Fatalf("%s: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
+		}
+	}
+	check("first", res)
+	check("again", res)
+	for step, at := range []int{7, 150, 299} {
+		next := *res
+		twin := res.HTTPRoutes[at].DeepCopy()
+		twin.UID = types.UID(fmt.Sprintf("twin-%d", step))
+		twin.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("twin-%d.example.com", step))}
+		v.stamp(twin)
+		// The twin first in input order, then after the original.
+		next.HTTPRoutes = append([]*gwv1.HTTPRoute{twin}, res.HTTPRoutes...)
+		check(fmt.Sprintf("twin %d first", step), &next)
+		check(fmt.Sprintf("twin %d first, again", step), &next)
+		next.HTTPRoutes = append(slices.Clone(res.HTTPRoutes), twin)
+		check(fmt.Sprintf("twin %d last", step), &next)
+		// A new route listed twice.
+		added := res.HTTPRoutes[at].DeepCopy()
+		added.Name, added.UID = fmt.Sprintf("zz-new-%d", step), types.UID(fmt.Sprintf("new-%d", step))
+		v.stamp(added)
+		again := added.DeepCopy()
+		again.UID = types.UID(fmt.Sprintf("new-again-%d", step))
+		v.stamp(again)
+		next.HTTPRoutes = append(slices.Clone(res.HTTPRoutes), added, again)
+		check(fmt.Sprintf("new route %d twice", step), &next)
+		check(fmt.Sprintf("new route %d twice, again", step), &next)
+	}
+}

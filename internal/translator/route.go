@@ -134,7 +134,7 @@ func processRouteKind[R any](t *translator, memoKind string, routes []*R, parts 
 		r := n.r
 		meta, refs := parts(r)
 		k := key(meta)
-		if i > 0 && last == k {
+		if i > 0 && !walk.unique && last == k {
 			continue
 		}
 		last = k

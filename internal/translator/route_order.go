@@ -52,6 +52,11 @@ func compareNamed[R any](a, b namedRoute[R]) int {
 	return cmp.Compare(a.at, b.at)
 }
 
+// sameName reports whether a and b have one namespace and name.
+func sameName(a, b *metav1.ObjectMeta) bool {
+	return a.Namespace == b.Namespace && a.Name == b.Name
+}
+
 // minHintedSort is the fewest routes worth placing by their ranks rather
 // than sorting outright.
 const minHintedSort = 64
@@ -78,6 +83,11 @@ type routeWalk[R any] struct {
 	// in one sorted order of their names (an entry it did not rank it
 	// dropped), so routes placed by them need no check.
 	ranked uint64
+	// unique says the last sort placed routes of distinct names only
+	// (kept routes by their distinct ranks, and new ones whose names
+	// neither another new one nor a neighbour has): the walk need not
+	// compare each route's name with the one before for a repeat.
+	unique bool
 }
 
 // list is the walk's list of routes, emptied, with room for n.
@@ -96,6 +106,7 @@ func (w *routeWalk[R]) done(list []namedRoute[R]) {
 
 // sort is sortNamed(routes), with the walk's scratch lists.
 func (w *routeWalk[R]) sort(routes []namedRoute[R]) []namedRoute[R] {
+	w.unique = false
 	maxRank, hinted, trusted := -1, 0, w.ranked != 0
 	for _, n := range routes {
 		if n.kept != nil {
@@ -136,15 +147,21 @@ func (w *routeWalk[R]) sort(routes []namedRoute[R]) []namedRoute[R] {
 	// two among thousands).
 	out := routes[:0]
 	i := 0
+	unique := trusted
 	for _, f := range fresh {
 		n, _ := slices.BinarySearchFunc(known[i:], f, compareNamed)
 		out = append(append(out, known[i:i+n]...), f)
 		i += n
+		// A repeat of a new route's name is next to it.
+		if len(out) > 1 && sameName(out[len(out)-2].meta, f.meta) || i < len(known) && sameName(known[i].meta, f.meta) {
+			unique = false
+		}
 	}
 	out = append(out, known[i:]...)
 	w.known = known
 	if !trusted && !slices.IsSortedFunc(out, compareNamed) {
 		slices.SortFunc(out, compareNamed)
 	}
+	w.unique = unique
 	return out
 }
