@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -153,7 +154,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 				if host == "*" {
 					host = ""
 				}
-				if best(serv, host) != li {
+				if len(serv) > 1 && best(serv, host) != li {
 					continue
 				}
 				emitted = true
@@ -257,7 +258,7 @@ func diffAttachments(old, cur []attachment, changed func(*attachment) bool) bool
 	i, j := 0, 0
 	for i < len(old) || j < len(cur) {
 		switch {
-		case i < len(old) && j < len(cur) && old[i].cr == cur[j].cr && slices.Equal(old[i].hosts, cur[j].hosts):
+		case i < len(old) && j < len(cur) && old[i].cr == cur[j].cr && sameHosts(old[i].hosts, cur[j].hosts):
 			i++
 			j++
 		case j == len(cur) || (i < len(old) && attachedBefore(old[i].cr, cur[j].cr)):
@@ -279,6 +280,13 @@ func diffAttachments(old, cur []attachment, changed func(*attachment) bool) bool
 		}
 	}
 	return true
+}
+
+// sameHosts reports whether a and b list the same hostnames: at once when
+// they are the same list (a Memo reattaches an unchanged route with the
+// hosts it kept), else by comparing them.
+func sameHosts(a, b []string) bool {
+	return lists.Same(a, b) || slices.Equal(a, b)
 }
 
 // attachedBefore reports whether a route of a comes before b's in a

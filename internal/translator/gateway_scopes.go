@@ -170,7 +170,7 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 				}
 				// Listener isolation: a hostname belongs to the most
 				// specific listener on the port.
-				if best(serv, host) != li {
+				if len(serv) > 1 && best(serv, host) != li {
 					continue
 				}
 				vh := lb.vhost(h)
@@ -230,7 +230,7 @@ func (t *translator) emitStreamListeners(sb *scopeBuilder, lb *listenerBuilder, 
 				if host == "*" {
 					host = ""
 				}
-				if best(serv, host) != li {
+				if len(serv) > 1 && best(serv, host) != li {
 					continue
 				}
 				lb.claim(h, route, cr.meta)
