@@ -127,6 +127,14 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 	next := lists.Reuse(a.spare, len(prev)+len(changes))
 	var hosts []hostChange
 	var sets []setChange
+	// first is where next first differs from the list decoded: the
+	// version's hash resumes from a mark at or before it.
+	first := -1
+	differs := func() {
+		if first < 0 {
+			first = len(next)
+		}
+	}
 	for _, c := range changes {
 		i, found := slices.BinarySearchFunc(prev, c.key, func(k keptResource, key string) int { return strings.Compare(k.key, key) })
 		next = append(next, prev[:i]...)
@@ -149,6 +157,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 			if !known {
 				return nil, "", false
 			}
+			differs()
 			hosts = append(hosts, hostChange{listener: li, hostname: host})
 			continue
 		}
@@ -164,6 +173,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 			return nil, "", false
 		}
 		d := &decodedResource{body: c.body, digest: sha256.Sum256(c.body), value: v}
+		differs()
 		next = append(next, keptResource{c.key, d})
 		switch v := d.value.(type) {
 		case VirtualHost:
@@ -209,13 +219,13 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 	if err := validate(s, known); err != nil {
 		return nil, "", false
 	}
-	digest := newDigestBuffer()
-	for i := range next {
-		digest.add(next[i].key, &next[i].d.digest)
+	if first < 0 {
+		first = len(next)
 	}
+	version, marks := versionOf(next, a.marks, first)
 	a.keepDecoded(next)
-	a.sets, a.last = len(s.EndpointSets), s
-	return s, digest.sum(), true
+	a.sets, a.last, a.marks = len(s.EndpointSets), s, marks
+	return s, version, true
 }
 
 // allTrue is marks enough for the longest list of hosts in listeners and

@@ -367,3 +367,99 @@ func TestAssemblerCopyLeavesTheOriginal(t *testing.T) {
 		t.Fatal("the original Assembler, after changes to its copies, no longer gives a fresh one's snapshot")
 	}
 }
+
+// TestApplyVersionResumesItsHash: over changes anywhere in a list of
+// thousands of resources (hosts rerouted, added and removed; sets
+// changed), with copies of the Assembler trying changes of their own in
+// between, Apply's version is ResourceVersion of the resources, though it
+// resumes the hash from a mark before the first one changed.
+func TestApplyVersionResumesItsHash(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	const n = 1500 // hosts and as many sets: a dozen marks
+	s := scaled(n)
+	res, err := ResourcesIn(LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
+	if _, _, err := a.Assemble(res); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.marks) < 10 {
+		t.Fatalf("%d marks over %d resources", len(a.marks), len(res))
+	}
+	host := func(i int, id string) Resource {
+		vh := VirtualHost{Hostname: fmt.Sprintf("h%05d.example.com", i), Routes: []Route{{
+			ID: id, Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+			Backends: []Backend{{EndpointSet: fmt.Sprintf("default/svc-%d:80", i%n), Weight: 1}},
+		}}}
+		b, err := json.Marshal(vh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Resource{Key: VirtualHostKey("30000", vh.Hostname), Body: b}
+	}
+	for step := range 200 {
+		if step%5 == 0 { // a copy tries a change and is dropped
+			work := *a
+			if _, _, err := work.Apply([]Resource{host(rng.Intn(n), fmt.Sprintf("dropped-%d", step))}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var upserts []Resource
+		var removed []string
+		switch rng.Intn(5) {
+		case 4: // change the resource just before, at or after a mark
+			at := (1+rng.Intn(len(res)/digestMarkEvery))*digestMarkEvery + rng.Intn(3) - 1
+			r := res[min(at, len(res)-1)]
+			switch {
+			case strings.HasPrefix(r.Key, vhostKind+"|"):
+				var vh VirtualHost
+				if err := json.Unmarshal(r.Body, &vh); err != nil {
+					t.Fatal(err)
+				}
+				vh.Routes[0].ID = fmt.Sprintf("m-%d", step)
+				b, err := json.Marshal(vh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				upserts = append(upserts, Resource{Key: r.Key, Body: b})
+			case strings.HasPrefix(r.Key, "endpoints|"):
+				b, err := json.Marshal(EndpointSet{Name: strings.TrimPrefix(r.Key, "endpoints|"), Endpoints: []Endpoint{{Address: fmt.Sprintf("10.8.%d.%d", step/250, step%250+1), Port: 8080}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				upserts = append(upserts, Resource{Key: r.Key, Body: b})
+			}
+		case 0: // reroute a host anywhere
+			upserts = append(upserts, host(rng.Intn(n), fmt.Sprintf("r-%d", step)))
+		case 1: // add a host after the others, or among them
+			upserts = append(upserts, host(n+rng.Intn(n), fmt.Sprintf("a-%d", step)))
+		case 2: // remove a host
+			i := rng.Intn(len(res))
+			if strings.HasPrefix(res[i].Key, vhostKind+"|") {
+				removed = append(removed, res[i].Key)
+			}
+		case 3: // change a set's endpoints
+			name := fmt.Sprintf("default/svc-%d:80", rng.Intn(n))
+			b, err := json.Marshal(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: fmt.Sprintf("10.9.%d.%d", step/250, step%250+1), Port: 8080}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			upserts = append(upserts, Resource{Key: "endpoints|" + name, Body: b})
+		}
+		_, got, err := a.Apply(upserts, removed)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		for _, r := range upserts {
+			res = upsert(res, r)
+		}
+		for _, k := range removed {
+			res = slices.DeleteFunc(res, func(r Resource) bool { return r.Key == k })
+		}
+		if want := ResourceVersion(res); got != want {
+			t.Fatalf("step %d: version %s, want %s", step, got, want)
+		}
+	}
+}
