@@ -144,30 +144,38 @@ func mergeResources(cur []snapshot.Resource, m *discoveryv1.Snapshot) ([]snapsho
 	removed := slices.Clone(m.GetRemoved())
 	slices.Sort(removed)
 
+	// The resources between two keys a change names are copied as a
+	// run, found by binary search: a delta names a few keys among
+	// thousands, and comparing each key was most of merging one.
 	next := make([]snapshot.Resource, 0, len(cur)+len(upserts))
-	i, j, k := 0, 0, 0
-	for i < len(cur) || j < len(upserts) {
-		var r snapshot.Resource
-		switch {
-		case j == len(upserts) || (i < len(cur) && cur[i].Key < upserts[j].Key):
-			r = cur[i]
-			i++
-		case i == len(cur) || upserts[j].Key < cur[i].Key:
-			r = upserts[j]
-			j++
-		default: // the same key: the upsert replaces it
-			r = upserts[j]
-			i++
-			j++
+	i, j, k := 0, 0, 0 // in cur, upserts and removed
+	for j < len(upserts) || k < len(removed) {
+		up := j < len(upserts) && (k == len(removed) || upserts[j].Key <= removed[k])
+		key := ""
+		if up {
+			key = upserts[j].Key
+		} else {
+			key = removed[k]
 		}
-		for k < len(removed) && removed[k] < r.Key {
+		n, _ := slices.BinarySearchFunc(cur[i:], key, func(r snapshot.Resource, key string) int { return strings.Compare(r.Key, key) })
+		next = append(next, cur[i:i+n]...)
+		i += n
+		if i < len(cur) && cur[i].Key == key {
+			i++ // replaced or removed
+		}
+		gone := false
+		for k < len(removed) && removed[k] == key {
+			gone = true // a key both upserted and removed is removed
 			k++
 		}
-		if k < len(removed) && removed[k] == r.Key {
-			continue
+		if up {
+			if !gone {
+				next = append(next, upserts[j])
+			}
+			j++
 		}
-		next = append(next, r)
 	}
+	next = append(next, cur[i:]...)
 	return next, nil
 }
 
