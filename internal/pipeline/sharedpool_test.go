@@ -118,7 +118,7 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 		Expect(applies.Load()).To(BeEquivalentTo(2))
 		Eventually(func(g Gomega) {
 			g.Expect(vip(g).Spec.Ports[0].TargetPort.IntVal).To(BeEquivalentTo(20001))
-		}).Should(Succeed())
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 		cached()
 		Expect(a.Apply(ctx, res(20001))).To(Succeed())
 		Expect(applies.Load()).To(BeEquivalentTo(2))
@@ -154,7 +154,7 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 		before := applies.Load()
 		a.Accept(sctx, res(20004))
 		// Start's own attempt is refused before the apiserver gives in.
-		Eventually(applies.Load).Should(BeNumerically(">", before))
+		Eventually(applies.Load, 10*time.Second, 20*time.Millisecond).Should(BeNumerically(">", before))
 		refuse.Store(false)
 		// No other Accept: the retry timer applies the latest Result.
 		Eventually(func(g Gomega) {
@@ -242,7 +242,7 @@ var _ = Describe("shared pool applier (VIP Services)", Ordered, func() {
 		Expect(b.vipPassesSkipped.Load()).To(Equal(skipped))
 		Eventually(func(g Gomega) {
 			g.Expect(vip(g).Spec.Ports[0].TargetPort.IntVal).To(BeEquivalentTo(20020))
-		}).Should(Succeed())
+		}, 10*time.Second, 20*time.Millisecond).Should(Succeed())
 		settle(two(20020))
 
 		By("a VIP Service deleted by hand is applied again")
