@@ -38,19 +38,16 @@ type gatewayRound struct {
 }
 
 // gatewayWalk goes through a Result's Gateways alongside those of the last
-// complete Gateway round (both by namespace/name, as the translator lists
-// them). While the data plane's epoch stands, a Gateway desired as the
-// very status it was desired as there (the translator's Memo hands an
-// unchanged Gateway the status it made last time), settled then, and with
-// no informer event since, is as that round left it: settled, without
-// asking the data plane, reading it or hashing its status. At 1,000
-// Gateways a route change made a round ask about all of them. The
-// Gateways that round had and this one lacks are forgotten, as a sweep
-// would.
+// complete Gateway round (lastWalk). While the data plane's epoch stands,
+// a Gateway desired as the very status it was desired as there (the
+// translator's Memo hands an unchanged Gateway the status it made last
+// time), settled then, and with no informer event since, is as that round
+// left it: settled, without asking the data plane, reading it or hashing
+// its status. At 1,000 Gateways a route change made a round ask about all
+// of them.
 type gatewayWalk struct {
-	last    []translator.GatewayStatus
+	lastWalk[translator.GatewayStatus]
 	settled []bool
-	changed map[settledKey]struct{}
 }
 
 // gatewayWalk is the walk of this round, nil when the round must ask
@@ -71,41 +68,19 @@ func (w *Writer) gatewayWalk(read objectReader) (*gatewayWalk, uint64) {
 	if last == nil || last.epoch != epoch || !tracked["Gateway"] || read.ix == nil {
 		return nil, epoch
 	}
-	return &gatewayWalk{last: last.res.Gateways, settled: last.settled, changed: changed}, epoch
+	return &gatewayWalk{
+		lastWalk: lastWalk[translator.GatewayStatus]{last: last.res.Gateways, kind: "Gateway", changed: changedOf(changed, "Gateway"),
+			name: func(g *translator.GatewayStatus) types.NamespacedName { return g.NamespacedName }},
+		settled: last.settled,
+	}, epoch
 }
 
 // skip reports whether d, the next desired status, is settled as the
 // last round left it, forgetting the Gateways of the last round before it.
 func (g *gatewayWalk) skip(s *settledStatuses, d *translator.GatewayStatus) bool {
-	for len(g.last) > 0 && nnBefore(g.last[0].NamespacedName, d.NamespacedName) {
-		s.forget(settledKey{"Gateway", g.last[0].NamespacedName})
-		g.last, g.settled = g.last[1:], g.settled[1:]
-	}
-	if len(g.last) == 0 || g.last[0].NamespacedName != d.NamespacedName {
+	prev, i := g.next(s, d.NamespacedName)
+	if prev == nil || !g.settled[i] || prev.Generation != d.Generation || prev.Scope != d.Scope || !sameGatewayStatus(d, prev) {
 		return false
 	}
-	prev, was := &g.last[0], g.settled[0]
-	g.last, g.settled = g.last[1:], g.settled[1:]
-	if !was || prev.Generation != d.Generation || prev.Scope != d.Scope || !sameGatewayStatus(d, prev) {
-		return false
-	}
-	_, changed := g.changed[settledKey{"Gateway", d.NamespacedName}]
-	return !changed
-}
-
-// forgetRest forgets the Gateways of the last round after the last
-// desired one.
-func (g *gatewayWalk) forgetRest(s *settledStatuses) {
-	for i := range g.last {
-		s.forget(settledKey{"Gateway", g.last[i].NamespacedName})
-	}
-	g.last, g.settled = nil, nil
-}
-
-// nnBefore reports whether a comes before b in namespace/name order.
-func nnBefore(a, b types.NamespacedName) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
+	return !g.changed.has(d.NamespacedName)
 }

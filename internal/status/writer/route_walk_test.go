@@ -59,7 +59,7 @@ func TestRouteWalkSettlesOnlyTheSameLists(t *testing.T) {
 		status("f", parents()),       // a new route
 	}
 	changed := map[settledKey]struct{}{{"HTTPRoute", cur[3].NamespacedName}: {}}
-	walk := routeWalk{last: last, changed: changed, kind: "HTTPRoute"}
+	walk := newRouteWalk("HTTPRoute", last, changed)
 	var settled []string
 	for i := range cur {
 		if walk.settled(&s, &cur[i]) {

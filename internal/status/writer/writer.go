@@ -688,9 +688,9 @@ func (w *Writer) routes(ctx context.Context, res *translator.Result) error {
 	for ki, kind := range kinds {
 		read := readers[ki]
 		trusted := tracked[kind.name] && read.ix != nil
-		walk := routeWalk{changed: changed, kind: kind.name}
+		var walk *routeWalk
 		if last != nil {
-			walk.last = routeStatuses(last)[ki].reported
+			walk = newRouteWalk(kind.name, routeStatuses(last)[ki].reported, changed)
 		}
 		for i := range kind.reported {
 			if notLeader.Load() {
