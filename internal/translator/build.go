@@ -141,6 +141,72 @@ func (sb *scopeBuilder) use(r *snapshot.Route) {
 	}
 }
 
+// setUse is an endpoint set the entries of a compiled route use, and the
+// Memo's endpoints of it when last looked up.
+type setUse struct {
+	name string
+	ends *memoEndpoints
+}
+
+// useCompiled records the endpoint sets of cr's entries, as compiled: with
+// a Memo, each set once per scope builder, found by the stamp on its
+// endpoints rather than by name (a set made by this translation; any
+// other is recorded by name, as use does).
+func (sb *scopeBuilder) useCompiled(cr *compiledRoute) {
+	p := sb.memo
+	if p == nil {
+		for i := range cr.entries {
+			sb.use(&cr.entries[i].route)
+		}
+		return
+	}
+	if cr.uses == nil {
+		cr.uses = usesOf(cr)
+	}
+	for i := range cr.uses {
+		u := &cr.uses[i]
+		if !p.madeNow(u.ends) {
+			u.ends = p.endpoints[u.name]
+		}
+		if p.madeNow(u.ends) {
+			if u.ends.usedIn == sb.id {
+				continue
+			}
+			u.ends.usedIn = sb.id
+		}
+		sb.sets[u.name] = false
+	}
+}
+
+// usesOf lists the endpoint sets of cr's entries that use records, each
+// once (empty, not nil, when none).
+func usesOf(cr *compiledRoute) []setUse {
+	out := []setUse{}
+	add := func(name string) {
+		for _, u := range out {
+			if u.name == name {
+				return
+			}
+		}
+		out = append(out, setUse{name: name})
+	}
+	for i := range cr.entries {
+		r := &cr.entries[i].route
+		for _, b := range r.Backends {
+			if b.EndpointSet != "" {
+				add(b.EndpointSet)
+			}
+		}
+		for _, m := range r.Mirrors {
+			add(m.EndpointSet)
+		}
+		if r.ExtAuth != nil {
+			add(r.ExtAuth.EndpointSet)
+		}
+	}
+	return out
+}
+
 func (sb *scopeBuilder) useBackends(bs []snapshot.Backend) {
 	for _, b := range bs {
 		if b.EndpointSet != "" {

@@ -169,9 +169,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 				}
 			}
 			if emitted && cr.usedBy != sb.id {
-				for i := range cr.entries {
-					sb.use(&cr.entries[i].route)
-				}
+				sb.useCompiled(cr)
 				cr.usedBy = sb.id
 			}
 		}

@@ -179,6 +179,9 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 				// while they are emitted as compiled: a route served on
 				// many hostnames would record the same sets again and
 				// again (at 10,000 routes, a third of emitting them).
+				// While every entry is plain, their sets are left to
+				// useCompiled; the first that is not records those before
+				// it, and each plain one after it records its own.
 				used, plain := cr.usedBy == sb.id, true
 				for i := range cr.entries {
 					e := &cr.entries[i]
@@ -188,16 +191,25 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 					rt := t.withClientCertificate(sb, gi, &e.route)
 					rt = t.withPolicies(gi, li, cr, e.rule, rt)
 					vh.entries = append(vh.entries, entry{route: rt, key: &e.key})
-					if rt != &e.route {
+					switch {
+					case rt != &e.route:
+						if plain && !used {
+							for j := range i {
+								sb.use(&cr.entries[j].route)
+							}
+						}
 						plain = false
 						sb.use(rt)
-					} else if !used {
+					case !plain && !used:
 						sb.use(rt)
 					}
 					t.noteTLSAncestors(gi, rt)
 					t.notePolicyAncestors(gi, rt)
 				}
 				if plain {
+					if !used {
+						sb.useCompiled(cr)
+					}
 					cr.usedBy = sb.id
 				}
 			}

@@ -46,8 +46,10 @@ type compiledRoute struct {
 	ext       map[int][]*policy
 	// usedBy is the id of the scope builder every entry was last emitted
 	// into as compiled (unchanged by policies or client certificates),
-	// their endpoint sets recorded there (emitHTTPListeners).
+	// their endpoint sets recorded there (emitHTTPListeners); uses are
+	// those sets, once listed (useCompiled).
 	usedBy uint64
+	uses   []setUse
 }
 
 type routeEntry struct {
