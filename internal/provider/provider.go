@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,10 @@ type Provider struct {
 	// services sorts each gather's Services, from the last sorting when
 	// they are the same objects.
 	services translator.ServiceSorter
+	// lists are the kinds' lists the last gather made (kindLists);
+	// gathers take turns, so that each clears only marks it lists after.
+	lists    kindLists
+	gatherMu sync.Mutex
 	// structural is set by every event but an EndpointSlice's: the next
 	// rebuild translates in full; without it only endpoints changed since
 	// the last rebuild, which refreshes them alone (Options.Refresh).
@@ -206,15 +211,26 @@ func newMetrics(reg prometheus.Registerer) metrics {
 // again after events, paced (pace), until ctx ends.
 func (p *Provider) Start(ctx context.Context) error {
 	p.structural.Store(true)
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc: p.changed,
-		UpdateFunc: func(oldObj, newObj any) {
-			if statusOnly(oldObj, newObj) {
-				return
-			}
-			p.changed(newObj)
-		},
-		DeleteFunc: p.changed,
+	// Every event marks its kind's list (kindLists), even one that
+	// cannot change a translation: the list holds the objects themselves.
+	handler := func(kl *kindList) toolscache.ResourceEventHandlerFuncs {
+		return toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				kl.changed.Store(true)
+				p.changed(obj)
+			},
+			UpdateFunc: func(oldObj, newObj any) {
+				kl.changed.Store(true)
+				if statusOnly(oldObj, newObj) {
+					return
+				}
+				p.changed(newObj)
+			},
+			DeleteFunc: func(obj any) {
+				kl.changed.Store(true)
+				p.changed(obj)
+			},
+		}
 	}
 	for _, obj := range watched() {
 		// Start every informer first and wait for them together below:
@@ -231,7 +247,7 @@ func (p *Provider) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("informer for %T: %w", obj, err)
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
+		if _, err := inf.AddEventHandler(handler(p.lists.add(obj))); err != nil {
 			return fmt.Errorf("event handler for %T: %w", obj, err)
 		}
 	}
@@ -388,7 +404,9 @@ func (p *Provider) Last() *translator.Result {
 
 // Gather reads one consistent-enough view of every input from the cache.
 func (p *Provider) Gather(ctx context.Context) (*translator.Resources, error) {
-	c := p.opts.Cache
+	p.gatherMu.Lock()
+	defer p.gatherMu.Unlock()
+	c := gatherReader{Reader: p.opts.Cache, lists: &p.lists}
 	r := &translator.Resources{}
 	var err error
 	if r.GatewayClasses, err = list[gwv1.GatewayClass, gwv1.GatewayClassList](ctx, c, &gwv1.GatewayClassList{}, func(l *gwv1.GatewayClassList) []gwv1.GatewayClass { return l.Items }); err != nil {
@@ -559,7 +577,14 @@ func list[T any, L any, PL interface {
 // (at 10,000 routes, copying them into List's items was 8 ms of every
 // rebuild). It reports false, to fall back to List, when c is no informer
 // cache or the informer is missing or not synced yet.
+//
+// Given a gather's reader, it hands over the kind's last list while no
+// event came for the kind (kindLists).
 func fromStore[T any](ctx context.Context, c client.Reader) ([]*T, bool) {
+	var kept *kindList
+	if g, ok := c.(gatherReader); ok {
+		c, kept = g.Reader, g.lists.of(reflect.TypeFor[T]())
+	}
 	informers, ok := c.(cache.Informers)
 	if !ok {
 		return nil, false
@@ -572,14 +597,25 @@ func fromStore[T any](ctx context.Context, c client.Reader) ([]*T, bool) {
 	if ix == nil {
 		return nil, false
 	}
+	if kept != nil && !kept.changed.Swap(false) {
+		if out, ok := kept.list.([]*T); ok {
+			return out, true
+		}
+	}
 	stored := ix.List()
 	out := make([]*T, 0, len(stored))
 	for _, o := range stored {
 		t, ok := o.(*T)
 		if !ok {
+			if kept != nil {
+				kept.changed.Store(true)
+			}
 			return nil, false
 		}
 		out = append(out, t)
+	}
+	if kept != nil {
+		kept.list = out
 	}
 	return out, true
 }

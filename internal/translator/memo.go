@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -812,11 +813,17 @@ var objectType = reflect.TypeFor[metav1.Object]()
 // every id again was a tenth of a translation. An id is taken only for the
 // object at the resourceVersion it was made at; the objects a digest did
 // not see are forgotten. It remembers each field's digest too (fieldSum),
-// for a field whose objects are the ones it had last time.
+// for a field whose objects are the ones it had last time, and takes it
+// without a look at them when the field is the very list it was (the
+// provider hands over a kind's list again while no event came for it).
 type envIDs struct {
 	byObject map[any]envID
 	fields   map[int]envField
 	gen      uint64
+	// walked is, for each of the first 64 fields, the last digest that
+	// went through its objects one by one: an object that digest saw in a
+	// field taken since as the same list is in it still, and remembered.
+	walked [64]uint64
 }
 
 // isObjects reports whether fv lists objects (its sum is their ids').
@@ -841,10 +848,20 @@ type envField struct {
 	sum [sha256.Size]byte
 	n   int
 	gen uint64
-	// list is, for a field that lists values, not objects, that list
-	// (nil: not a non-empty list), which keeps its array from being freed
-	// and its memory reused.
+	// list is the field's list (nil: not a non-empty list), which keeps
+	// its array from being freed and its memory reused; rvs are, for a
+	// list of objects, their resourceVersions.
 	list any
+	rvs  []string
+}
+
+// sameList reports whether fv is the very non-empty list f is the digest
+// of, of the digest before gen: as long and of the same array (a
+// Resources' lists are never modified in place, nor the objects they
+// list).
+func (f envField) sameList(fv reflect.Value, gen uint64) bool {
+	return f.gen == gen-1 && f.list != nil && fv.Kind() == reflect.Slice && fv.Len() > 0 && f.n == fv.Len() &&
+		reflect.ValueOf(f.list).Pointer() == fv.Pointer()
 }
 
 // digest is envDigest(res), with the ids and field digests remembered.
@@ -854,9 +871,20 @@ func (e *envIDs) digest(res *Resources) ([sha256.Size]byte, bool) {
 	}
 	e.gen++
 	d, ok := envDigestWith(res, e.fieldSum)
-	maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return x.gen != e.gen })
+	maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return x.gen != e.gen && !e.stillListed(x) })
 	maps.DeleteFunc(e.fields, func(_ int, f envField) bool { return f.gen != e.gen })
 	return d, ok
+}
+
+// stillListed reports whether x, not seen by this digest, is in a field
+// taken as the same list since the digest that last saw it.
+func (e *envIDs) stillListed(x envID) bool {
+	for b := x.cur; b != 0; b &= b - 1 {
+		if e.walked[bits.TrailingZeros64(b)] == x.gen {
+			return true
+		}
+	}
+	return false
 }
 
 // seen marks x as listed by field (a bit) in this digest, and reports
@@ -883,6 +911,14 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 	}
 	bit := uint64(1) << (i % 64)
 	last, had := e.fields[i]
+	if had && i < 64 && last.sameList(fv, e.gen) && sameVersions(fv, last.rvs) {
+		last.gen = e.gen
+		e.fields[i] = last
+		return last.sum, true
+	}
+	if i < 64 {
+		e.walked[i] = e.gen
+	}
 	same := i < 64 && had && last.gen == e.gen-1 && last.n == fv.Len()
 	for j := range fv.Len() {
 		v := fv.Index(j)
@@ -910,15 +946,41 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 		e.byObject[key] = x
 	}
 	if same {
-		last.gen = e.gen
+		last.gen, last.list, last.rvs = e.gen, listOf(fv), versionsOf(fv)
 		e.fields[i] = last
 		return last.sum, true
 	}
 	sum, ok := sortedIDsSum(fv, func(v reflect.Value) (string, bool) { return e.idIn(v, bit) })
 	if ok {
-		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen}
+		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen, list: listOf(fv), rvs: versionsOf(fv)}
 	}
 	return sum, ok
+}
+
+// versionsOf lists the resourceVersions of fv's objects ("" for nil).
+func versionsOf(fv reflect.Value) []string {
+	out := make([]string, fv.Len())
+	for j := range out {
+		if v := fv.Index(j); !v.IsNil() {
+			out[j] = v.Interface().(metav1.Object).GetResourceVersion()
+		}
+	}
+	return out
+}
+
+// sameVersions reports whether fv's objects have the resourceVersions
+// rvs (versionsOf): an object changed in place has a new one.
+func sameVersions(fv reflect.Value, rvs []string) bool {
+	if len(rvs) != fv.Len() {
+		return false
+	}
+	for j, rv := range rvs {
+		v := fv.Index(j)
+		if v.IsNil() || rv == "" || v.Interface().(metav1.Object).GetResourceVersion() != rv {
+			return false
+		}
+	}
+	return true
 }
 
 // valueSum is valueSum(fv) of field i, or the last digest's when fv is
@@ -926,18 +988,24 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 // lists are never modified in place, and ServiceSorter hands over the
 // same InternalPorts while the Services are the same).
 func (e *envIDs) valueSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
-	isList := fv.Kind() == reflect.Slice && fv.Len() > 0
-	if last, ok := e.fields[i]; ok && isList && last.gen == e.gen-1 && last.list != nil && last.n == fv.Len() &&
-		reflect.ValueOf(last.list).Pointer() == fv.Pointer() {
+	if last, ok := e.fields[i]; ok && last.sameList(fv, e.gen) {
 		last.gen = e.gen
 		e.fields[i] = last
 		return last.sum, true
 	}
 	sum, ok := valueSum(fv)
-	if ok && isList {
-		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen, list: fv.Interface()}
+	if list := listOf(fv); ok && list != nil {
+		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen, list: list}
 	}
 	return sum, ok
+}
+
+// listOf is fv when it is a non-empty list, else nil.
+func listOf(fv reflect.Value) any {
+	if fv.Kind() != reflect.Slice || fv.Len() == 0 {
+		return nil
+	}
+	return fv.Interface()
 }
 
 // idIn is objectID(v), remembered for v's object, which field (a bit)

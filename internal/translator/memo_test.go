@@ -441,7 +441,10 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 			}
 			// Twice, the second time with nothing changed (the fields'
 			// remembered sums).
+			// The second digest takes every list as the same one: it
+			// forgets no object.
 			var gotOK bool
+			remembered := 0
 			for range 2 {
 				var got [sha256.Size]byte
 				got, gotOK = ids.digest(res)
@@ -449,10 +452,15 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 				if got != want || gotOK != wantOK {
 					t.Fatalf("%s step %d: remembered ids digest %x (%v), envDigest %x (%v)", in, step, got, gotOK, want, wantOK)
 				}
+				if gotOK && remembered > 0 && len(ids.byObject) != remembered {
+					t.Fatalf("%s step %d: %d ids remembered, then %d with nothing changed", in, step, remembered, len(ids.byObject))
+				}
+				remembered = len(ids.byObject)
 			}
 			if n := envObjects(res); gotOK && len(ids.byObject) > n {
 				t.Fatalf("%s step %d: %d ids remembered for %d objects", in, step, len(ids.byObject), n)
 			}
+
 		}
 	}
 }

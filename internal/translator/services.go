@@ -18,6 +18,7 @@ package translator
 
 import (
 	"sync"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -93,8 +94,10 @@ func (r *Resources) SetServices(installNS string, services []*corev1.Service) {
 type ServiceSorter struct {
 	mu        sync.Mutex
 	installNS string
-	// seen is the last gather's Services, by identity.
+	// seen is the last gather's Services, by identity, and list that
+	// gather's very list.
 	seen map[*corev1.Service]struct{}
+	list []*corev1.Service
 	// sorted is the last sorting, on a Resources of its own.
 	sorted Resources
 }
@@ -112,6 +115,7 @@ func (s *ServiceSorter) SetServices(r *Resources, installNS string, services []*
 			s.seen[svc] = struct{}{}
 		}
 	}
+	s.list = services
 	r.Services = services
 	r.DedicatedServices, r.SharedVIPServices = s.sorted.DedicatedServices, s.sorted.SharedVIPServices
 	r.SharedProxyService, r.InternalPorts = s.sorted.SharedProxyService, s.sorted.InternalPorts
@@ -121,6 +125,9 @@ func (s *ServiceSorter) SetServices(r *Resources, installNS string, services []*
 func (s *ServiceSorter) same(services []*corev1.Service) bool {
 	if len(services) != len(s.seen) {
 		return false
+	}
+	if len(services) > 0 && len(services) == len(s.list) && unsafe.SliceData(services) == unsafe.SliceData(s.list) {
+		return true // the very list: a gather's lists are never changed in place
 	}
 	for _, svc := range services {
 		if _, ok := s.seen[svc]; !ok {

@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package provider
+
+import (
+	"testing"
+	"time"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/translator"
+)
+
+// TestGatherHandsOverUnchangedLists: on a real apiserver and informers, a
+// gather hands over the very list of a kind no event came for since the
+// last gather, and lists a kind again after any event on it, a status
+// update that asks for no rebuild included.
+func TestGatherHandsOverUnchangedLists(t *testing.T) {
+	run := runProvider(t, nil, nil)
+	ctx, c := run.ctx, run.client
+	run.next(t)
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: gwv1.GatewaySpec{
+		GatewayClassName: "coxswain", Listeners: []gwv1.Listener{{Name: "http", Port: 80, Protocol: gwv1.HTTPProtocolType}},
+	}}
+	if err := c.Create(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	waitResult(t, run, func(r *translator.Result) bool { return len(r.Gateways) == 1 })
+
+	gather := func() *translator.Resources {
+		t.Helper()
+		r, err := run.p.Gather(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sameList := func(a, b []*gwv1.Gateway) bool { return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b) }
+	first, second := gather(), gather()
+	if !sameList(first.Gateways, second.Gateways) || unsafe.SliceData(first.GatewayClasses) != unsafe.SliceData(second.GatewayClasses) {
+		t.Fatal("no event came, yet the Gateways or GatewayClasses were listed again")
+	}
+
+	// A status update: no rebuild, but the list holds the new object.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		t.Fatal(err)
+	}
+	gw.Status.Conditions = []metav1.Condition{{Type: "Example", Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := gather()
+		if len(r.Gateways) == 1 && r.Gateways[0].ResourceVersion == gw.ResourceVersion {
+			if sameList(r.Gateways, first.Gateways) {
+				t.Fatal("a new list in the same array")
+			}
+			if unsafe.SliceData(r.GatewayClasses) != unsafe.SliceData(first.GatewayClasses) {
+				t.Fatal("an event on a Gateway listed the GatewayClasses again")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a Gateway's status update never reached a gather: %d Gateways, resourceVersion %s, want %s", len(r.Gateways), r.Gateways[0].ResourceVersion, gw.ResourceVersion)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A new object of the kind.
+	other := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}, Spec: gw.Spec}
+	if err := c.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	waitResult(t, run, func(r *translator.Result) bool { return len(r.Gateways) == 2 })
+	if r := gather(); len(r.Gateways) != 2 {
+		t.Fatalf("%d Gateways gathered after the rebuild that had 2", len(r.Gateways))
+	}
+}
