@@ -22,10 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestChangedNamesInWalkOrder: the names one kind's events marked are
-// found as a walk asks about names in namespace/name order, whichever
-// names the walk skips, and the marks of another kind do not count.
-func TestChangedNamesInWalkOrder(t *testing.T) {
+// TestChangedNames: the names one kind's events marked are found, in any
+// order and again, the marks of another kind do not count, and names that
+// share a mark with a marked one are not taken for it.
+func TestChangedNames(t *testing.T) {
 	n := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 	changed := map[settledKey]struct{}{
 		{"HTTPRoute", n("b", "x")}: {},
@@ -44,16 +44,19 @@ func TestChangedNamesInWalkOrder(t *testing.T) {
 		{n("a", "m"), true},
 		{n("a", "m"), true}, // asked again
 		{n("a", "y"), false},
-		// a/z is skipped by the walk
+		// a/z is not asked about
 		{n("b", "a"), false},
 		{n("b", "x"), true},
 		{n("bb", "x"), false},
+		{n("a", "m"), true}, // out of order
+		{n("b", "ax"), false},
+		{n("c", "m"), false}, // the mark of a/m (same lengths and bytes)
 	} {
 		if got := c.has(q.name); got != q.want {
 			t.Errorf("has(%v) = %v, want %v", q.name, got, q.want)
 		}
 	}
-	if len(changedOf(nil, "HTTPRoute")) != 0 {
+	if none := changedOf(nil, "HTTPRoute"); none.has(n("a", "m")) {
 		t.Error("no marks, yet some names")
 	}
 }
