@@ -18,7 +18,6 @@ package translator
 
 import (
 	"sync"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -126,7 +125,7 @@ func (s *ServiceSorter) same(services []*corev1.Service) bool {
 	if len(services) != len(s.seen) {
 		return false
 	}
-	if len(services) > 0 && len(services) == len(s.list) && unsafe.SliceData(services) == unsafe.SliceData(s.list) {
+	if len(services) > 0 && len(services) == len(s.list) && &services[0] == &s.list[0] {
 		return true // the very list: a gather's lists are never changed in place
 	}
 	for _, svc := range services {
