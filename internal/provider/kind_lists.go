@@ -63,9 +63,6 @@ func (k *kindLists) add(obj client.Object) *kindList {
 
 // of is the kept list of kind t (nil when not kept: no handler marks it).
 func (k *kindLists) of(t reflect.Type) *kindList {
-	if k == nil {
-		return nil
-	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.kinds[t]

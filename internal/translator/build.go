@@ -132,12 +132,22 @@ func (lb *listenerBuilder) vhost(host string) *vhostBuilder {
 
 // use records the endpoint sets a route refers to.
 func (sb *scopeBuilder) use(r *snapshot.Route) {
-	sb.useBackends(r.Backends)
+	routeSets(r, func(name string) { sb.sets[name] = false })
+}
+
+// routeSets calls f with each endpoint set r refers to: its backends'
+// (those that have one), its mirrors' and its external authorization's.
+func routeSets(r *snapshot.Route, f func(name string)) {
+	for _, b := range r.Backends {
+		if b.EndpointSet != "" {
+			f(b.EndpointSet)
+		}
+	}
 	for _, m := range r.Mirrors {
-		sb.sets[m.EndpointSet] = false
+		f(m.EndpointSet)
 	}
 	if r.ExtAuth != nil {
-		sb.sets[r.ExtAuth.EndpointSet] = false
+		f(r.ExtAuth.EndpointSet)
 	}
 }
 
@@ -178,31 +188,16 @@ func (sb *scopeBuilder) useCompiled(cr *compiledRoute) {
 	}
 }
 
-// usesOf lists the endpoint sets of cr's entries that use records, each
-// once (empty, not nil, when none).
+// usesOf lists the endpoint sets of cr's entries (routeSets), each once
+// (empty, not nil, when none).
 func usesOf(cr *compiledRoute) []setUse {
 	out := []setUse{}
-	add := func(name string) {
-		for _, u := range out {
-			if u.name == name {
-				return
-			}
-		}
-		out = append(out, setUse{name: name})
-	}
 	for i := range cr.entries {
-		r := &cr.entries[i].route
-		for _, b := range r.Backends {
-			if b.EndpointSet != "" {
-				add(b.EndpointSet)
+		routeSets(&cr.entries[i].route, func(name string) {
+			if !slices.ContainsFunc(out, func(u setUse) bool { return u.name == name }) {
+				out = append(out, setUse{name: name})
 			}
-		}
-		for _, m := range r.Mirrors {
-			add(m.EndpointSet)
-		}
-		if r.ExtAuth != nil {
-			add(r.ExtAuth.EndpointSet)
-		}
+		})
 	}
 	return out
 }
