@@ -26,8 +26,9 @@ PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # The helm CLI (`make helm`) for packaging and linting the chart, and for the
-# e2e tests that install it. HELM is exported so that tests find it.
-HELM_VERSION ?= v3.22.0
+# e2e tests that install it, at the version hack/helm/go.mod pins (the one
+# the root module's chart code uses). HELM is exported so that tests find it.
+HELM_VERSION ?= $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/helm/go.mod)
 HELM_VERSIONED ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 export HELM ?= $(LOCALBIN)/helm
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -117,12 +118,23 @@ bench-scale: envtest kustomize ## With 1000 and then 10000 HTTPRoutes (and GATEW
 	done
 
 .PHONY: verify
-verify: fmt-check lint manifests generate verify-distribution ## Fail on unformatted files or lint findings, or when generated code, manifests, the OLM bundle, the Helm chart or go.mod are stale.
+verify: fmt-check lint manifests generate verify-distribution ## Fail on unformatted files or lint findings, or when generated code, manifests, the OLM bundle, the Helm chart or go.mod are stale, or a tool module lags the root module.
 	go mod tidy -diff
+	go run ./hack/toolmods $(TOOL_MODULES)
 	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
 		echo "generated files are out of date; run 'make manifests generate' and commit:"; \
 		git status --porcelain -- api config; git --no-pager diff -- api config | head -100; exit 1; \
 	fi
+
+# The modules that build the test tools (envtest control plane, OLM, helm).
+# They build every module they share with the root module at the root's
+# version, so that a cold machine compiles client-go, grpc and the rest
+# once for all of them: `make verify` checks it, `make tool-modules` mends it.
+TOOL_MODULES := hack/envtest hack/olm hack/helm test/conformance test/localcluster/echobasic test/localcluster/coredns
+
+.PHONY: tool-modules
+tool-modules: ## Raise what the tool modules (TOOL_MODULES) share with the root module to the root's versions (go get, go mod tidy).
+	go run ./hack/toolmods -write $(TOOL_MODULES)
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the controller against the cluster in your kubeconfig.
@@ -194,9 +206,11 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 .PHONY: helm
-helm: $(HELM_VERSIONED) ## Install the helm CLI into bin/ if missing (built from helm.sh/helm/v3).
+helm: $(HELM_VERSIONED) ## Install the helm CLI into bin/ if missing (built from helm.sh/helm/v3, pinned in hack/helm/go.mod).
 $(HELM_VERSIONED): | $(LOCALBIN)
-	$(call go-install-tool,$(HELM_VERSIONED),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
+	@echo "building helm $(HELM_VERSION) (hack/helm) into $(LOCALBIN)"
+	cd hack/helm && go build -o $(HELM_VERSIONED) helm.sh/helm/v3/cmd/helm
+	ln -sf "$$(basename "$(HELM_VERSIONED)")" $(LOCALBIN)/helm
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/ if missing.

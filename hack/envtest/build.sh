@@ -10,8 +10,9 @@ set -euo pipefail
 
 dest=${1:?usage: build.sh DEST_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-k8s_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$here/go.mod")
+k8s_version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 k8s_version=${k8s_version#v}
+[ -n "$k8s_version" ] || { echo "no k8s.io/kubernetes version in $here/go.mod" >&2; exit 1; }
 minor=$(echo "$k8s_version" | cut -d. -f2)
 binaries="kube-apiserver etcd kubectl ${ENVTEST_EXTRA_BINARIES:-}"
 
