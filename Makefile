@@ -94,13 +94,19 @@ fmt-check: ## Fail on Go files gofmt would change (without changing them).
 lint: golangci-lint ## Run golangci-lint (.golangci.yml): gofmt/goimports, govet, staticcheck, errorlint, gosec, revive and the layering rules.
 	$(GOLANGCI_LINT) run ./...
 
+# `go test` builds and runs packages in the order it is given them, so
+# test/e2e, by far the longest (about eight minutes, much of it waiting on
+# its local clusters), comes first and the other packages run beside it
+# rather than after it.
+TEST_PACKAGES ?= ./test/e2e ./...
+
 # `go vet` is not a step of `make test`: `make verify` (golangci-lint's
 # govet with every analyzer) covers it; `make vet` runs it alone.
 .PHONY: test
 test: manifests generate fmt envtest kustomize ## Regenerate, then run unit, envtest (real kube-apiserver + etcd) and, as root, local-cluster tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" OLM_BIN="$(OLM)" OLM_CSVRBAC="$(OLM_CSVRBAC)" \
 	LOCALCLUSTER_COREDNS="$(COREDNS)" \
-		go test ./... -count=1 -timeout 40m $(TEST_ARGS)
+		go test $(TEST_PACKAGES) -count=1 -timeout 40m $(TEST_ARGS)
 
 .PHONY: bench-propagation
 bench-propagation: envtest kustomize ## Route change → proxy serving it (controller + proxy binaries on envtest): p50/p99 over 1000 HTTPRoutes, back to back and spaced 25 ms.
