@@ -50,4 +50,6 @@ done
 [ -f "$tmp/server" ] && mv "$tmp/server" "$tmp/etcd"
 for b in $binaries; do mv -f "$tmp/$b" "$dest/$b"; done
 "$dest/kube-apiserver" --version
-"$dest/etcd" --version | head -1
+# sed, not head: head exits after one line and etcd, still writing, dies of
+# SIGPIPE, which pipefail turns into a failed build.
+"$dest/etcd" --version | sed -n 1p
