@@ -27,8 +27,9 @@ PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # The helm CLI (`make helm`) for packaging and linting the chart, and for the
 # e2e tests that install it, at the version hack/helm/go.mod pins (the one
-# the root module's chart code uses). HELM is exported so that tests find it.
-HELM_VERSION ?= $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3}' hack/helm/go.mod)
+# the root module's chart code uses; read from a one-line require or a
+# require block alike). HELM is exported so that tests find it.
+HELM_VERSION ?= $(shell awk '$$1=="require" && $$2=="helm.sh/helm/v3" {print $$3} $$1=="helm.sh/helm/v3" {print $$2}' hack/helm/go.mod)
 HELM_VERSIONED ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 export HELM ?= $(LOCALBIN)/helm
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -132,8 +133,9 @@ verify: fmt-check lint manifests generate verify-distribution ## Fail on unforma
 		git status --porcelain -- api config; git --no-pager diff -- api config | head -100; exit 1; \
 	fi
 
-# The modules that build the test tools (envtest control plane, OLM, helm).
-# They build every module they share with the root module at the root's
+# The modules that build the test tools (envtest control plane, OLM, helm,
+# the conformance suite, the local cluster's echo-basic and CoreDNS). They
+# build every module they share with the root module at the root's
 # version, so that a cold machine compiles client-go, grpc and the rest
 # once for all of them: `make verify` checks it, `make tool-modules` mends it.
 TOOL_MODULES := hack/envtest hack/olm hack/helm test/conformance test/localcluster/echobasic test/localcluster/coredns

@@ -16,8 +16,9 @@ limitations under the License.
 
 // Command toolmods keeps the modules that build the test tools (the
 // envtest control plane in hack/envtest, OLM in hack/olm, helm in
-// hack/helm) at the root module's versions of every module they share
-// with it. The Go build cache shares a compiled package only when the
+// hack/helm, the conformance suite, the local cluster's echo-basic and
+// CoreDNS) at the root module's versions of every module they share with
+// it. The Go build cache shares a compiled package only when the
 // package and everything it imports are the same source; a tool built
 // against client-go, grpc or protobuf one version apart compiles all of
 // them a second time, which on a cold two-core machine costs minutes.
@@ -29,8 +30,8 @@ limitations under the License.
 // version than the root module is left alone: it only compiles that
 // module twice.
 //
-//	go run ./hack/toolmods hack/envtest hack/olm hack/helm
-//	go run ./hack/toolmods -write hack/envtest hack/olm hack/helm
+//	go run ./hack/toolmods hack/envtest hack/olm hack/helm    # make verify
+//	go run ./hack/toolmods -write hack/envtest hack/olm ...  # make tool-modules
 package main
 
 import (
@@ -156,23 +157,25 @@ func toolBuildList(dir string) (versions, replaced, error) {
 }
 
 // raise brings the lagging modules that no replace directive pins up to
-// the root's versions, then tidies the module.
-func raise(dir string, lags []lag) error {
+// the root's versions, then tidies the module. It reports false, and does
+// nothing, when a replace directive pins every one of them.
+func raise(dir string, lags []lag) (bool, error) {
 	args := []string{"get"}
 	for _, l := range lags {
 		if !l.Replaced {
 			args = append(args, l.Path+"@"+l.Want)
 		}
 	}
-	if len(args) > 1 {
-		if err := goCmd(dir, args...).Run(); err != nil {
-			return fmt.Errorf("go get in %s: %w", dir, err)
-		}
+	if len(args) == 1 {
+		return false, nil
+	}
+	if err := goCmd(dir, args...).Run(); err != nil {
+		return false, fmt.Errorf("go get in %s: %w", dir, err)
 	}
 	if err := goCmd(dir, "mod", "tidy").Run(); err != nil {
-		return fmt.Errorf("go mod tidy in %s: %w", dir, err)
+		return false, fmt.Errorf("go mod tidy in %s: %w", dir, err)
 	}
-	return nil
+	return true, nil
 }
 
 func main() {
@@ -192,12 +195,9 @@ func main() {
 	}
 }
 
-// rootPackages are what the root module compiles: every package and its
-// tests.
-var rootPackages = []string{"-test", "./..."}
-
 func run(write bool, dirs []string) error {
-	root, _, err := buildList(".", rootPackages...)
+	// What the root module compiles: every package and its tests.
+	root, _, err := buildList(".", "-test", "./...")
 	if err != nil {
 		return err
 	}
@@ -210,10 +210,15 @@ func run(write bool, dirs []string) error {
 		lags := lagging(root, tool, pinned)
 		// A raise can bring in what lags anew (a module raised to the
 		// root's version may pull another one in at an older version),
-		// so raise again while that makes progress.
+		// so raise again, up to five times, while there is something a
+		// raise can move.
 		for round := 0; write && len(lags) > 0 && round < 5; round++ {
-			if err := raise(dir, lags); err != nil {
+			raised, err := raise(dir, lags)
+			if err != nil {
 				return err
+			}
+			if !raised {
+				break
 			}
 			if tool, pinned, err = toolBuildList(dir); err != nil {
 				return err
