@@ -451,6 +451,10 @@ func (p *pipeline) setListed(b *churnBackend, ready bool) error {
 // and then unlisted for 2×LISTED updates (2 s at the defaults: longer than
 // the controller's 500 ms bound on debouncing a burst, so an addition is
 // seen before it is undone).
+// A probe (churnProbe) measures the propagation itself meanwhile: one
+// endpoint of a route of its own listed and unlisted every
+// COXSWAIN_CHURN_PROBE_MS (100), each change polled until the proxy
+// shows it.
 // It runs only when COXSWAIN_CHURN is set (make bench-scale).
 func TestEndpointChurn(t *testing.T) {
 	if os.Getenv("COXSWAIN_CHURN") == "" {
@@ -534,6 +538,9 @@ func TestEndpointChurn(t *testing.T) {
 		return ""
 	})
 
+	probe := newChurnProbe(t, p, ip)
+	probeInterval := time.Duration(envInt("COXSWAIN_CHURN_PROBE_MS", 100)) * time.Millisecond
+
 	listed, unlisted := slices.Clone(backends[1:window+1]), slices.Clone(backends[window+1:])
 	jobs := make(chan func())
 	var wg sync.WaitGroup
@@ -554,6 +561,9 @@ func TestEndpointChurn(t *testing.T) {
 	hard := time.Duration(seconds)*time.Second + 30*time.Second
 	var reqBefore = load.sent.Load()
 	begin := time.Now()
+	// The probe's changes come on top of the churn's.
+	probeStop, probeDone := make(chan struct{}), make(chan error, 1)
+	go func() { probeDone <- probe.run(probeStop, probeInterval, hard) }()
 	updates := 0
 	for u := 0; u < total && time.Since(begin) < hard; u++ {
 		if d := time.Until(begin.Add(time.Duration(u) * interval)); d > 0 {
@@ -583,6 +593,10 @@ func TestEndpointChurn(t *testing.T) {
 	close(jobs)
 	wg.Wait()
 	elapsed := time.Since(begin)
+	close(probeStop)
+	if err := <-probeDone; err != nil {
+		t.Errorf("probe EndpointSlice update failed: %v", err)
+	}
 	// The last additions get the time to arrive.
 	time.Sleep(2 * time.Second)
 	rep := load.finish()
@@ -609,6 +623,18 @@ func TestEndpointChurn(t *testing.T) {
 		t.Error("no added endpoint got a request")
 	}
 	reqRate := float64(reqDuring) / elapsed.Seconds()
+	// The balancer comes round to a new endpoint within about one cycle
+	// of the listed ones at the load's rate: the first-request figures
+	// include up to that much besides propagation. The probe's do not.
+	cycle := float64(window+1) / reqRate * 1000
+	pp50, pp90, pp99, pmax := probe.quantiles()
+	t.Logf("probe (one endpoint, listed and unlisted every %s during the churn): shown after p50 %.1f ms, p90 %.1f, p99 %.1f, max %.1f (%d changes, %d not shown within 10 s); the first-request figures include up to a balancer cycle of %.1f ms",
+		probeInterval, pp50, pp90, pp99, pmax, len(probe.took), probe.late, cycle)
+	fmt.Printf("churn_probe preload=%d rate=%d interval_ms=%d changes=%d late=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f balancer_cycle_ms=%.1f\n",
+		preload, rate, probeInterval.Milliseconds(), len(probe.took), probe.late, pp50, pp90, pp99, pmax, cycle)
+	if probe.late > 0 {
+		t.Errorf("%d probe changes were not served within 10 s", probe.late)
+	}
 	t.Logf("%d EndpointSlice updates in %s (%.1f/s, %d failed); load: %s; an added endpoint's first request after p50 %.1f ms, p90 %.1f, p99 %.1f, max %.1f (%d samples, %d unseen, %d stale); a removed one's last request p50 %.1f ms, p99 %.1f; sampling: %d endpoints listed, %.0f requests/s",
 		updates, elapsed.Round(time.Millisecond), float64(updates)/elapsed.Seconds(), updateErrs, rep, q(added, 0.5), q(added, 0.9), q(added, 0.99), q(added, 1),
 		len(added), unseen, stale, q(removed, 0.5), q(removed, 0.99), window+1, reqRate)
