@@ -176,19 +176,26 @@ func mustLegacyVersion(t *testing.T, s *snapshot.Snapshot) string {
 // BenchmarkPublish is the controller's wire-form cost of one rebuild with
 // n virtual hosts, one of them changed: split, marshal, reassemble the
 // changed host, version. The idle case adds 999 Gateways with a listener
-// and no routes each, as TestPropagationLatency's GATEWAYS=1000 run.
+// and no routes each, as TestPropagationLatency's GATEWAYS=1000 run. The
+// endpoints case changes an endpoint set's endpoints instead, and the
+// snapshots share their listeners, as translator.RefreshEndpoints makes
+// them (TestEndpointChurn).
 func BenchmarkPublish(b *testing.B) {
 	type shape struct {
-		n      int
-		shared bool
-		idle   int
+		n         int
+		shared    bool
+		idle      int
+		endpoints bool
 	}
-	shapes := []shape{{1000, false, 0}, {1000, true, 0}, {10000, false, 0}, {10000, true, 0}, {10000, true, 999}}
+	shapes := []shape{{1000, false, 0, false}, {1000, true, 0, false}, {10000, false, 0, false}, {10000, true, 0, false}, {10000, true, 999, false}, {10000, true, 0, true}}
 	for _, sh := range shapes {
 		n, shared := sh.n, sh.shared
 		name := fmt.Sprintf("hosts=%d/shared=%v", n, shared)
 		if sh.idle > 0 {
 			name += fmt.Sprintf("/idle=%d", sh.idle)
+		}
+		if sh.endpoints {
+			name += "/endpoints"
 		}
 		{
 			b.Run(name, func(b *testing.B) {
@@ -233,6 +240,15 @@ func BenchmarkPublish(b *testing.B) {
 					return s
 				}
 				snaps := []*snapshot.Snapshot{build(0), build(1)}
+				if sh.endpoints {
+					set := func(s *snapshot.Snapshot, last byte) *snapshot.Snapshot {
+						cp := *s
+						cp.EndpointSets = []snapshot.EndpointSet{{Name: "default/api:80",
+							Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + string('0'+last), Port: 8080}}}}
+						return &cp
+					}
+					snaps = []*snapshot.Snapshot{set(snaps[0], 1), set(snaps[0], 2)}
+				}
 				srv := &Server{codecs: map[snapshot.Scope]*scopeCodec{}}
 				b.ReportAllocs()
 				b.ResetTimer()

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -92,8 +93,12 @@ func (b *backendState) close() {
 }
 
 // validateBackendPolicies checks the backend policies of every endpoint
-// set and the retry extensions of every route of s.
-func validateBackendPolicies(s *snapshot.Snapshot) error {
+// set and the retry extensions of every route of s. A listener whose host
+// list is the very one of the same listener of validated (the snapshot of
+// the state in force, nil when none) was checked then: its routes are not
+// read again (at 10,000 hosts that was a third of a millisecond at every
+// endpoint change).
+func validateBackendPolicies(s, validated *snapshot.Snapshot) error {
 	for i := range s.EndpointSets {
 		es := &s.EndpointSets[i]
 		if err := validateEndpointSetPolicies(es); err != nil {
@@ -101,6 +106,10 @@ func validateBackendPolicies(s *snapshot.Snapshot) error {
 		}
 	}
 	for li := range s.Listeners {
+		if validated != nil && li < len(validated.Listeners) &&
+			lists.Same(validated.Listeners[li].VirtualHosts, s.Listeners[li].VirtualHosts) {
+			continue
+		}
 		for vi := range s.Listeners[li].VirtualHosts {
 			for ri := range s.Listeners[li].VirtualHosts[vi].Routes {
 				r := &s.Listeners[li].VirtualHosts[vi].Routes[ri]

@@ -833,10 +833,25 @@ func TestBackendPolicyValidation(t *testing.T) {
 	}), nil, newMetrics(nil)); err != nil {
 		t.Fatalf("valid policies: %v", err)
 	}
+	valid, err := compile(build(nil), nil, newMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, f := range cases {
 		if _, err := compile(build(f), nil, newMetrics(nil)); err == nil {
 			t.Errorf("%s: compiled; want an error", name)
 		}
+		// With a valid state in force too: only a listener whose host
+		// list is the very one of that state is taken as checked.
+		if _, err := compile(build(f), valid, newMetrics(nil)); err == nil {
+			t.Errorf("%s: compiled over a valid state; want an error", name)
+		}
+	}
+	// The state in force's own host list is not read again.
+	refresh := *valid.source
+	refresh.EndpointSets = []snapshot.EndpointSet{{Name: "ns/v:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.2", Port: 80}}}}
+	if _, err := compile(&refresh, valid, newMetrics(nil)); err != nil {
+		t.Errorf("an endpoint change over a valid state: %v", err)
 	}
 }
 

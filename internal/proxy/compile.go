@@ -109,7 +109,11 @@ func compileEnv(s *snapshot.Snapshot, version string, prev *state, m *metrics, e
 	if err != nil {
 		return nil, err
 	}
-	if err := validateBackendPolicies(s); err != nil {
+	var validated *snapshot.Snapshot
+	if prev != nil {
+		validated = prev.source
+	}
+	if err := validateBackendPolicies(s, validated); err != nil {
 		return nil, err
 	}
 	sets, changedSets := compileEndpointSets(s.EndpointSets, prev, certs)

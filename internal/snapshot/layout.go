@@ -92,12 +92,12 @@ type Encoder struct {
 	// their order: a normalized snapshot lists a listener's hosts by
 	// hostname, so the next one's are matched by walking both lists, with
 	// no map of every host to build and probe.
-	listeners map[string][]encodedHost
+	listeners map[string]encodedListener
 	// spare holds the lists of the call before the last, whose arrays
 	// the next call fills again; hosts and bare are that call's scratch
 	// lists, which no result keeps. At 10,000 hosts, allocating them
 	// anew was a tenth of what the controller allocated per change.
-	spare map[string][]encodedHost
+	spare map[string]encodedListener
 	hosts []Resource
 	bare  []Listener
 	// rest are the encodings of the rest of the last snapshot (its
@@ -106,6 +106,22 @@ type Encoder struct {
 	// last's, and restOut a scratch list.
 	rest, restSpare encodedRest
 	restOut         []Resource
+}
+
+// encodedListener is the encoding of one listener's virtual hosts: from
+// is the first of the host list encoded (the snapshot's own array, which
+// it keeps alive), sorted whether the hosts' keys were in order.
+type encodedListener struct {
+	hosts  []encodedHost
+	from   *VirtualHost
+	sorted bool
+}
+
+// takesOver reports whether hosts is the very host list el encoded (a
+// snapshot whose listener is unchanged, as an endpoint refresh hands it
+// on): its encoding is el's, with no host to look at.
+func (el *encodedListener) takesOver(hosts []VirtualHost) bool {
+	return len(hosts) > 0 && len(hosts) == len(el.hosts) && el.from == &hosts[0]
 }
 
 // encodedHost is one virtual host's hostname, resource key and body and
@@ -127,7 +143,7 @@ func (eh *encodedHost) encodes(vh *VirtualHost) bool {
 
 // Resources is ResourcesIn(LayoutVirtualHosts, s).
 func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
-	next := make(map[string][]encodedHost, len(s.Listeners))
+	next := make(map[string]encodedListener, len(s.Listeners))
 	bare := lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)] // the listeners without hosts
 	n := 0
 	for i := range s.Listeners {
@@ -141,12 +157,30 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		start, end int
 	}
 	groups := make([]group, 0, len(s.Listeners))
+	// unsorted is set when a run of hosts is not in key order.
+	unsorted := false
+	// taken are the listeners whose last encoding was taken over: their
+	// lists stay in use, so they are no spare storage.
+	var taken []string
 	for i := range s.Listeners {
 		l := s.Listeners[i]
 		lk := ListenerKey(&l)
-		prev := e.listeners[lk]
+		last := e.listeners[lk]
 		start := len(out)
-		encoded := lists.Reuse(e.spare[lk], len(l.VirtualHosts))
+		if last.takesOver(l.VirtualHosts) {
+			for j := range last.hosts {
+				out = append(out, Resource{Key: last.hosts[j].key, Body: last.hosts[j].body})
+			}
+			next[lk] = last
+			taken = append(taken, lk)
+			groups = append(groups, group{VirtualHostKey(lk, ""), start, len(out)})
+			unsorted = unsorted || !last.sorted
+			l.VirtualHosts = nil
+			bare[i] = l
+			continue
+		}
+		prev := last.hosts
+		encoded := lists.Reuse(e.spare[lk].hosts, len(l.VirtualHosts))
 		for j := range l.VirtualHosts {
 			vh := &l.VirtualHosts[j]
 			// Equal first: an unchanged host's name is the very string it
@@ -158,6 +192,10 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 			var eh encodedHost
 			if len(prev) > 0 && prev[0].encodes(vh) {
 				eh = prev[0]
+				// The snapshot's string from now on: a translation that
+				// made the name anew would otherwise have every later
+				// comparison read both names byte by byte.
+				eh.hostname = vh.Hostname
 			} else {
 				b, err := json.Marshal(vh)
 				if err != nil {
@@ -177,7 +215,9 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 			out = append(out, Resource{Key: eh.key, Body: eh.body})
 		}
 		if len(encoded) > 0 {
-			next[lk] = encoded
+			sorted := slices.IsSortedFunc(out[start:], compareKeys)
+			unsorted = unsorted || !sorted
+			next[lk] = encodedListener{hosts: encoded, from: &l.VirtualHosts[0], sorted: sorted}
 			groups = append(groups, group{VirtualHostKey(lk, ""), start, len(out)})
 		}
 		l.VirtualHosts = nil
@@ -203,10 +243,13 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		}
 		out = runs
 	}
-	if !slices.IsSortedFunc(out, compareKeys) {
+	if unsorted {
 		slices.SortFunc(out, compareKeys)
 	}
 	e.spare, e.listeners = e.listeners, next
+	for _, lk := range taken {
+		delete(e.spare, lk)
+	}
 	merged := mergeByKey(out, rest)
 	clear(out)
 	e.hosts = out

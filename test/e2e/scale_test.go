@@ -560,6 +560,13 @@ func TestEndpointChurn(t *testing.T) {
 	interval := time.Second / time.Duration(rate)
 	hard := time.Duration(seconds)*time.Second + 30*time.Second
 	var reqBefore = load.sent.Load()
+	// COXSWAIN_PROPAGATION_PROFILE=DIR profiles the controller and the
+	// proxy over the churn.
+	if dir := os.Getenv("COXSWAIN_PROPAGATION_PROFILE"); dir != "" {
+		done := p.profile(t, dir, seconds)
+		defer done()
+	}
+	cpuBefore := scrape(p.controllerMetrics)
 	begin := time.Now()
 	// The probe's changes come on top of the churn's.
 	probeStop, probeDone := make(chan struct{}), make(chan error, 1)
@@ -596,6 +603,18 @@ func TestEndpointChurn(t *testing.T) {
 	close(probeStop)
 	if err := <-probeDone; err != nil {
 		t.Errorf("probe EndpointSlice update failed: %v", err)
+	}
+	// The controller's share: its CPU and rebuilds over the churn.
+	cpuAfter := scrape(p.controllerMetrics)
+	delta := func(metric string) float64 {
+		a, _ := metricSum(cpuAfter, metric)
+		b, _ := metricSum(cpuBefore, metric)
+		return a - b
+	}
+	if rebuilds := delta("coxswain_controller_rebuild_duration_seconds_count"); rebuilds > 0 {
+		fmt.Printf("churn controller_cpu_percent=%.1f rebuilds_per_s=%.1f rebuild_mean_ms=%.2f\n",
+			100*delta("process_cpu_seconds_total")/elapsed.Seconds(), rebuilds/elapsed.Seconds(),
+			1000*delta("coxswain_controller_rebuild_duration_seconds_sum")/rebuilds)
 	}
 	// The last additions get the time to arrive.
 	time.Sleep(2 * time.Second)

@@ -86,9 +86,12 @@ func changedOf(changed map[settledKey]struct{}, kind string) changedNames {
 	return out
 }
 
-// has reports whether n was marked.
+// has reports whether n was marked. With no name marked it reads
+// nothing of n: a walk of 10,000 routes reading each name's last bytes
+// (scattered over the heap) took about a millisecond a round, at every
+// endpoint refresh.
 func (c *changedNames) has(n types.NamespacedName) bool {
-	if c.mask&nameMark(n) == 0 {
+	if c.mask == 0 || c.mask&nameMark(n) == 0 {
 		return false
 	}
 	_, ok := c.names[n]
