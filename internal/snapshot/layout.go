@@ -243,6 +243,11 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		}
 		out = runs
 	}
+	// Runs in order make a list in order only when no two listeners
+	// share a key (which validation refuses later).
+	for i := 1; i < len(groups) && !unsorted; i++ {
+		unsorted = groups[i-1].prefix == groups[i].prefix
+	}
 	if unsorted {
 		slices.SortFunc(out, compareKeys)
 	}

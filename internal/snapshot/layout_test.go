@@ -516,6 +516,30 @@ func TestEncoderKeyOrderAcrossListeners(t *testing.T) {
 	}
 }
 
+// TestEncoderSortsListenersSharingAKey: two listeners with one key (a
+// snapshot validation refuses) whose hosts interleave still encode in key
+// order, encoded and then taken over.
+func TestEncoderSortsListenersSharingAKey(t *testing.T) {
+	s := &Snapshot{Scope: SharedPool()}
+	for _, hs := range [][]string{{"a.example.com", "c.example.com"}, {"b.example.com", "d.example.com"}} {
+		l := Listener{Name: "gateway/default/web/80", Port: 80, ExternalPort: 80, Protocol: ProtocolHTTP}
+		for _, h := range hs {
+			l.VirtualHosts = append(l.VirtualHosts, VirtualHost{Hostname: h})
+		}
+		s.Listeners = append(s.Listeners, l)
+	}
+	e := &Encoder{}
+	for round := range 2 {
+		got, err := e.Resources(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.IsSortedFunc(got, compareKeys) {
+			t.Fatalf("round %d: resources out of key order", round)
+		}
+	}
+}
+
 // TestResourceVersionIsItsFormula pins the version proxies and
 // controllers of other releases compute: SHA-256 over every key, in
 // order, each followed by a zero byte and the SHA-256 of its body.
