@@ -166,6 +166,10 @@ func startPipeline(t testing.TB, beforeProxy func(*pipeline)) *pipeline {
 	streamAddr, bootAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	p.controllerPprof, p.controllerMetrics = testkit.FreeAddr(t), testkit.FreeAddr(t)
 	p.controllerEnv = []string{"POD_NAMESPACE=" + ns, "KUBECONFIG="}
+	// COXSWAIN_E2E_CONTROLLER_ENV adds variables (space-separated
+	// KEY=VALUE) to the controller's environment alone, e.g. GOGC=200 to
+	// try a setting of its runtime without changing the apiserver's.
+	p.controllerEnv = append(p.controllerEnv, strings.Fields(os.Getenv("COXSWAIN_E2E_CONTROLLER_ENV"))...)
 	p.controllerArgs = []string{"serve", "controller", "--kubeconfig", kubeconfigPath}
 	p.controllerArgs = append(p.controllerArgs, "--pprof-bind-address", p.controllerPprof,
 		"--health-probe-bind-address", testkit.FreeAddr(t), "--metrics-bind-address", p.controllerMetrics,
