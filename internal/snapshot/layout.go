@@ -167,57 +167,23 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		lk := ListenerKey(&l)
 		last := e.listeners[lk]
 		start := len(out)
-		if last.takesOver(l.VirtualHosts) {
+		switch {
+		case last.takesOver(l.VirtualHosts):
 			for j := range last.hosts {
 				out = append(out, Resource{Key: last.hosts[j].key, Body: last.hosts[j].body})
 			}
 			next[lk] = last
 			taken = append(taken, lk)
-			groups = append(groups, group{VirtualHostKey(lk, ""), start, len(out)})
 			unsorted = unsorted || !last.sorted
-			l.VirtualHosts = nil
-			bare[i] = l
-			continue
-		}
-		prev := last.hosts
-		encoded := lists.Reuse(e.spare[lk].hosts, len(l.VirtualHosts))
-		for j := range l.VirtualHosts {
-			vh := &l.VirtualHosts[j]
-			// Equal first: an unchanged host's name is the very string it
-			// had, which equality tells at once and ordering compares
-			// byte by byte.
-			for len(prev) > 0 && prev[0].hostname != vh.Hostname && prev[0].hostname < vh.Hostname {
-				prev = prev[1:]
+		case len(l.VirtualHosts) > 0:
+			el, err := e.encodeHosts(lk, l.VirtualHosts, last.hosts, &out)
+			if err != nil {
+				return nil, err
 			}
-			var eh encodedHost
-			if len(prev) > 0 && prev[0].encodes(vh) {
-				eh = prev[0]
-				// The snapshot's string from now on: a translation that
-				// made the name anew would otherwise have every later
-				// comparison read both names byte by byte.
-				eh.hostname = vh.Hostname
-			} else {
-				b, err := json.Marshal(vh)
-				if err != nil {
-					return nil, err
-				}
-				eh = encodedHost{hostname: vh.Hostname, n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
-				if len(prev) > 0 && prev[0].hostname == vh.Hostname {
-					eh.key = prev[0].key
-				} else {
-					eh.key = VirtualHostKey(lk, vh.Hostname)
-				}
-				if len(vh.Routes) > 0 {
-					eh.routes = &vh.Routes[0]
-				}
-			}
-			encoded = append(encoded, eh)
-			out = append(out, Resource{Key: eh.key, Body: eh.body})
+			next[lk] = el
+			unsorted = unsorted || !el.sorted
 		}
-		if len(encoded) > 0 {
-			sorted := slices.IsSortedFunc(out[start:], compareKeys)
-			unsorted = unsorted || !sorted
-			next[lk] = encodedListener{hosts: encoded, from: &l.VirtualHosts[0], sorted: sorted}
+		if len(out) > start {
 			groups = append(groups, group{VirtualHostKey(lk, ""), start, len(out)})
 		}
 		l.VirtualHosts = nil
@@ -261,6 +227,48 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	clear(rest)
 	e.restOut = rest[:0]
 	return merged, nil
+}
+
+// encodeHosts appends the resources of listener lk's hosts to out,
+// encoding those prev (the hosts last encoded for lk, by hostname) does
+// not hold, and returns their encoding, its storage the spare one of lk.
+func (e *Encoder) encodeHosts(lk string, hosts []VirtualHost, prev []encodedHost, out *[]Resource) (encodedListener, error) {
+	start := len(*out)
+	encoded := lists.Reuse(e.spare[lk].hosts, len(hosts))
+	for j := range hosts {
+		vh := &hosts[j]
+		// Equal first: an unchanged host's name is the very string it
+		// had, which equality tells at once and ordering compares byte
+		// by byte.
+		for len(prev) > 0 && prev[0].hostname != vh.Hostname && prev[0].hostname < vh.Hostname {
+			prev = prev[1:]
+		}
+		var eh encodedHost
+		if len(prev) > 0 && prev[0].encodes(vh) {
+			eh = prev[0]
+			// The snapshot's string from now on: a translation that made
+			// the name anew would otherwise have every later comparison
+			// read both names byte by byte.
+			eh.hostname = vh.Hostname
+		} else {
+			b, err := json.Marshal(vh)
+			if err != nil {
+				return encodedListener{}, err
+			}
+			eh = encodedHost{hostname: vh.Hostname, n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
+			if len(prev) > 0 && prev[0].hostname == vh.Hostname {
+				eh.key = prev[0].key
+			} else {
+				eh.key = VirtualHostKey(lk, vh.Hostname)
+			}
+			if len(vh.Routes) > 0 {
+				eh.routes = &vh.Routes[0]
+			}
+		}
+		encoded = append(encoded, eh)
+		*out = append(*out, Resource{Key: eh.key, Body: eh.body})
+	}
+	return encodedListener{hosts: encoded, from: &hosts[0], sorted: slices.IsSortedFunc((*out)[start:], compareKeys)}, nil
 }
 
 // compareKeys orders resources by key.

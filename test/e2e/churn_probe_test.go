@@ -157,10 +157,6 @@ func (cp *churnProbe) measure(ready bool) error {
 // quantiles are p50, p90, p99 and max of the measured changes in
 // milliseconds (-1 each when none was).
 func (cp *churnProbe) quantiles() (p50, p90, p99, maxMS float64) {
-	if len(cp.took) == 0 {
-		return -1, -1, -1, -1
-	}
 	s := slices.Sorted(slices.Values(cp.took))
-	q := func(f float64) float64 { return ms(s[min(len(s)-1, int(f*float64(len(s))))]) }
-	return q(0.5), q(0.9), q(0.99), ms(s[len(s)-1])
+	return quantileMS(s, 0.5), quantileMS(s, 0.9), quantileMS(s, 0.99), quantileMS(s, 1)
 }

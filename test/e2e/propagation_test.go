@@ -106,19 +106,13 @@ func TestPropagationLatency(t *testing.T) {
 		ms(creates[len(creates)/2]), ms(creates[min(len(creates)-1, len(creates)*99/100)]))
 	// The controller's share: its rebuilds over the measured changes
 	// (each waits for the one before it to end).
-	delta := func(metric string) float64 {
-		a, _ := metricSum(after, metric)
-		b, _ := metricSum(before, metric)
-		return a - b
-	}
+	delta := func(metric string) float64 { return metricDelta(before, after, metric) }
 	// The status writer's patches over the measured changes, by kind and
 	// result (a failed one is retried in a later round).
 	for _, kind := range []string{"Gateway", "HTTPRoute"} {
-		a, _ := metricSum(after, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="ok"`)
-		b, _ := metricSum(before, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="ok"`)
-		ae, _ := metricSum(after, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="error"`)
-		be, _ := metricSum(before, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="error"`)
-		fmt.Printf("propagation status_patches kind=%s ok=%.0f failed=%.0f\n", kind, a-b, ae-be)
+		ok := metricDelta(before, after, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="ok"`)
+		failed := metricDelta(before, after, "coxswain_controller_status_patches_total", `kind="`+kind+`"`, `result="error"`)
+		fmt.Printf("propagation status_patches kind=%s ok=%.0f failed=%.0f\n", kind, ok, failed)
 	}
 	// The controller's CPU over the measured changes (rebuilds, publishes,
 	// status rounds, GC), per change.

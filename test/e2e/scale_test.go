@@ -69,6 +69,23 @@ func rssKB(pr *process) int {
 	return n
 }
 
+// metricDelta is how much the sum of metric name's samples (metricSum)
+// grew from the exposition before to after.
+func metricDelta(before, after, name string, labels ...string) float64 {
+	a, _ := metricSum(after, name, labels...)
+	b, _ := metricSum(before, name, labels...)
+	return a - b
+}
+
+// quantileMS is the f quantile of sorted in milliseconds (-1 when it is
+// empty).
+func quantileMS(sorted []time.Duration, f float64) float64 {
+	if len(sorted) == 0 {
+		return -1
+	}
+	return ms(sorted[min(len(sorted)-1, int(f*float64(len(sorted))))])
+}
+
 // metricSum is the sum of the samples of the metric name whose labels
 // include every one of labels (`k="v"`) in a Prometheus text exposition;
 // ok is false when there is none.
@@ -606,11 +623,7 @@ func TestEndpointChurn(t *testing.T) {
 	}
 	// The controller's share: its CPU and rebuilds over the churn.
 	cpuAfter := scrape(p.controllerMetrics)
-	delta := func(metric string) float64 {
-		a, _ := metricSum(cpuAfter, metric)
-		b, _ := metricSum(cpuBefore, metric)
-		return a - b
-	}
+	delta := func(metric string) float64 { return metricDelta(cpuBefore, cpuAfter, metric) }
 	if rebuilds := delta("coxswain_controller_rebuild_duration_seconds_count"); rebuilds > 0 {
 		fmt.Printf("churn controller_cpu_percent=%.1f rebuilds_per_s=%.1f rebuild_mean_ms=%.2f\n",
 			100*delta("process_cpu_seconds_total")/elapsed.Seconds(), rebuilds/elapsed.Seconds(),
@@ -632,12 +645,7 @@ func TestEndpointChurn(t *testing.T) {
 	stats.mu.Unlock()
 	slices.Sort(added)
 	slices.Sort(removed)
-	q := func(s []time.Duration, f float64) float64 {
-		if len(s) == 0 {
-			return -1
-		}
-		return ms(s[min(len(s)-1, int(f*float64(len(s))))])
-	}
+	q := quantileMS
 	if len(added) == 0 {
 		t.Error("no added endpoint got a request")
 	}
