@@ -76,7 +76,7 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 	}
 	var snap *snapshot.Snapshot
 	var version string
-	if !m.GetFull() && layout == snapshot.LayoutVirtualHosts {
+	if !m.GetFull() && layout.PerHost() {
 		// The assembler's baseline is cur's snapshot: a delta costs what
 		// it changes (snapshot.Assembler.Apply), not a pass over every
 		// resource of next.

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	discoveryv1 "github.com/coxswain-go/coxswain/api/discovery/v1"
+	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 	"github.com/coxswain-go/coxswain/internal/testkit"
@@ -46,7 +47,7 @@ func TestFleetReportsAcksNacksPortsAndSVIDs(t *testing.T) {
 	if proxies[0].SVIDExpiry.IsZero() || proxies[0].Peer == "" || proxies[0].Connected.IsZero() {
 		t.Fatalf("peer facts missing: %+v", proxies[0])
 	}
-	if len(scopes) != 1 || scopes[0].Scope != "shared" || scopes[0].Proxies != 1 || scopes[0].Version != mustVersionIn(t, v1, snapshot.LayoutVirtualHosts) {
+	if len(scopes) != 1 || scopes[0].Scope != "shared" || scopes[0].Proxies != 1 || scopes[0].Version != mustVersionIn(t, v1, discovery.RichestLayout) {
 		t.Fatalf("scopes: %+v", scopes)
 	}
 	// A Subscribe without a layout is an older proxy's: it gets the

@@ -23,12 +23,15 @@ import (
 
 // RichestLayout is the richest resource layout this build reads and
 // serves; a stream uses the richest one both of its ends read.
-const RichestLayout = snapshot.LayoutVirtualHosts
+const RichestLayout = snapshot.LayoutVersionBuckets
 
 // LayoutFromProto is the layout to serve a proxy that reads up to l:
 // l itself, or RichestLayout for a proxy newer than this build.
 func LayoutFromProto(l discoveryv1.Layout) snapshot.Layout {
-	if l >= discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS {
+	switch {
+	case l >= discoveryv1.Layout_LAYOUT_VERSION_BUCKETS:
+		return snapshot.LayoutVersionBuckets
+	case l == discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS:
 		return snapshot.LayoutVirtualHosts
 	}
 	return snapshot.LayoutListeners
@@ -36,7 +39,10 @@ func LayoutFromProto(l discoveryv1.Layout) snapshot.Layout {
 
 // LayoutToProto is the wire name of l.
 func LayoutToProto(l snapshot.Layout) discoveryv1.Layout {
-	if l == snapshot.LayoutVirtualHosts {
+	switch l {
+	case snapshot.LayoutVersionBuckets:
+		return discoveryv1.Layout_LAYOUT_VERSION_BUCKETS
+	case snapshot.LayoutVirtualHosts:
 		return discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS
 	}
 	return discoveryv1.Layout_LAYOUT_LISTENERS

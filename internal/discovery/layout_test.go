@@ -52,62 +52,67 @@ func subscribeIn(node string, layout discoveryv1.Layout) *discoveryv1.ClientMess
 	return m
 }
 
-// TestVirtualHostLayoutDeltas: a proxy that reads the virtual-host layout
-// gets one resource per virtual host, and a change to one host's routes
+// TestVirtualHostLayoutDeltas: a proxy that reads a layout with a resource
+// per virtual host (either) gets one resource per virtual host, and a change to one host's routes
 // sends that host alone; the message names its layout and a version the
 // proxy can recompute from the resources.
 func TestVirtualHostLayoutDeltas(t *testing.T) {
-	p := newPKI(t)
-	ts := startServer(t, p, true, "")
-	v1 := hosts(1, "/", "a.example.com", "b.example.com", "c.example.com")
-	ts.publish(t, v1)
-	st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
-	if err := st.Send(subscribeIn("proxy-a", discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS)); err != nil {
-		t.Fatal(err)
-	}
-	m1 := recvSnapshot(t, st)
-	var keys []string
-	var res []snapshot.Resource
-	for _, r := range m1.GetResources() {
-		keys = append(keys, r.GetKey())
-		res = append(res, snapshot.Resource{Key: r.GetKey(), Body: r.GetBody()})
-	}
-	want := []string{"endpoints|apps/svc:80", "gateway|apps/gw", "listener|18090",
-		"vhost|18090|a.example.com", "vhost|18090|b.example.com", "vhost|18090|c.example.com"}
-	if !m1.GetFull() || m1.GetLayout() != discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS || !slices.Equal(keys, want) {
-		t.Fatalf("first message: full=%v layout=%v keys %v, want %v", m1.GetFull(), m1.GetLayout(), keys, want)
-	}
-	if m1.GetVersion() != snapshot.ResourceVersion(res) || m1.GetVersion() != mustVersionIn(t, v1, snapshot.LayoutVirtualHosts) {
-		t.Fatal("the version is not the resources' digest version")
-	}
-	if err := st.Send(ack(m1)); err != nil {
-		t.Fatal(err)
-	}
+	for _, layout := range []snapshot.Layout{snapshot.LayoutVirtualHosts, snapshot.LayoutVersionBuckets} {
+		t.Run(layout.String(), func(t *testing.T) {
+			p := newPKI(t)
+			ts := startServer(t, p, true, "")
+			v1 := hosts(1, "/", "a.example.com", "b.example.com", "c.example.com")
+			ts.publish(t, v1)
+			st, _ := rawStream(t, ts.addr, p, p.svidFor(t, installNS, names.SharedProxyServiceAccount))
+			if err := st.Send(subscribeIn("proxy-a", discovery.LayoutToProto(layout))); err != nil {
+				t.Fatal(err)
+			}
+			m1 := recvSnapshot(t, st)
+			var keys []string
+			var res []snapshot.Resource
+			for _, r := range m1.GetResources() {
+				keys = append(keys, r.GetKey())
+				res = append(res, snapshot.Resource{Key: r.GetKey(), Body: r.GetBody()})
+			}
+			want := []string{"endpoints|apps/svc:80", "gateway|apps/gw", "listener|18090",
+				"vhost|18090|a.example.com", "vhost|18090|b.example.com", "vhost|18090|c.example.com"}
+			if !m1.GetFull() || m1.GetLayout() != discovery.LayoutToProto(layout) || !slices.Equal(keys, want) {
+				t.Fatalf("first message: full=%v layout=%v keys %v, want %v", m1.GetFull(), m1.GetLayout(), keys, want)
+			}
+			if v, err := snapshot.VersionIn(layout, res); err != nil || m1.GetVersion() != v || m1.GetVersion() != mustVersionIn(t, v1, layout) {
+				t.Fatal("the version is not the resources' digest version")
+			}
+			if err := st.Send(ack(m1)); err != nil {
+				t.Fatal(err)
+			}
 
-	v2 := hosts(1, "/", "a.example.com", "b.example.com", "c.example.com")
-	v2.Listeners[0].VirtualHosts[1].Routes[0].Match.Path.Value = "/v2"
-	ts.publish(t, v2)
-	m2 := recvSnapshot(t, st)
-	if m2.GetFull() || len(m2.GetResources()) != 1 || m2.GetResources()[0].GetKey() != "vhost|18090|b.example.com" || len(m2.GetRemoved()) != 0 {
-		t.Fatalf("one host changed: full=%v, %d upserts %v, removed %v", m2.GetFull(), len(m2.GetResources()), m2.GetResources(), m2.GetRemoved())
-	}
-	if err := st.Send(ack(m2)); err != nil {
-		t.Fatal(err)
-	}
+			v2 := hosts(1, "/", "a.example.com", "b.example.com", "c.example.com")
+			v2.Listeners[0].VirtualHosts[1].Routes[0].Match.Path.Value = "/v2"
+			ts.publish(t, v2)
+			m2 := recvSnapshot(t, st)
+			if m2.GetFull() || len(m2.GetResources()) != 1 || m2.GetResources()[0].GetKey() != "vhost|18090|b.example.com" || len(m2.GetRemoved()) != 0 {
+				t.Fatalf("one host changed: full=%v, %d upserts %v, removed %v", m2.GetFull(), len(m2.GetResources()), m2.GetResources(), m2.GetRemoved())
+			}
+			if err := st.Send(ack(m2)); err != nil {
+				t.Fatal(err)
+			}
 
-	v3 := hosts(1, "/", "a.example.com", "c.example.com")
-	v3.Listeners[0].VirtualHosts[0].Routes[0].Match.Path.Value = "/"
-	ts.publish(t, v3)
-	m3 := recvSnapshot(t, st)
-	if m3.GetFull() || len(m3.GetResources()) != 0 || !slices.Equal(m3.GetRemoved(), []string{"vhost|18090|b.example.com"}) {
-		t.Fatalf("one host removed: %d upserts, removed %v", len(m3.GetResources()), m3.GetRemoved())
+			v3 := hosts(1, "/", "a.example.com", "c.example.com")
+			v3.Listeners[0].VirtualHosts[0].Routes[0].Match.Path.Value = "/"
+			ts.publish(t, v3)
+			m3 := recvSnapshot(t, st)
+			if m3.GetFull() || len(m3.GetResources()) != 0 || !slices.Equal(m3.GetRemoved(), []string{"vhost|18090|b.example.com"}) {
+				t.Fatalf("one host removed: %d upserts, removed %v", len(m3.GetResources()), m3.GetRemoved())
+			}
+		})
 	}
 }
 
 // TestClientFollowsTheControllersLayout: a proxy reads snapshots from a
 // controller that serves only the listener layout (an older release) and,
-// after the controller is upgraded, from one that serves virtual hosts;
-// the fleet shows each stream's layout.
+// after the controller is upgraded, from one that serves virtual hosts,
+// then from one that versions them in buckets; the fleet shows each
+// stream's layout.
 func TestClientFollowsTheControllersLayout(t *testing.T) {
 	api.Config(t)
 	p := newPKI(t)
@@ -123,17 +128,25 @@ func TestClientFollowsTheControllersLayout(t *testing.T) {
 		t.Fatalf("fleet of the older controller: %+v", proxies)
 	}
 
+	// Upgraded twice: to a release that serves a resource per virtual
+	// host, then to this one (its version in buckets).
+	addr, gen := old.addr, int64(1)
 	old.stop()
-	newer := startServer(t, p, true, old.addr)
-	for i, path := range []string{"/", "/two", "/three"} {
-		v := hosts(int64(i+2), path, "a.example.com", "b.example.com", fmt.Sprintf("n%d.example.com", i))
-		newer.publish(t, v)
-		testkit.EventuallyWithin(t, waitFor, fmt.Sprintf("v%d applied from the upgraded controller", i+2), func() bool {
-			return f.applier.current(t) == mustVersion(t, v) && f.client.Version() == mustVersionIn(t, v, snapshot.LayoutVirtualHosts)
-		})
-	}
-	if proxies, _ := newer.Fleet(); len(proxies) != 1 || proxies[0].Layout != snapshot.LayoutVirtualHosts.String() || !proxies[0].InSync {
-		t.Fatalf("fleet of the upgraded controller: %+v", proxies)
+	for _, layout := range []snapshot.Layout{snapshot.LayoutVirtualHosts, discovery.RichestLayout} {
+		newer := startServer(t, p, true, addr, func(s *discovery.Server) { discovery.SetRichestLayoutForTest(s, layout) })
+		for i, path := range []string{"/", "/two", "/three"} {
+			gen++
+			v := hosts(gen, path, "a.example.com", "b.example.com", fmt.Sprintf("n%d.example.com", i))
+			newer.publish(t, v)
+			testkit.EventuallyWithin(t, waitFor, fmt.Sprintf("v%d applied from the controller serving %s", gen, layout), func() bool {
+				return f.applier.current(t) == mustVersion(t, v) && f.client.Version() == mustVersionIn(t, v, layout)
+			})
+		}
+		if proxies, _ := newer.Fleet(); len(proxies) != 1 || proxies[0].Layout != layout.String() || !proxies[0].InSync {
+			t.Fatalf("fleet of the controller serving %s: %+v", layout, proxies)
+		}
+		addr = newer.addr
+		newer.stop()
 	}
 	if got := metric(t, f.reg, "coxswain_proxy_discovery_nacks_total", nil); got != 0 {
 		t.Fatalf("the proxy nacked %v snapshots", got)

@@ -29,9 +29,8 @@ import (
 
 // published is one scope's current snapshot, in the wire form of each
 // layout a proxy of the scope reads. Its version, the one status, acks and
-// the fleet view compare, is that of LayoutVirtualHosts; a stream in
-// another layout sends and acks that layout's version of the same
-// snapshot.
+// the fleet view compare, is that of RichestLayout; a stream in another
+// layout sends and acks that layout's version of the same snapshot.
 type published struct {
 	version   string
 	gateways  []snapshot.GatewayRef
@@ -76,6 +75,16 @@ func (p *published) form(layout snapshot.Layout) (*form, error) {
 	p.formsMu.Lock()
 	defer p.formsMu.Unlock()
 	if f := p.forms[layout]; f != nil {
+		return f, nil
+	}
+	if rich := p.forms[RichestLayout]; rich != nil && layout.PerHost() {
+		// The same resources, validated already: only the version differs.
+		version, err := snapshot.VersionIn(layout, rich.res)
+		if err != nil {
+			return nil, err
+		}
+		f := &form{version: version, res: rich.res}
+		p.forms[layout] = f
 		return f, nil
 	}
 	res, err := snapshot.ResourcesIn(layout, p.snap)
@@ -249,8 +258,8 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (gatewaysChanged
 	return gatewaysChanged
 }
 
-// toPublished splits a snapshot into the resources of LayoutVirtualHosts
-// and reassembles them as a proxy will, which validates the round trip and
+// toPublished splits a snapshot into the resources of RichestLayout and
+// reassembles them as a proxy will, which validates the round trip and
 // yields the version. The scope's codec encodes only the virtual hosts
 // that are not the same as in its last snapshot, and patches what changed
 // since into the snapshot it last assembled (snapshot.Assembler.Apply),
@@ -260,7 +269,7 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	s.codecsMu.Lock()
 	c := s.codecs[snap.Scope]
 	if c == nil {
-		c = &scopeCodec{asm: snapshot.Assembler{Scope: snap.Scope, Layout: snapshot.LayoutVirtualHosts}}
+		c = &scopeCodec{asm: snapshot.Assembler{Scope: snap.Scope, Layout: RichestLayout}}
 		s.codecs[snap.Scope] = c
 	}
 	res, err := c.enc.Resources(snap)
@@ -292,7 +301,7 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	}
 	return &published{
 		version: version, gateways: assembled.Gateways, snap: snap,
-		forms: map[snapshot.Layout]*form{snapshot.LayoutVirtualHosts: f},
+		forms: map[snapshot.Layout]*form{RichestLayout: f},
 	}, nil
 }
 

@@ -69,10 +69,10 @@ func mustNext(t *testing.T, cur *published, st *streamState, layout snapshot.Lay
 // per-stream computation gives.
 func TestPublishedMessagesAreShared(t *testing.T) {
 	basePub := memoSnapshot(t, "10.0.0.1", "10.0.0.2", "10.0.0.3")
-	base := mustForm(t, basePub, snapshot.LayoutVirtualHosts)
-	other := mustForm(t, memoSnapshot(t, "10.0.0.9"), snapshot.LayoutVirtualHosts)
+	base := mustForm(t, basePub, RichestLayout)
+	other := mustForm(t, memoSnapshot(t, "10.0.0.9"), RichestLayout)
 	curPub := memoSnapshot(t, "10.0.0.1", "10.0.0.7")
-	cur := mustForm(t, curPub, snapshot.LayoutVirtualHosts)
+	cur := mustForm(t, curPub, RichestLayout)
 
 	full := cur.fullResources()
 	if len(full) != len(cur.res) || &full[0] != &cur.fullResources()[0] {
@@ -101,7 +101,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	}
 	// Beyond the cap, deltas are still right, just not kept.
 	for i := range maxCachedDeltas + 2 {
-		b := mustForm(t, memoSnapshot(t, fmt.Sprintf("10.1.0.%d", i+1)), snapshot.LayoutVirtualHosts)
+		b := mustForm(t, memoSnapshot(t, fmt.Sprintf("10.1.0.%d", i+1)), RichestLayout)
 		up, rm := cur.deltaFrom(b)
 		wantUp, wantRm := delta(b.res, cur.res)
 		if len(up) != len(wantUp) || !slices.Equal(rm, wantRm) {
@@ -112,13 +112,13 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 		t.Fatalf("%d deltas kept, at most %d", len(cur.deltas), maxCachedDeltas)
 	}
 	// The messages of two streams share the resources; each has its nonce.
-	a := mustNext(t, curPub, &streamState{baseline: basePub}, snapshot.LayoutVirtualHosts)
-	b := mustNext(t, curPub, &streamState{baseline: basePub}, snapshot.LayoutVirtualHosts)
+	a := mustNext(t, curPub, &streamState{baseline: basePub}, RichestLayout)
+	b := mustNext(t, curPub, &streamState{baseline: basePub}, RichestLayout)
 	a.Nonce, b.Nonce = "1", "2"
 	if &a.Resources[0] != &b.Resources[0] || a.Nonce == b.Nonce {
 		t.Fatal("two streams of one baseline do not share the delta")
 	}
-	if got := mustNext(t, curPub, &streamState{}, snapshot.LayoutVirtualHosts); !got.GetFull() || len(got.GetResources()) != len(cur.res) {
+	if got := mustNext(t, curPub, &streamState{}, RichestLayout); !got.GetFull() || len(got.GetResources()) != len(cur.res) {
 		t.Fatalf("full message = %v", got)
 	}
 }
@@ -153,9 +153,22 @@ func TestPublishedListenerLayoutOnDemand(t *testing.T) {
 	if again := mustForm(t, p, snapshot.LayoutListeners); again != first {
 		t.Fatal("the listener layout is made more than once")
 	}
+	rich := mustNext(t, p, &streamState{}, RichestLayout)
+	if rich.GetLayout() != discoveryv1.Layout_LAYOUT_VERSION_BUCKETS || rich.GetVersion() != p.version || len(rich.GetResources()) != 3 {
+		t.Fatalf("version-bucket message: layout %v version %s, %d resources", rich.GetLayout(), rich.GetVersion(), len(rich.GetResources()))
+	}
+	// The virtual-host layout has the same resources: its form takes
+	// them over, and computes only its version.
+	res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	vh := mustNext(t, p, &streamState{}, snapshot.LayoutVirtualHosts)
-	if vh.GetLayout() != discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS || vh.GetVersion() != p.version || len(vh.GetResources()) != 3 {
+	if vh.GetLayout() != discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS || vh.GetVersion() != snapshot.ResourceVersion(res) || len(vh.GetResources()) != 3 {
 		t.Fatalf("virtual-host message: layout %v version %s, %d resources", vh.GetLayout(), vh.GetVersion(), len(vh.GetResources()))
+	}
+	if &mustForm(t, p, snapshot.LayoutVirtualHosts).res[0] != &mustForm(t, p, RichestLayout).res[0] {
+		t.Fatal("the virtual-host layout's resources were made again")
 	}
 }
 
@@ -327,11 +340,11 @@ func TestPublishPatchesTheLastSnapshot(t *testing.T) {
 			}
 		}
 		s := build()
-		res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, s)
+		res, err := snapshot.ResourcesIn(RichestLayout, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, wantV, wantErr := (&snapshot.Assembler{Scope: s.Scope, Layout: snapshot.LayoutVirtualHosts}).Assemble(res)
+		_, wantV, wantErr := (&snapshot.Assembler{Scope: s.Scope, Layout: RichestLayout}).Assemble(res)
 		p, err := srv.toPublished(s)
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("step %d: error %v, a fresh assembly's %v", step, err, wantErr)
@@ -344,13 +357,13 @@ func TestPublishPatchesTheLastSnapshot(t *testing.T) {
 		if p.version != wantV {
 			t.Fatalf("step %d: version %s, a fresh assembly's %s", step, p.version, wantV)
 		}
-		f := mustForm(t, p, snapshot.LayoutVirtualHosts)
+		f := mustForm(t, p, RichestLayout)
 		if last != nil && last.version != p.version {
 			kept, ok := f.deltas[last.version]
 			if !ok {
 				t.Fatalf("step %d: no delta from the last version published", step)
 			}
-			wantUp, wantRm := delta(mustForm(t, last, snapshot.LayoutVirtualHosts).res, f.res)
+			wantUp, wantRm := delta(mustForm(t, last, RichestLayout).res, f.res)
 			if !slices.Equal(kept.removed, wantRm) || len(kept.upserts) != len(wantUp) {
 				t.Fatalf("step %d: kept delta %d upserts, removed %v; want %d, %v", step, len(kept.upserts), kept.removed, len(wantUp), wantRm)
 			}

@@ -38,10 +38,10 @@ var errNoBaseline = errors.New("no assembled snapshot to apply a delta to")
 // version and the list of what it remembers. Any other delta (listeners,
 // certificates, Gateways, an endpoint set removed, a body that does not
 // decode) is assembled in full. A failure leaves what the assembler
-// remembers unchanged; without a baseline (no successful Assemble in
-// LayoutVirtualHosts yet) it fails.
+// remembers unchanged; without a baseline (no successful Assemble in a
+// layout PerHost yet) it fails.
 func (a *Assembler) Apply(upserts []Resource, removed []string) (*Snapshot, string, error) {
-	if a.Layout != LayoutVirtualHosts || a.last == nil {
+	if !a.Layout.PerHost() || a.last == nil {
 		return nil, "", errNoBaseline
 	}
 	changes := deltaChanges(upserts, removed)
@@ -128,12 +128,16 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 	var hosts []hostChange
 	var sets []setChange
 	// first is where next first differs from the list decoded: the
-	// version's hash resumes from a mark at or before it.
+	// version's hash resumes from a mark at or before it
+	// (LayoutVirtualHosts). changed is what differs, a removal without
+	// its decoded value: the buckets LayoutVersionBuckets hashes again.
 	first := -1
-	differs := func() {
+	var changed []keptResource
+	differs := func(key string, d *decodedResource) {
 		if first < 0 {
 			first = len(next)
 		}
+		changed = append(changed, keptResource{key, d})
 	}
 	for _, c := range changes {
 		i, found := slices.BinarySearchFunc(prev, c.key, func(k keptResource, key string) int { return strings.Compare(k.key, key) })
@@ -157,7 +161,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 			if !known {
 				return nil, "", false
 			}
-			differs()
+			differs(c.key, nil)
 			hosts = append(hosts, hostChange{listener: li, hostname: host})
 			continue
 		}
@@ -173,7 +177,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 			return nil, "", false
 		}
 		d := &decodedResource{body: c.body, digest: sha256.Sum256(c.body), value: v}
-		differs()
+		differs(c.key, d)
 		next = append(next, keptResource{c.key, d})
 		switch v := d.value.(type) {
 		case VirtualHost:
@@ -222,9 +226,15 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 	if first < 0 {
 		first = len(next)
 	}
-	version, marks := versionOf(next, a.marks, first)
+	marks, buckets := a.marks, a.buckets
+	if a.Layout == LayoutVersionBuckets {
+		buckets = buckets.with(changed)
+		version = buckets.version()
+	} else {
+		version, marks = versionOf(next, a.marks, first)
+	}
 	a.keepDecoded(next)
-	a.sets, a.last, a.marks = len(s.EndpointSets), s, marks
+	a.sets, a.last, a.marks, a.buckets = len(s.EndpointSets), s, marks, buckets
 	return s, version, true
 }
 

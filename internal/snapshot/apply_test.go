@@ -75,104 +75,108 @@ func applyHost(host, set, tag string) VirtualHost {
 // snapshot and version. A refused delta is dropped, as a proxy keeps its
 // last good resources, and the next delta applies to what was before it.
 func TestApplyEqualsAssemble(t *testing.T) {
-	rng := rand.New(rand.NewSource(29))
-	good := applyFixture(t)
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	ports := []string{"80", "8080", "800", "443"}
-	setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(10)) }
-	host := func() string { return fmt.Sprintf("h%d.example.com", rng.Intn(12)) }
-	a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}
-	if _, _, err := a.Apply(nil, nil); err == nil {
-		t.Fatal("Apply without a baseline succeeded")
-	}
-	if _, _, err := a.Assemble(good); err != nil {
-		t.Fatal(err)
-	}
-	var failures, fast int
-	for step := 0; step < 1500; step++ {
-		var upserts []Resource
-		var removed []string
-		for range 1 + rng.Intn(5) {
-			switch rng.Intn(12) {
-			case 0, 1, 2: // reroute or add a host
-				h := host()
-				upserts = append(upserts, Resource{Key: VirtualHostKey(ports[rng.Intn(len(ports))], h), Body: body(applyHost(h, setName(), fmt.Sprint(step)))})
-			case 3, 4: // remove a host
-				removed = append(removed, VirtualHostKey(ports[rng.Intn(len(ports))], host()))
-			case 5: // change or add a set
-				name := setName()
-				addr := fmt.Sprintf("10.1.0.%d", step%250)
-				if rng.Intn(8) == 0 {
-					addr = "not-an-address"
+	for _, layout := range perHostLayouts {
+		t.Run(layout.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(29))
+			good := applyFixture(t)
+			body := func(v any) []byte {
+				b, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
 				}
-				upserts = append(upserts, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
-			case 6: // remove a set
-				removed = append(removed, "endpoints|"+setName())
-			case 7: // a listener changed
-				upserts = append(upserts, Resource{Key: "listener|9090", Body: body(Listener{Name: "l9090", Port: 9090, Protocol: ProtocolHTTP})})
-			case 8: // a body that does not decode, or a host on no listener
-				if rng.Intn(2) == 0 {
-					upserts = append(upserts, Resource{Key: VirtualHostKey("80", host()), Body: []byte(`{"hostname":`)})
-				} else {
-					h := host()
-					upserts = append(upserts, Resource{Key: VirtualHostKey("7070", h), Body: body(applyHost(h, setName(), "x"))})
+				return b
+			}
+			ports := []string{"80", "8080", "800", "443"}
+			setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(10)) }
+			host := func() string { return fmt.Sprintf("h%d.example.com", rng.Intn(12)) }
+			a := &Assembler{Scope: SharedPool(), Layout: layout}
+			if _, _, err := a.Apply(nil, nil); err == nil {
+				t.Fatal("Apply without a baseline succeeded")
+			}
+			if _, _, err := a.Assemble(good); err != nil {
+				t.Fatal(err)
+			}
+			var failures, fast int
+			for step := 0; step < 1500; step++ {
+				var upserts []Resource
+				var removed []string
+				for range 1 + rng.Intn(5) {
+					switch rng.Intn(12) {
+					case 0, 1, 2: // reroute or add a host
+						h := host()
+						upserts = append(upserts, Resource{Key: VirtualHostKey(ports[rng.Intn(len(ports))], h), Body: body(applyHost(h, setName(), fmt.Sprint(step)))})
+					case 3, 4: // remove a host
+						removed = append(removed, VirtualHostKey(ports[rng.Intn(len(ports))], host()))
+					case 5: // change or add a set
+						name := setName()
+						addr := fmt.Sprintf("10.1.0.%d", step%250)
+						if rng.Intn(8) == 0 {
+							addr = "not-an-address"
+						}
+						upserts = append(upserts, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
+					case 6: // remove a set
+						removed = append(removed, "endpoints|"+setName())
+					case 7: // a listener changed
+						upserts = append(upserts, Resource{Key: "listener|9090", Body: body(Listener{Name: "l9090", Port: 9090, Protocol: ProtocolHTTP})})
+					case 8: // a body that does not decode, or a host on no listener
+						if rng.Intn(2) == 0 {
+							upserts = append(upserts, Resource{Key: VirtualHostKey("80", host()), Body: []byte(`{"hostname":`)})
+						} else {
+							h := host()
+							upserts = append(upserts, Resource{Key: VirtualHostKey("7070", h), Body: body(applyHost(h, setName(), "x"))})
+						}
+					case 9: // a key upserted twice, and both upserted and removed
+						h, p := host(), ports[rng.Intn(len(ports))]
+						upserts = append(upserts,
+							Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "first"))},
+							Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "second"))})
+						if rng.Intn(2) == 0 {
+							removed = append(removed, VirtualHostKey(p, h))
+						}
+					case 10: // an unchanged body in fresh memory
+						r := good[rng.Intn(len(good))]
+						upserts = append(upserts, Resource{Key: r.Key, Body: bytes.Clone(r.Body)})
+					case 11: // removing what is not there
+						removed = append(removed, VirtualHostKey("80", "absent.example.com"))
+					}
 				}
-			case 9: // a key upserted twice, and both upserted and removed
-				h, p := host(), ports[rng.Intn(len(ports))]
-				upserts = append(upserts,
-					Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "first"))},
-					Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "second"))})
-				if rng.Intn(2) == 0 {
-					removed = append(removed, VirtualHostKey(p, h))
+				next := mergeDelta(good, upserts, removed)
+				want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: layout}).Assemble(next)
+				before, index := a.last, reflect.ValueOf(a.listenerAt).Pointer()
+				beforeJSON := encodeOrFail(t, before)
+				got, gotV, gotErr := a.Apply(slices.Clone(upserts), slices.Clone(removed))
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
 				}
-			case 10: // an unchanged body in fresh memory
-				r := good[rng.Intn(len(good))]
-				upserts = append(upserts, Resource{Key: r.Key, Body: bytes.Clone(r.Body)})
-			case 11: // removing what is not there
-				removed = append(removed, VirtualHostKey("80", "absent.example.com"))
+				if wantErr != nil {
+					if a.last != before {
+						t.Fatalf("step %d: a refused delta changed the baseline", step)
+					}
+					failures++
+					continue
+				}
+				if gotV != wantV || !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: the snapshot differs from a fresh Assembler's:\n got %s\nwant %s", step, encodeOrFail(t, got), encodeOrFail(t, want))
+				}
+				if !bytes.Equal(beforeJSON, encodeOrFail(t, before)) {
+					t.Fatalf("step %d: Apply modified the snapshot it patched", step)
+				}
+				if !applyFallsBack(upserts, removed) {
+					// Patched, not assembled in full (which indexes the
+					// listeners anew).
+					if reflect.ValueOf(a.listenerAt).Pointer() != index {
+						t.Fatalf("step %d: a delta of hosts and sets was assembled in full", step)
+					}
+					fast++
+				}
+				good = next
 			}
-		}
-		next := mergeDelta(good, upserts, removed)
-		want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}).Assemble(next)
-		before, index := a.last, reflect.ValueOf(a.listenerAt).Pointer()
-		beforeJSON := encodeOrFail(t, before)
-		got, gotV, gotErr := a.Apply(slices.Clone(upserts), slices.Clone(removed))
-		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-			t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
-		}
-		if wantErr != nil {
-			if a.last != before {
-				t.Fatalf("step %d: a refused delta changed the baseline", step)
+			if failures == 0 || failures > 900 || fast < 300 {
+				t.Fatalf("%d of 1500 deltas failed, %d patched: the test exercises too little", failures, fast)
 			}
-			failures++
-			continue
-		}
-		if gotV != wantV || !reflect.DeepEqual(got, want) {
-			t.Fatalf("step %d: the snapshot differs from a fresh Assembler's:\n got %s\nwant %s", step, encodeOrFail(t, got), encodeOrFail(t, want))
-		}
-		if !bytes.Equal(beforeJSON, encodeOrFail(t, before)) {
-			t.Fatalf("step %d: Apply modified the snapshot it patched", step)
-		}
-		if !applyFallsBack(upserts, removed) {
-			// Patched, not assembled in full (which indexes the
-			// listeners anew).
-			if reflect.ValueOf(a.listenerAt).Pointer() != index {
-				t.Fatalf("step %d: a delta of hosts and sets was assembled in full", step)
-			}
-			fast++
-		}
-		good = next
+			t.Logf("%d of 1500 deltas were refused; %d could be patched", failures, fast)
+		})
 	}
-	if failures == 0 || failures > 900 || fast < 300 {
-		t.Fatalf("%d of 1500 deltas failed, %d patched: the test exercises too little", failures, fast)
-	}
-	t.Logf("%d of 1500 deltas were refused; %d could be patched", failures, fast)
 }
 
 // applyFallsBack reports a delta Apply assembles in full whatever the
@@ -251,32 +255,41 @@ func TestApplyLeavesThePatchedSnapshotAlone(t *testing.T) {
 // among n, its body in fresh memory) through Apply: what a proxy pays per
 // route change since deltas are patched.
 func BenchmarkApplyDelta(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		s := scaled(n)
-		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
-			res, err := ResourcesIn(LayoutVirtualHosts, s)
-			if err != nil {
-				b.Fatal(err)
+	for _, layout := range perHostLayouts {
+		for _, n := range []int{1000, 10000} {
+			s := scaled(n)
+			for _, kind := range []string{vhostKind, "endpoints"} {
+				b.Run(fmt.Sprintf("%s/hosts=%d/%s", layout, n, kind), func(b *testing.B) {
+					res, err := ResourcesIn(layout, s)
+					if err != nil {
+						b.Fatal(err)
+					}
+					a := &Assembler{Scope: s.Scope, Layout: layout}
+					if _, _, err := a.Assemble(res); err != nil {
+						b.Fatal(err)
+					}
+					// Each resource of the kind in turn, with a body of
+					// the same value but other bytes (a space after its
+					// opening brace, then without again): a change to
+					// decode, validate and hash.
+					var changed [2][]Resource
+					for _, r := range res {
+						if strings.HasPrefix(r.Key, kind+"|") {
+							changed[0] = append(changed[0], Resource{Key: r.Key, Body: append([]byte("{ "), r.Body[1:]...)})
+							changed[1] = append(changed[1], r)
+						}
+					}
+					n := len(changed[0])
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if _, _, err := a.Apply([]Resource{changed[i/n%2][i%n]}, nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
 			}
-			a := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
-			if _, _, err := a.Assemble(res); err != nil {
-				b.Fatal(err)
-			}
-			hosts := make([]Resource, 0, n)
-			for _, r := range res {
-				if strings.HasPrefix(r.Key, vhostKind+"|") {
-					hosts = append(hosts, r)
-				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				r := hosts[i%len(hosts)]
-				if _, _, err := a.Apply([]Resource{{Key: r.Key, Body: bytes.Clone(r.Body)}}, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		}
 	}
 }
 

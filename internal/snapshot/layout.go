@@ -22,6 +22,7 @@ import (
 	"encoding"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"slices"
@@ -46,7 +47,18 @@ const (
 	// alone, and the version is a hash of the resources' digests
 	// (ResourceVersion), which needs no re-encoding.
 	LayoutVirtualHosts
+	// LayoutVersionBuckets has the resources of LayoutVirtualHosts and a
+	// version whose cost follows what changed rather than how much there
+	// is: a hash of bucket digests (BucketedResourceVersion,
+	// version_buckets.go).
+	LayoutVersionBuckets
 )
+
+// PerHost reports whether l gives every virtual host its own resource
+// (the same resources in every such layout: only the version differs).
+func (l Layout) PerHost() bool {
+	return l == LayoutVirtualHosts || l == LayoutVersionBuckets
+}
 
 func (l Layout) String() string {
 	switch l {
@@ -54,6 +66,8 @@ func (l Layout) String() string {
 		return "listeners"
 	case LayoutVirtualHosts:
 		return "virtual-hosts"
+	case LayoutVersionBuckets:
+		return "version-buckets"
 	}
 	return fmt.Sprintf("layout(%d)", int(l))
 }
@@ -73,7 +87,7 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 	switch layout {
 	case LayoutListeners:
 		return Resources(s)
-	case LayoutVirtualHosts:
+	case LayoutVirtualHosts, LayoutVersionBuckets:
 		return (&Encoder{}).Resources(s)
 	}
 	return nil, fmt.Errorf("unknown resource layout %s", layout)
@@ -395,7 +409,7 @@ func sortedByKey(resources []Resource) []Resource {
 }
 
 // Assembler rebuilds the snapshots of one scope from their resources, in
-// one layout. In LayoutVirtualHosts it remembers what it decoded: a
+// one layout. In a layout PerHost it remembers what it decoded: a
 // resource whose body is unchanged since the last successful Assemble is
 // not decoded, normalized, hashed or validated again, so the cost of a
 // delta follows what changed. The snapshots it returns share those decoded
@@ -416,8 +430,10 @@ type Assembler struct {
 	// copy: both write only to spare storage (keepDecoded).
 	spare []keptResource
 	// marks are states of the version's hash over decoded, every
-	// digestMarkEvery resources (versionOf).
+	// digestMarkEvery resources (versionOf): LayoutVirtualHosts's.
 	marks []digestMark
+	// buckets is the version's state in LayoutVersionBuckets.
+	buckets *versionBuckets
 	// sets is how many endpoint sets it had, to allocate the next
 	// snapshot's at once rather than grow them.
 	sets int
@@ -482,10 +498,11 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 			return nil, "", err
 		}
 		return s, v, nil
-	case LayoutVirtualHosts:
+	case LayoutVirtualHosts, LayoutVersionBuckets:
 	default:
 		return nil, "", fmt.Errorf("unknown resource layout %s", a.Layout)
 	}
+	marked := a.Layout == LayoutVirtualHosts
 	sorted := sortedByKey(resources)
 	prev, j := a.decoded, 0
 	next := lists.Reuse(a.spare, len(sorted))
@@ -524,10 +541,12 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 			d = &decodedResource{body: r.Body, digest: sha256.Sum256(r.Body), value: v}
 		}
 		next = append(next, keptResource{r.Key, d})
-		if i > 0 && i%digestMarkEvery == 0 {
-			hashMarks = append(hashMarks, digestMark{at: i, state: version.state()})
+		if marked {
+			if i > 0 && i%digestMarkEvery == 0 {
+				hashMarks = append(hashMarks, digestMark{at: i, state: version.state()})
+			}
+			version.add(r.Key, &d.digest)
 		}
-		version.add(r.Key, &d.digest)
 		switch v := d.value.(type) {
 		case Listener:
 			listenerAt[ListenerKey(&v)] = len(s.Listeners)
@@ -593,13 +612,21 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 	if err := validate(s, known); err != nil {
 		return nil, "", err
 	}
+	var v string
+	var buckets *versionBuckets
+	if marked {
+		v = version.sum()
+	} else {
+		buckets = newVersionBuckets(next)
+		v = buckets.version()
+	}
 	a.keepDecoded(next)
-	a.sets, a.marks = len(s.EndpointSets), hashMarks
+	a.sets, a.marks, a.buckets = len(s.EndpointSets), hashMarks, buckets
 	a.last, a.listenerAt = s, listenerIndex(s)
-	return s, version.sum(), nil
+	return s, v, nil
 }
 
-// decodeResource strictly decodes one LayoutVirtualHosts resource and
+// decodeResource strictly decodes one resource of a layout PerHost and
 // sorts the lists inside it that carry no order.
 func decodeResource(r Resource) (any, error) {
 	kind, name, ok := strings.Cut(r.Key, "|")
@@ -613,7 +640,7 @@ func decodeResource(r Resource) (any, error) {
 			return nil, err
 		}
 		if len(l.VirtualHosts) > 0 {
-			return nil, fmt.Errorf("a listener resource carries virtual hosts in the %s layout", LayoutVirtualHosts)
+			return nil, errors.New("a listener resource carries virtual hosts in a layout of a resource per virtual host")
 		}
 		if k := ListenerKey(&l); k != name {
 			return nil, fmt.Errorf("listener %q under key %q", k, r.Key)

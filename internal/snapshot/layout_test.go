@@ -66,7 +66,7 @@ func encodeOrFail(t testing.TB, s *Snapshot) []byte {
 func TestLayoutsAssembleTheSameSnapshot(t *testing.T) {
 	for _, s := range []*Snapshot{sample(), scaled(5)} {
 		want := encodeOrFail(t, s)
-		for _, layout := range []Layout{LayoutListeners, LayoutVirtualHosts} {
+		for _, layout := range []Layout{LayoutListeners, LayoutVirtualHosts, LayoutVersionBuckets} {
 			res, err := ResourcesIn(layout, s)
 			if err != nil {
 				t.Fatal(err)
@@ -109,39 +109,43 @@ func TestVirtualHostLayoutKeys(t *testing.T) {
 // checks every result against a fresh assembler's: the same snapshot, the
 // same version, and the version of the same resources however ordered.
 func TestAssemblerIncrementalEqualsFresh(t *testing.T) {
-	rng := rand.New(rand.NewSource(17))
-	s := scaled(40)
-	inc := &Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}
-	seen := map[string]string{} // version → encoding
-	for step := 0; step < 200; step++ {
-		s = mutate(rng, s)
-		res, err := ResourcesIn(LayoutVirtualHosts, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, gotV, err := inc.Assemble(res)
-		if err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-		rng.Shuffle(len(res), func(i, j int) { res[i], res[j] = res[j], res[i] })
-		fresh, freshV, err := (&Assembler{Scope: s.Scope, Layout: LayoutVirtualHosts}).Assemble(res)
-		if err != nil {
-			t.Fatalf("step %d fresh: %v", step, err)
-		}
-		g, f := encodeOrFail(t, got), encodeOrFail(t, fresh)
-		if !bytes.Equal(g, f) || gotV != freshV {
-			t.Fatalf("step %d: incremental and fresh assembly differ (versions %s, %s)", step, gotV, freshV)
-		}
-		if !bytes.Equal(g, encodeOrFail(t, s)) {
-			t.Fatalf("step %d: the assembled snapshot is not the one split", step)
-		}
-		if gotV != ResourceVersion(res) {
-			t.Fatalf("step %d: ResourceVersion disagrees with the assembler", step)
-		}
-		if prev, ok := seen[gotV]; ok && prev != string(g) {
-			t.Fatalf("step %d: version %s names two different snapshots", step, gotV)
-		}
-		seen[gotV] = string(g)
+	for _, layout := range perHostLayouts {
+		t.Run(layout.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(17))
+			s := scaled(40)
+			inc := &Assembler{Scope: s.Scope, Layout: layout}
+			seen := map[string]string{} // version → encoding
+			for step := 0; step < 200; step++ {
+				s = mutate(rng, s)
+				res, err := ResourcesIn(layout, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, gotV, err := inc.Assemble(res)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				rng.Shuffle(len(res), func(i, j int) { res[i], res[j] = res[j], res[i] })
+				fresh, freshV, err := (&Assembler{Scope: s.Scope, Layout: layout}).Assemble(res)
+				if err != nil {
+					t.Fatalf("step %d fresh: %v", step, err)
+				}
+				g, f := encodeOrFail(t, got), encodeOrFail(t, fresh)
+				if !bytes.Equal(g, f) || gotV != freshV {
+					t.Fatalf("step %d: incremental and fresh assembly differ (versions %s, %s)", step, gotV, freshV)
+				}
+				if !bytes.Equal(g, encodeOrFail(t, s)) {
+					t.Fatalf("step %d: the assembled snapshot is not the one split", step)
+				}
+				if v, err := VersionIn(layout, res); err != nil || gotV != v {
+					t.Fatalf("step %d: VersionIn disagrees with the assembler (%v)", step, err)
+				}
+				if prev, ok := seen[gotV]; ok && prev != string(g) {
+					t.Fatalf("step %d: version %s names two different snapshots", step, gotV)
+				}
+				seen[gotV] = string(g)
+			}
+		})
 	}
 }
 
@@ -263,7 +267,7 @@ func TestAssemblerRejectsInconsistentResources(t *testing.T) {
 func BenchmarkAssembleDelta(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		s := scaled(n)
-		for _, layout := range []Layout{LayoutListeners, LayoutVirtualHosts} {
+		for _, layout := range []Layout{LayoutListeners, LayoutVirtualHosts, LayoutVersionBuckets} {
 			b.Run(fmt.Sprintf("hosts=%d/layout=%s", n, layout), func(b *testing.B) {
 				res, err := ResourcesIn(layout, s)
 				if err != nil {
@@ -394,67 +398,71 @@ func TestVirtualHostFieldsAreTheEncoders(t *testing.T) {
 // version. A failed change is dropped, as a proxy keeps its last good
 // resources.
 func TestAssemblerEqualsAFreshOne(t *testing.T) {
-	rng := rand.New(rand.NewSource(23))
-	good, err := ResourcesIn(LayoutVirtualHosts, scaled(20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(24)) }
-	a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}
-	failures := 0
-	for step := 0; step < 400; step++ {
-		next := slices.Clone(good)
-		at := rng.Intn(len(next))
-		switch rng.Intn(6) {
-		case 0, 1: // reroute a host
-			host := fmt.Sprintf("h%05d.example.com", rng.Intn(24))
-			vh := VirtualHost{Hostname: host, Routes: []Route{{
-				ID: "httproute/default/" + host + ":" + fmt.Sprint(step), Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
-				Backends: []Backend{{EndpointSet: setName(), Weight: 1}},
-			}}}
-			next = upsert(next, Resource{Key: VirtualHostKey("30000", host), Body: body(vh)})
-		case 2: // change a set's endpoints
-			name := setName()
-			addr := fmt.Sprintf("10.1.0.%d", step%250)
-			if rng.Intn(8) == 0 {
-				addr = "not-an-address"
+	for _, layout := range perHostLayouts {
+		t.Run(layout.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(23))
+			good, err := ResourcesIn(layout, scaled(20))
+			if err != nil {
+				t.Fatal(err)
 			}
-			next = upsert(next, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
-		case 3, 4: // remove a resource (any kind but the listeners)
-			if !strings.HasPrefix(next[at].Key, "listener|") {
-				next = slices.Delete(next, at, at+1)
+			body := func(v any) []byte {
+				b, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
 			}
-		case 5: // the same bodies in fresh memory
-			for i := range next {
-				next[i].Body = bytes.Clone(next[i].Body)
+			setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(24)) }
+			a := &Assembler{Scope: SharedPool(), Layout: layout}
+			failures := 0
+			for step := 0; step < 400; step++ {
+				next := slices.Clone(good)
+				at := rng.Intn(len(next))
+				switch rng.Intn(6) {
+				case 0, 1: // reroute a host
+					host := fmt.Sprintf("h%05d.example.com", rng.Intn(24))
+					vh := VirtualHost{Hostname: host, Routes: []Route{{
+						ID: "httproute/default/" + host + ":" + fmt.Sprint(step), Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
+						Backends: []Backend{{EndpointSet: setName(), Weight: 1}},
+					}}}
+					next = upsert(next, Resource{Key: VirtualHostKey("30000", host), Body: body(vh)})
+				case 2: // change a set's endpoints
+					name := setName()
+					addr := fmt.Sprintf("10.1.0.%d", step%250)
+					if rng.Intn(8) == 0 {
+						addr = "not-an-address"
+					}
+					next = upsert(next, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
+				case 3, 4: // remove a resource (any kind but the listeners)
+					if !strings.HasPrefix(next[at].Key, "listener|") {
+						next = slices.Delete(next, at, at+1)
+					}
+				case 5: // the same bodies in fresh memory
+					for i := range next {
+						next[i].Body = bytes.Clone(next[i].Body)
+					}
+				}
+				rng.Shuffle(len(next), func(i, j int) { next[i], next[j] = next[j], next[i] })
+				want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: layout}).Assemble(next)
+				got, gotV, gotErr := a.Assemble(next)
+				if (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
+				}
+				if wantErr != nil {
+					failures++
+					continue
+				}
+				if gotV != wantV || !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: the snapshot differs from a fresh Assembler's", step)
+				}
+				good = next
 			}
-		}
-		rng.Shuffle(len(next), func(i, j int) { next[i], next[j] = next[j], next[i] })
-		want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts}).Assemble(next)
-		got, gotV, gotErr := a.Assemble(next)
-		if (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
-		}
-		if wantErr != nil {
-			failures++
-			continue
-		}
-		if gotV != wantV || !reflect.DeepEqual(got, want) {
-			t.Fatalf("step %d: the snapshot differs from a fresh Assembler's", step)
-		}
-		good = next
+			if failures == 0 || failures > 300 {
+				t.Fatalf("%d of 400 changes failed: the test exercises too little", failures)
+			}
+			t.Logf("%d of 400 changes were refused", failures)
+		})
 	}
-	if failures == 0 || failures > 300 {
-		t.Fatalf("%d of 400 changes failed: the test exercises too little", failures)
-	}
-	t.Logf("%d of 400 changes were refused", failures)
 }
 
 // upsert sets the resource of r.Key to r.

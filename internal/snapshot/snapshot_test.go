@@ -18,6 +18,9 @@ package snapshot
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +183,54 @@ func TestValidateRejects(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// TestValidateFindsEndpointSetsInAnyOrder: backends resolve against the
+// endpoint sets whether the list is in order by name (a binary search) or
+// not (a map), and in both a missing set and a name listed twice are
+// refused.
+func TestValidateFindsEndpointSetsInAnyOrder(t *testing.T) {
+	build := func(missing string, shuffle bool, dup int) *Snapshot {
+		s := sample()
+		vh := &s.Listeners[0].VirtualHosts[0]
+		base := vh.Routes[0]
+		s.EndpointSets = nil
+		vh.Routes = nil
+		for i := range 50 {
+			name := fmt.Sprintf("default/svc-%02d:80", 2*i+1) // odd numbers: the even ones are missing
+			s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: name, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
+			r := base
+			r.ID = fmt.Sprintf("httproute/default/r%d:0", i)
+			r.Backends = []Backend{{EndpointSet: name, Weight: 1}}
+			vh.Routes = append(vh.Routes, r)
+		}
+		if dup >= 0 {
+			s.EndpointSets = slices.Insert(s.EndpointSets, dup+1, s.EndpointSets[dup])
+		}
+		if missing != "" {
+			vh.Routes[7].Backends = append(vh.Routes[7].Backends, Backend{EndpointSet: missing, Weight: 1})
+		}
+		if shuffle {
+			rng := rand.New(rand.NewSource(3))
+			rng.Shuffle(len(s.EndpointSets), func(i, j int) { s.EndpointSets[i], s.EndpointSets[j] = s.EndpointSets[j], s.EndpointSets[i] })
+		}
+		return s
+	}
+	for _, shuffle := range []bool{false, true} {
+		if err := Validate(build("", shuffle, -1)); err != nil {
+			t.Fatalf("shuffled %v: %v", shuffle, err)
+		}
+		for _, missing := range []string{"default/svc-00:80", "default/svc-42:80", "default/svc-98:80", "zzz"} {
+			if err := Validate(build(missing, shuffle, -1)); err == nil || !strings.Contains(err.Error(), "unknown endpoint set") {
+				t.Errorf("shuffled %v, %s missing: %v", shuffle, missing, err)
+			}
+		}
+		for _, dup := range []int{0, 20, 49} {
+			if err := Validate(build("", shuffle, dup)); err == nil || !strings.Contains(err.Error(), "duplicate name") {
+				t.Errorf("shuffled %v, set %d twice: %v", shuffle, dup, err)
+			}
+		}
 	}
 }
 

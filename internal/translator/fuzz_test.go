@@ -79,7 +79,7 @@ func sameInEveryLayout(t *testing.T, s *snapshot.Snapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, layout := range []snapshot.Layout{snapshot.LayoutListeners, snapshot.LayoutVirtualHosts} {
+	for _, layout := range []snapshot.Layout{snapshot.LayoutListeners, snapshot.LayoutVirtualHosts, snapshot.LayoutVersionBuckets} {
 		res, err := snapshot.ResourcesIn(layout, s)
 		if err != nil {
 			t.Fatalf("snapshot %s, %s layout: %v", s.Scope, layout, err)

@@ -103,6 +103,14 @@ const (
 	// each key followed by a zero byte and the SHA-256 of its body, in key
 	// order.
 	Layout_LAYOUT_VIRTUAL_HOSTS Layout = 1
+	// LAYOUT_VERSION_BUCKETS: the resources of LAYOUT_VIRTUAL_HOSTS. Each
+	// resource falls in one of 256 buckets, the low byte of the 32-bit
+	// FNV-1a hash of its key; a bucket's digest is the SHA-256 over each of
+	// its keys, in order, followed by a zero byte and the SHA-256 of its body
+	// (an empty bucket's is the SHA-256 of nothing); the version is the
+	// SHA-256 of the 256 digests in bucket order. A change costs both ends
+	// the hash of its buckets, not of every resource after it.
+	Layout_LAYOUT_VERSION_BUCKETS Layout = 2
 )
 
 // Enum value maps for Layout.
@@ -110,10 +118,12 @@ var (
 	Layout_name = map[int32]string{
 		0: "LAYOUT_LISTENERS",
 		1: "LAYOUT_VIRTUAL_HOSTS",
+		2: "LAYOUT_VERSION_BUCKETS",
 	}
 	Layout_value = map[string]int32{
-		"LAYOUT_LISTENERS":     0,
-		"LAYOUT_VIRTUAL_HOSTS": 1,
+		"LAYOUT_LISTENERS":       0,
+		"LAYOUT_VIRTUAL_HOSTS":   1,
+		"LAYOUT_VERSION_BUCKETS": 2,
 	}
 )
 
@@ -1097,10 +1107,11 @@ const file_api_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x12expected_server_sa\x18\x05 \x01(\tR\x10expectedServerSa*.\n" +
 	"\x04Wire\x12\x14\n" +
 	"\x10WIRE_UNSPECIFIED\x10\x00\x12\x10\n" +
-	"\fWIRE_VERSION\x10\x02*8\n" +
+	"\fWIRE_VERSION\x10\x02*T\n" +
 	"\x06Layout\x12\x14\n" +
 	"\x10LAYOUT_LISTENERS\x10\x00\x12\x18\n" +
-	"\x14LAYOUT_VIRTUAL_HOSTS\x10\x012\xc5\x01\n" +
+	"\x14LAYOUT_VIRTUAL_HOSTS\x10\x01\x12\x1a\n" +
+	"\x16LAYOUT_VERSION_BUCKETS\x10\x022\xc5\x01\n" +
 	"\tDiscovery\x12X\n" +
 	"\x06Stream\x12$.coxswain.discovery.v1.ClientMessage\x1a$.coxswain.discovery.v1.ServerMessage(\x010\x01\x12^\n" +
 	"\tBootstrap\x12'.coxswain.discovery.v1.BootstrapRequest\x1a(.coxswain.discovery.v1.BootstrapResponseB>Z<github.com/coxswain-go/coxswain/api/discovery/v1;discoveryv1b\x06proto3"
