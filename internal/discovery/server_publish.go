@@ -292,10 +292,10 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := newForm(version, res)
-	if err != nil {
-		return nil, err
-	}
+	// The Encoder's list is in key order, one per key (no walk of its
+	// keys here: at 10,000 hosts that was a tenth of the controller's CPU
+	// under endpoint churn).
+	f := &form{version: version, res: res}
 	if base != "" && base != version {
 		f.keepDelta(base, d)
 	}

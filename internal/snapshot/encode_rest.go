@@ -166,10 +166,12 @@ func (e *Encoder) restResources(s *Snapshot, bare []Listener) ([]Resource, error
 	}
 	e.rest, e.restSpare = e.restSpare, e.rest
 	clearRest(&e.restSpare)
-	if !slices.IsSortedFunc(out, compareKeys) {
+	if !inStrictOrder(out) {
 		// Listener keys are port numbers, not in their string order;
 		// Gateway keys join namespace and name.
-		slices.SortFunc(out, compareKeys)
+		if err := sortUnique(out); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

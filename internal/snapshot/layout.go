@@ -155,7 +155,9 @@ func (eh *encodedHost) encodes(vh *VirtualHost) bool {
 		(len(vh.Routes) == 0 || eh.routes == &vh.Routes[0])
 }
 
-// Resources is ResourcesIn(LayoutVirtualHosts, s).
+// Resources is ResourcesIn(LayoutVirtualHosts, s): in key order, with no
+// key twice (a snapshot that would make one, such as two listeners of a
+// key, fails), so that its callers need not walk the list to check it.
 func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	next := make(map[string]encodedListener, len(s.Listeners))
 	bare := lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)] // the listeners without hosts
@@ -224,12 +226,15 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 		out = runs
 	}
 	// Runs in order make a list in order only when no two listeners
-	// share a key (which validation refuses later).
+	// share a key (which is refused below: their bare listeners' keys are
+	// the same).
 	for i := 1; i < len(groups) && !unsorted; i++ {
 		unsorted = groups[i-1].prefix == groups[i].prefix
 	}
 	if unsorted {
-		slices.SortFunc(out, compareKeys)
+		if err := sortUnique(out); err != nil {
+			return nil, err
+		}
 	}
 	e.spare, e.listeners = e.listeners, next
 	for _, lk := range taken {
@@ -282,11 +287,32 @@ func (e *Encoder) encodeHosts(lk string, hosts []VirtualHost, prev []encodedHost
 		encoded = append(encoded, eh)
 		*out = append(*out, Resource{Key: eh.key, Body: eh.body})
 	}
-	return encodedListener{hosts: encoded, from: &hosts[0], sorted: slices.IsSortedFunc((*out)[start:], compareKeys)}, nil
+	return encodedListener{hosts: encoded, from: &hosts[0], sorted: inStrictOrder((*out)[start:])}, nil
 }
 
 // compareKeys orders resources by key.
 func compareKeys(a, b Resource) int { return strings.Compare(a.Key, b.Key) }
+
+// inStrictOrder reports whether res is in key order with no key twice.
+func inStrictOrder(res []Resource) bool {
+	for i := 1; i < len(res); i++ {
+		if res[i-1].Key >= res[i].Key {
+			return false
+		}
+	}
+	return true
+}
+
+// sortUnique sorts res by key, and fails when a key is there twice.
+func sortUnique(res []Resource) error {
+	slices.SortFunc(res, compareKeys)
+	for i := 1; i < len(res); i++ {
+		if res[i-1].Key == res[i].Key {
+			return fmt.Errorf("duplicate resource key %q", res[i].Key)
+		}
+	}
+	return nil
+}
 
 // mergeByKey is the resources of a and b, each in key order, in key order.
 func mergeByKey(a, b []Resource) []Resource {

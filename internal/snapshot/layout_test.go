@@ -524,26 +524,39 @@ func TestEncoderKeyOrderAcrossListeners(t *testing.T) {
 	}
 }
 
-// TestEncoderSortsListenersSharingAKey: two listeners with one key (a
-// snapshot validation refuses) whose hosts interleave still encode in key
-// order, encoded and then taken over.
-func TestEncoderSortsListenersSharingAKey(t *testing.T) {
-	s := &Snapshot{Scope: SharedPool()}
-	for _, hs := range [][]string{{"a.example.com", "c.example.com"}, {"b.example.com", "d.example.com"}} {
-		l := Listener{Name: "gateway/default/web/80", Port: 80, ExternalPort: 80, Protocol: ProtocolHTTP}
-		for _, h := range hs {
+// TestEncoderRefusesKeysTwice: the Encoder's list is in key order with no
+// key twice, which its callers rely on without a walk of their own. Two
+// listeners of one key (whose host runs share a key prefix and interleave)
+// and a hostname twice on one listener are refused, in the first call and
+// in the next, where the hosts would be taken over.
+func TestEncoderRefusesKeysTwice(t *testing.T) {
+	listener := func(port int32, hosts ...string) Listener {
+		l := Listener{Name: fmt.Sprintf("gateway/default/web/%d", port), Port: port, ExternalPort: port, Protocol: ProtocolHTTP}
+		for _, h := range hosts {
 			l.VirtualHosts = append(l.VirtualHosts, VirtualHost{Hostname: h})
 		}
-		s.Listeners = append(s.Listeners, l)
+		return l
 	}
+	for name, listeners := range map[string][]Listener{
+		"two listeners of a key": {listener(80, "a.example.com", "c.example.com"), listener(80, "b.example.com", "d.example.com")},
+		"a hostname twice":       {listener(80, "a.example.com", "a.example.com")},
+	} {
+		s := &Snapshot{Scope: SharedPool(), Listeners: listeners}
+		e := &Encoder{}
+		for round := range 2 {
+			if _, err := e.Resources(s); err == nil || !strings.Contains(err.Error(), "duplicate resource key") {
+				t.Errorf("%s, round %d: %v", name, round, err)
+			}
+		}
+	}
+	// Runs that are out of order but distinct are put in order: "vhost|8080|"
+	// sorts before "vhost|80|".
+	s := &Snapshot{Scope: SharedPool(), Listeners: []Listener{listener(80, "a.example.com"), listener(8080, "a.example.com")}}
 	e := &Encoder{}
 	for round := range 2 {
 		got, err := e.Resources(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.IsSortedFunc(got, compareKeys) {
-			t.Fatalf("round %d: resources out of key order", round)
+		if err != nil || !inStrictOrder(got) {
+			t.Fatalf("round %d: %v, in order %v", round, err, inStrictOrder(got))
 		}
 	}
 }
