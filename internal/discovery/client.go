@@ -124,7 +124,7 @@ type Client struct {
 	bundle  *x509bundle.Bundle
 	renewAt time.Time
 	// The applied state (client_apply.go).
-	resources []snapshot.Resource // in key order, one per key
+	resources []snapshot.Resource // in key order, one per key; nil in a layout PerHost, whose assembler holds them
 	version   string
 	assembler *snapshot.Assembler // of the layout resources are in
 	connected bool

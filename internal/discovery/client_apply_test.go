@@ -127,86 +127,101 @@ func (r *recordingApplier) OnBoundPortsChange(func([]int32)) {}
 // that state, is applied as if the refused one never came, and every
 // applied snapshot is the one its resources assemble to from scratch.
 func TestClientPatchesDeltasOntoItsLastGoodState(t *testing.T) {
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
-	l := snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP}
-	host := func(h, set string) snapshot.VirtualHost {
-		return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":0",
-			Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, Backends: []snapshot.Backend{{EndpointSet: set, Weight: 1}}}}}
-	}
-	for i := range 5 {
-		l.VirtualHosts = append(l.VirtualHosts, host(fmt.Sprintf("h%d.example.com", i), "default/svc:80"))
-	}
-	s.Listeners = []snapshot.Listener{l}
-	s.EndpointSets = []snapshot.EndpointSet{{Name: "default/svc:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
-	snapshot.Normalize(s)
-	res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := func(v any) []byte {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	applier := &recordingApplier{}
-	c := &Client{opts: ClientOptions{Scope: snapshot.SharedPool(), Applier: applier}, log: logr.Discard(), metrics: newClientMetrics()}
-	wire := func(rs []snapshot.Resource) []*discoveryv1.Resource {
-		out := make([]*discoveryv1.Resource, 0, len(rs))
-		for _, r := range rs {
-			out = append(out, &discoveryv1.Resource{Key: r.Key, Body: r.Body})
-		}
-		return out
-	}
-	layout := LayoutToProto(snapshot.LayoutVirtualHosts)
-	if _, err := c.apply(&discoveryv1.Snapshot{Full: true, Layout: layout, Version: snapshot.ResourceVersion(res), Resources: wire(res)}); err != nil {
-		t.Fatal(err)
-	}
-	good := res
-	send := func(upserts []snapshot.Resource, removed []string, version string) error {
-		t.Helper()
-		_, err := c.apply(&discoveryv1.Snapshot{Layout: layout, Version: version, Resources: wire(upserts), Removed: removed})
-		return err
-	}
-	moved := snapshot.Resource{Key: snapshot.VirtualHostKey("30000", "h1.example.com"), Body: body(host("h1.example.com", "default/svc:80"))}
-	moved.Body = body(snapshot.VirtualHost{Hostname: "h1.example.com", Routes: []snapshot.Route{{ID: "httproute/default/h1:moved",
-		Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathExact, Value: "/moved"}}, Backends: []snapshot.Backend{{EndpointSet: "default/svc:80", Weight: 1}}}}})
-	gone := snapshot.VirtualHostKey("30000", "h2.example.com")
-	// Refused: the version announced is not the resources'.
-	if err := send([]snapshot.Resource{moved}, []string{gone}, "not-the-version"); err == nil {
-		t.Fatal("a delta with a wrong version was applied")
-	}
-	// Refused: a route to a set that does not exist.
-	bad := snapshot.Resource{Key: snapshot.VirtualHostKey("30000", "h3.example.com"), Body: body(host("h3.example.com", "default/absent:80"))}
-	if err := send([]snapshot.Resource{bad}, nil, snapshot.ResourceVersion(upsert(slices.Clone(good), bad))); err == nil {
-		t.Fatal("a route to an absent set was applied")
-	}
-	// Against the last good state, a delta that only adds a host.
-	added := snapshot.Resource{Key: snapshot.VirtualHostKey("30000", "h9.example.com"), Body: body(host("h9.example.com", "default/svc:80"))}
-	want := upsert(slices.Clone(good), added)
-	if err := send([]snapshot.Resource{added}, nil, snapshot.ResourceVersion(want)); err != nil {
-		t.Fatalf("a delta against the last good state: %v", err)
-	}
-	fresh, _, err := (&snapshot.Assembler{Scope: snapshot.SharedPool(), Layout: snapshot.LayoutVirtualHosts}).Assemble(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(applier.last, fresh) {
-		t.Fatalf("applied %+v, want %+v", applier.last, fresh)
-	}
-	// And the refused ones' changes, now with their version, apply too.
-	want2 := upsert(slices.Clone(want), moved)
-	want2 = slices.DeleteFunc(want2, func(r snapshot.Resource) bool { return r.Key == gone })
-	if err := send([]snapshot.Resource{moved}, []string{gone}, snapshot.ResourceVersion(want2)); err != nil {
-		t.Fatal(err)
-	}
-	fresh, _, err = (&snapshot.Assembler{Scope: snapshot.SharedPool(), Layout: snapshot.LayoutVirtualHosts}).Assemble(want2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(applier.last, fresh) {
-		t.Fatalf("applied %+v, want %+v", applier.last, fresh)
+	for _, layout := range []snapshot.Layout{snapshot.LayoutVirtualHosts, snapshot.LayoutVersionBuckets} {
+		t.Run(layout.String(), func(t *testing.T) {
+			versionIn := func(res []snapshot.Resource) string {
+				t.Helper()
+				v, err := snapshot.VersionIn(layout, res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
+			l := snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP}
+			host := func(h, set string) snapshot.VirtualHost {
+				return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":0",
+					Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, Backends: []snapshot.Backend{{EndpointSet: set, Weight: 1}}}}}
+			}
+			for i := range 5 {
+				l.VirtualHosts = append(l.VirtualHosts, host(fmt.Sprintf("h%d.example.com", i), "default/svc:80"))
+			}
+			s.Listeners = []snapshot.Listener{l}
+			s.EndpointSets = []snapshot.EndpointSet{{Name: "default/svc:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
+			snapshot.Normalize(s)
+			res, err := snapshot.ResourcesIn(layout, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := func(v any) []byte {
+				b, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			applier := &recordingApplier{}
+			c := &Client{opts: ClientOptions{Scope: snapshot.SharedPool(), Applier: applier}, log: logr.Discard(), metrics: newClientMetrics()}
+			wire := func(rs []snapshot.Resource) []*discoveryv1.Resource {
+				out := make([]*discoveryv1.Resource, 0, len(rs))
+				for _, r := range rs {
+					out = append(out, &discoveryv1.Resource{Key: r.Key, Body: r.Body})
+				}
+				return out
+			}
+			wireLayout := LayoutToProto(layout)
+			if _, err := c.apply(&discoveryv1.Snapshot{Full: true, Layout: wireLayout, Version: versionIn(res), Resources: wire(res)}); err != nil {
+				t.Fatal(err)
+			}
+			good := res
+			send := func(upserts []snapshot.Resource, removed []string, version string) error {
+				t.Helper()
+				_, err := c.apply(&discoveryv1.Snapshot{Layout: wireLayout, Version: version, Resources: wire(upserts), Removed: removed})
+				return err
+			}
+			moved := snapshot.Resource{Key: snapshot.VirtualHostKey("30000", "h1.example.com"), Body: body(host("h1.example.com", "default/svc:80"))}
+			moved.Body = body(snapshot.VirtualHost{Hostname: "h1.example.com", Routes: []snapshot.Route{{ID: "httproute/default/h1:moved",
+				Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathExact, Value: "/moved"}}, Backends: []snapshot.Backend{{EndpointSet: "default/svc:80", Weight: 1}}}}})
+			gone := snapshot.VirtualHostKey("30000", "h2.example.com")
+			// Refused: the version announced is not the resources'.
+			if err := send([]snapshot.Resource{moved}, []string{gone}, "not-the-version"); err == nil {
+				t.Fatal("a delta with a wrong version was applied")
+			}
+			// Refused: a route to a set that does not exist.
+			bad := snapshot.Resource{Key: snapshot.VirtualHostKey("30000", "h3.example.com"), Body: body(host("h3.example.com", "default/absent:80"))}
+			if err := send([]snapshot.Resource{bad}, nil, versionIn(upsert(slices.Clone(good), bad))); err == nil {
+				t.Fatal("a route to an absent set was applied")
+			}
+			// Against the last good state, a delta that only adds a host.
+			added := snapshot.Resource{Key: snapshot.VirtualHostKey("30000", "h9.example.com"), Body: body(host("h9.example.com", "default/svc:80"))}
+			want := upsert(slices.Clone(good), added)
+			if err := send([]snapshot.Resource{added}, nil, versionIn(want)); err != nil {
+				t.Fatalf("a delta against the last good state: %v", err)
+			}
+			fresh, _, err := (&snapshot.Assembler{Scope: snapshot.SharedPool(), Layout: layout}).Assemble(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(applier.last, fresh) {
+				t.Fatalf("applied %+v, want %+v", applier.last, fresh)
+			}
+			if c.resources != nil {
+				t.Fatal("the client keeps a list of the resources its assembler holds")
+			}
+			// And the refused ones' changes, now with their version, apply too.
+			want2 := upsert(slices.Clone(want), moved)
+			want2 = slices.DeleteFunc(want2, func(r snapshot.Resource) bool { return r.Key == gone })
+			if err := send([]snapshot.Resource{moved}, []string{gone}, versionIn(want2)); err != nil {
+				t.Fatal(err)
+			}
+			fresh, _, err = (&snapshot.Assembler{Scope: snapshot.SharedPool(), Layout: layout}).Assemble(want2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(applier.last, fresh) {
+				t.Fatalf("applied %+v, want %+v", applier.last, fresh)
+			}
+		})
 	}
 }
 
