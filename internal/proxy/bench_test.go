@@ -303,10 +303,11 @@ func BenchmarkFastPathGet(b *testing.B) {
 // discovery's Assembler hands them over), so those hosts are taken over;
 // unshared: no list is shared, so every host compiles again (the cost
 // before compiles reused anything, and still that of a snapshot built
-// afresh).
+// afresh); one-set-changed: the hosts are shared and one endpoint set,
+// which one host routes to, has new endpoints (an endpoint refresh).
 func BenchmarkCompile(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		for _, mode := range []string{"one-changed", "unshared"} {
+		for _, mode := range []string{"one-changed", "unshared", "one-set-changed"} {
 			b.Run("hosts="+strconv.Itoa(n)+"/"+mode, func(b *testing.B) {
 				build := func() *snapshot.Snapshot {
 					l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
@@ -322,6 +323,18 @@ func BenchmarkCompile(b *testing.B) {
 					return s
 				}
 				inputs := []*snapshot.Snapshot{build(), build()}
+				if mode == "one-set-changed" {
+					// One host routes to an endpoint set whose endpoints
+					// change; both snapshots share every host (an
+					// endpoint refresh).
+					hosts := inputs[0].Listeners[0].VirtualHosts
+					hosts[n/2].Routes = []snapshot.Route{{ID: "httproute/default/api:0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
+						Backends: []snapshot.Backend{{EndpointSet: "default/api:80", Weight: 1}}}}
+					for i, s := range inputs {
+						s.Listeners = inputs[0].Listeners
+						s.EndpointSets = []snapshot.EndpointSet{{Name: "default/api:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + strconv.Itoa(i+1), Port: 8080}}}}
+					}
+				}
 				if mode == "one-changed" {
 					// The second shares every host's list but one.
 					hosts := slices.Clone(inputs[0].Listeners[0].VirtualHosts)

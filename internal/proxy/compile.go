@@ -211,9 +211,9 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 	if old != nil {
 		// Sized like the last: at 10,000 hosts, growing them was a
 		// quarter of a listener's compile.
-		lr.exact, lr.wild = make(map[string]*vhost, len(old.exact)), make(map[string]*vhost, len(old.wild))
+		lr.exact, lr.wild = newHostTable(old.exact.n), newHostTable(old.wild.n)
 	} else {
-		lr.exact, lr.wild = map[string]*vhost{}, map[string]*vhost{}
+		lr.exact, lr.wild = newHostTable(0), newHostTable(0)
 	}
 	lr.vhosts = make([]*vhost, len(l.VirtualHosts))
 	for vi := range l.VirtualHosts {
@@ -240,9 +240,9 @@ func (lr *listenerRouter) put(vh *vhost) {
 	case h == "*":
 		lr.any = vh
 	case strings.HasPrefix(h, "*."):
-		lr.wild[h[2:]] = vh
+		lr.wild.put(h[2:], vh)
 	default:
-		lr.exact[h] = vh
+		lr.exact.put(h, vh)
 	}
 }
 
@@ -252,9 +252,9 @@ func (lr *listenerRouter) drop(h string) {
 	case h == "*":
 		lr.any = nil
 	case strings.HasPrefix(h, "*."):
-		delete(lr.wild, h[2:])
+		lr.wild.del(h[2:])
 	default:
-		delete(lr.exact, h)
+		lr.exact.del(h)
 	}
 }
 

@@ -18,7 +18,6 @@ package proxy
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -140,9 +139,11 @@ func (lr *listenerRouter) byHostname(h string) *vhost {
 	case h == "*":
 		return lr.any
 	case strings.HasPrefix(h, "*."):
-		return lr.wild[h[2:]]
+		vh, _ := lr.wild.get(h[2:])
+		return vh
 	}
-	return lr.exact[h]
+	vh, _ := lr.exact.get(h)
+	return vh
 }
 
 // compactLookups is lookups with each name once (its results agree: one
@@ -207,7 +208,7 @@ func (c *compiler) patchListener(l *snapshot.Listener, lr, old *listenerRouter) 
 		}
 		compiled[k] = vh
 	}
-	lr.exact, lr.wild, lr.any = maps.Clone(old.exact), maps.Clone(old.wild), old.any
+	lr.exact, lr.wild, lr.any = old.exact.patched(), old.wild.patched(), old.any
 	for _, h := range removed {
 		lr.drop(h)
 	}

@@ -25,6 +25,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/coxswain-go/coxswain/internal/lists"
@@ -313,6 +314,9 @@ func setsUnchanged(prev, st *state, vh *vhost) bool {
 }
 
 func routeIDs(vh *vhost) []string {
+	if vh == nil {
+		return nil
+	}
 	ids := make([]string, 0, len(vh.routes))
 	for _, r := range vh.routes {
 		ids = append(ids, r.id)
@@ -339,10 +343,10 @@ func checkOwnPointers(t *testing.T, step int, st *state) {
 	t.Helper()
 	for _, lr := range st.router.ports {
 		hosts := slices.Collect(func(yield func(*vhost) bool) {
-			for _, vh := range lr.exact {
+			for _, vh := range lr.exact.all() {
 				yield(vh)
 			}
-			for _, vh := range lr.wild {
+			for _, vh := range lr.wild.all() {
 				yield(vh)
 			}
 			if lr.any != nil {
@@ -492,11 +496,14 @@ func TestPatchListenerEqualsAFullCompile(t *testing.T) {
 		checkOwnPointers(t, step, st)
 		lr, flr := st.router.ports[30000], fresh.router.ports[30000]
 		var indexed []string
-		for h := range lr.exact {
+		for h := range lr.exact.all() {
 			indexed = append(indexed, h)
 		}
-		for suffix := range lr.wild {
+		for suffix := range lr.wild.all() {
 			indexed = append(indexed, "*."+suffix)
+		}
+		if counted := lr.exact.n + lr.wild.n; counted != len(indexed) {
+			t.Fatalf("step %d: the listener counts %d exact and %d wildcard hosts, it indexes %v", step, lr.exact.n, lr.wild.n, indexed)
 		}
 		if lr.any != nil {
 			indexed = append(indexed, "*")
@@ -512,6 +519,16 @@ func TestPatchListenerEqualsAFullCompile(t *testing.T) {
 			for i, r := range vh.routes {
 				if got, want := setNamesOf(r), setNamesOf(fvh.routes[i]); !slices.Equal(got, want) {
 					t.Fatalf("step %d: route %s uses %v, a fresh compile %v", step, r.id, got, want)
+				}
+			}
+		}
+		// Requests choose the host a fresh compile would, for every name
+		// the test ever used (those removed too), as sent and upper-case.
+		for i := range 400 {
+			name := strings.Replace(hostname(i), "*", "x", 1)
+			for _, host := range []string{name, strings.ToUpper(name) + ":80"} {
+				if got, want := routeIDs(lr.host(host)), routeIDs(flr.host(host)); !slices.Equal(got, want) {
+					t.Fatalf("step %d: a request for %s gets routes %v, a fresh compile's %v", step, host, got, want)
 				}
 			}
 		}

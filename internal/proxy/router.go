@@ -43,10 +43,10 @@ type listenerRouter struct {
 	// compiled from clientTrafficSrc (previousListener).
 	clientTraffic    *clientTrafficPolicy
 	clientTrafficSrc *snapshot.ClientTraffic
-	exact            map[string]*vhost
+	exact            hostTable
 	// wild is keyed by the suffix of "*.<suffix>"; a host matches the
 	// longest suffix that follows at least one label.
-	wild map[string]*vhost
+	wild hostTable
 	any  *vhost
 	// certs selects the certificate of an HTTPS listener by SNI.
 	certs *certSet
@@ -178,14 +178,14 @@ func (lr *listenerRouter) host(hostport string) *vhost {
 				buf[i] = c + 'a' - 'A'
 			}
 		}
-		if v, ok := lr.exact[string(buf[:n])]; ok {
+		if v, ok := lr.exact.getBytes(buf[:n]); ok {
 			return v
 		}
-		if len(lr.wild) > 0 {
+		if lr.wild.n > 0 {
 			first := true
 			for i := 1; i < n; i++ {
 				if buf[i] == '.' {
-					if v, ok := lr.wild[string(buf[i+1:n])]; ok && (first || !v.singleLabel) {
+					if v, ok := lr.wild.getBytes(buf[i+1 : n]); ok && (first || !v.singleLabel) {
 						return v
 					}
 					first = false
@@ -194,14 +194,14 @@ func (lr *listenerRouter) host(hostport string) *vhost {
 		}
 		return lr.any
 	}
-	if v, ok := lr.exact[h]; ok {
+	if v, ok := lr.exact.get(h); ok {
 		return v
 	}
-	if len(lr.wild) > 0 {
+	if lr.wild.n > 0 {
 		first := true
 		for i := 1; i < len(h); i++ {
 			if h[i] == '.' {
-				if v, ok := lr.wild[h[i+1:]]; ok && (first || !v.singleLabel) {
+				if v, ok := lr.wild.get(h[i+1:]); ok && (first || !v.singleLabel) {
 					return v
 				}
 				first = false
