@@ -432,6 +432,7 @@ func TestPatchListenerEqualsAFullCompile(t *testing.T) {
 	m := newMetrics(nil)
 	var prev *state
 	var prevRes []snapshot.Resource
+	sameHosts := 0
 	for step := 0; step < 300; step++ {
 		changes := 1 + w.rng.Intn(3)
 		if step%50 == 49 {
@@ -481,6 +482,9 @@ func TestPatchListenerEqualsAFullCompile(t *testing.T) {
 				t.Fatalf("step %d: the listener of the last state is not this one's", step)
 			}
 			lr.clientTraffic = old.clientTraffic
+			if lists.Same(l.VirtualHosts, old.src) {
+				sameHosts++ // an endpoint refresh: patched through the set users
+			}
 			if patched, err = c.patchListener(l, lr, old); err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
@@ -533,6 +537,9 @@ func TestPatchListenerEqualsAFullCompile(t *testing.T) {
 			}
 		}
 		prev = st
+	}
+	if sameHosts < 10 {
+		t.Fatalf("%d steps changed endpoint sets alone: the test exercises too little", sameHosts)
 	}
 }
 

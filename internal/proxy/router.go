@@ -17,6 +17,7 @@ limitations under the License.
 package proxy
 
 import (
+	"sync/atomic"
 	"crypto/tls"
 	"net/http"
 	"net/url"
@@ -48,6 +49,9 @@ type listenerRouter struct {
 	// longest suffix that follows at least one label.
 	wild hostTable
 	any  *vhost
+	// users indexes vhosts by the endpoint sets they look up
+	// (setUsers, reuse.go); made when a compile first needs it.
+	users atomic.Pointer[setUsers]
 	// certs selects the certificate of an HTTPS listener by SNI.
 	certs *certSet
 	// clientTLS is the server config of an HTTPS port that validates
