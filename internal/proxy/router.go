@@ -17,12 +17,12 @@ limitations under the License.
 package proxy
 
 import (
-	"sync/atomic"
 	"crypto/tls"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
