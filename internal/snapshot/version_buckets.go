@@ -44,7 +44,7 @@ func bucketOf(key string) uint8 {
 		h ^= uint32(key[i])
 		h *= 16777619
 	}
-	return uint8(h)
+	return uint8(h) //nolint:gosec // G115: the low byte is the bucket, by definition
 }
 
 // versionBuckets is the state of a LayoutVersionBuckets version: each
