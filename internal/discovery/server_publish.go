@@ -48,8 +48,9 @@ type published struct {
 type form struct {
 	version string
 	// res is every resource (key, canonical JSON), in key order, one per
-	// key.
-	res []snapshot.Resource
+	// key: a form in a layout PerHost shares the runs of unchanged
+	// listeners with the forms before it.
+	res snapshot.Encoded
 
 	msgMu sync.Mutex
 	full  []*discoveryv1.Resource
@@ -79,7 +80,7 @@ func (p *published) form(layout snapshot.Layout) (*form, error) {
 	}
 	if rich := p.forms[RichestLayout]; rich != nil && layout.PerHost() {
 		// The same resources, validated already: only the version differs.
-		version, err := snapshot.VersionIn(layout, rich.res)
+		version, err := snapshot.VersionIn(layout, rich.res.Flat())
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +104,8 @@ func (p *published) form(layout snapshot.Layout) (*form, error) {
 	return f, nil
 }
 
-// newForm is resources (sorted by key) under version.
+// newForm is resources (sorted by key) under version: a layout without a
+// resource per host, whose resources are all Rest.
 func newForm(version string, res []snapshot.Resource) (*form, error) {
 	for i := 1; i < len(res); i++ {
 		if res[i-1].Key >= res[i].Key {
@@ -113,7 +115,7 @@ func newForm(version string, res []snapshot.Resource) (*form, error) {
 			return nil, fmt.Errorf("resources out of key order at %q", res[i].Key)
 		}
 	}
-	return &form{version: version, res: res}, nil
+	return &form{version: version, res: snapshot.Encoded{Rest: res}}, nil
 }
 
 // keepDelta records d as f's delta from the form of version base, for the
@@ -133,8 +135,8 @@ func (f *form) fullResources() []*discoveryv1.Resource {
 	f.msgMu.Lock()
 	defer f.msgMu.Unlock()
 	if f.full == nil {
-		f.full = make([]*discoveryv1.Resource, 0, len(f.res))
-		for _, r := range f.res {
+		f.full = make([]*discoveryv1.Resource, 0, f.res.Len())
+		for r := range f.res.All() {
 			f.full = append(f.full, &discoveryv1.Resource{Key: r.Key, Body: r.Body})
 		}
 	}
@@ -179,7 +181,8 @@ func (s *Server) Publish(snaps []*snapshot.Snapshot) error {
 type scopeCodec struct {
 	enc         snapshot.Encoder
 	asm         snapshot.Assembler
-	last        []snapshot.Resource
+	last        snapshot.Encoded
+	hasLast     bool
 	lastVersion string
 }
 
@@ -272,21 +275,21 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 		c = &scopeCodec{asm: snapshot.Assembler{Scope: snap.Scope, Layout: RichestLayout}}
 		s.codecs[snap.Scope] = c
 	}
-	res, err := c.enc.Resources(snap)
+	res, err := c.enc.Encode(snap)
 	var assembled *snapshot.Snapshot
 	var version, base string
 	var d resourceDelta
-	if err == nil && c.last != nil {
+	if err == nil && c.hasLast {
 		var upserts []snapshot.Resource
-		upserts, d.removed = changedResources(c.last, res)
+		upserts, d.removed = snapshot.Diff(c.last, res)
 		assembled, version, err = c.asm.Apply(upserts, d.removed)
 		base = c.lastVersion
 		d.upserts = wireResources(upserts)
 	} else if err == nil {
-		assembled, version, err = c.asm.Assemble(res)
+		assembled, version, err = c.asm.Assemble(res.Flat())
 	}
 	if err == nil {
-		c.last, c.lastVersion = res, version
+		c.last, c.lastVersion, c.hasLast = res, version, true
 	}
 	s.codecsMu.Unlock()
 	if err != nil {
@@ -305,28 +308,6 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	}, nil
 }
 
-// changedResources is what changed from prev to cur (each in key order,
-// one per key): the resources of cur that prev lacks or has with another
-// body, and the keys of prev that cur lacks, both in key order.
-func changedResources(prev, cur []snapshot.Resource) (upserts []snapshot.Resource, removed []string) {
-	for len(prev) > 0 || len(cur) > 0 {
-		switch {
-		case len(prev) == 0 || (len(cur) > 0 && cur[0].Key < prev[0].Key):
-			upserts = append(upserts, cur[0])
-			cur = cur[1:]
-		case len(cur) == 0 || prev[0].Key < cur[0].Key:
-			removed = append(removed, prev[0].Key)
-			prev = prev[1:]
-		default:
-			if !snapshot.SameBody(prev[0].Body, cur[0].Body) {
-				upserts = append(upserts, cur[0])
-			}
-			prev, cur = prev[1:], cur[1:]
-		}
-	}
-	return upserts, removed
-}
-
 // wireResources is res in the wire form.
 func wireResources(res []snapshot.Resource) []*discoveryv1.Resource {
 	out := make([]*discoveryv1.Resource, 0, len(res))
@@ -338,8 +319,8 @@ func wireResources(res []snapshot.Resource) []*discoveryv1.Resource {
 
 // delta lists the resources of cur that are new or changed since base, and
 // the keys base has that cur lacks, both in key order (base and cur are).
-func delta(base, cur []snapshot.Resource) (upserts []*discoveryv1.Resource, removed []string) {
-	changed, removed := changedResources(base, cur)
+func delta(base, cur snapshot.Encoded) (upserts []*discoveryv1.Resource, removed []string) {
+	changed, removed := snapshot.Diff(base, cur)
 	if len(changed) > 0 {
 		upserts = wireResources(changed)
 	}

@@ -74,13 +74,13 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	curPub := memoSnapshot(t, "10.0.0.1", "10.0.0.7")
 	cur := mustForm(t, curPub, RichestLayout)
 
-	full := cur.fullResources()
-	if len(full) != len(cur.res) || &full[0] != &cur.fullResources()[0] {
+	full, res := cur.fullResources(), cur.res.Flat()
+	if len(full) != len(res) || &full[0] != &cur.fullResources()[0] {
 		t.Fatal("fullResources is not computed once")
 	}
 	for i, r := range full {
-		if r.GetKey() != cur.res[i].Key || string(r.GetBody()) != string(cur.res[i].Body) {
-			t.Fatalf("full resource %d = %s, want %s", i, r.GetKey(), cur.res[i].Key)
+		if r.GetKey() != res[i].Key || string(r.GetBody()) != string(res[i].Body) {
+			t.Fatalf("full resource %d = %s, want %s", i, r.GetKey(), res[i].Key)
 		}
 	}
 	for _, b := range []*form{base, other} {
@@ -118,7 +118,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 	if &a.Resources[0] != &b.Resources[0] || a.Nonce == b.Nonce {
 		t.Fatal("two streams of one baseline do not share the delta")
 	}
-	if got := mustNext(t, curPub, &streamState{}, RichestLayout); !got.GetFull() || len(got.GetResources()) != len(cur.res) {
+	if got := mustNext(t, curPub, &streamState{}, RichestLayout); !got.GetFull() || len(got.GetResources()) != cur.res.Len() {
 		t.Fatalf("full message = %v", got)
 	}
 }
@@ -167,7 +167,7 @@ func TestPublishedListenerLayoutOnDemand(t *testing.T) {
 	if vh.GetLayout() != discoveryv1.Layout_LAYOUT_VIRTUAL_HOSTS || vh.GetVersion() != snapshot.ResourceVersion(res) || len(vh.GetResources()) != 3 {
 		t.Fatalf("virtual-host message: layout %v version %s, %d resources", vh.GetLayout(), vh.GetVersion(), len(vh.GetResources()))
 	}
-	if &mustForm(t, p, snapshot.LayoutVirtualHosts).res[0] != &mustForm(t, p, RichestLayout).res[0] {
+	if vhRes, rich := mustForm(t, p, snapshot.LayoutVirtualHosts).res, mustForm(t, p, RichestLayout).res; &vhRes.Rest[0] != &rich.Rest[0] || &vhRes.Runs[0].Resources[0] != &rich.Runs[0].Resources[0] {
 		t.Fatal("the virtual-host layout's resources were made again")
 	}
 }

@@ -144,12 +144,13 @@ type encodedRest struct {
 }
 
 // restResources is the resources of s's rest (bare: its listeners
-// without hosts), in key order, in a scratch list of e's: e.rest are the
+// without hosts), in key order, one per key: e.rest are the
 // encodings of the last call, e.restSpare those of the call before, whose
 // storage this call fills.
 func (e *Encoder) restResources(s *Snapshot, bare []Listener) ([]Resource, error) {
 	prev, next := &e.rest, &e.restSpare
-	out := lists.Reuse(e.restOut, len(bare)+len(s.EndpointSets)+len(s.Certificates)+len(s.Gateways))
+	// A new list: the result keeps it (Encoded).
+	out := make([]Resource, 0, len(bare)+len(s.EndpointSets)+len(s.Certificates)+len(s.Gateways))
 	var err error
 	// In the order of their key kinds: cert, endpoints, gateway, listener.
 	if out, next.certs, err = encodeRest(certificates, s.Certificates, prev.certs, next.certs, out); err != nil {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"iter"
 	"slices"
 	"strings"
 
@@ -108,27 +109,130 @@ type Encoder struct {
 	// no map of every host to build and probe.
 	listeners map[string]encodedListener
 	// spare holds the lists of the call before the last, whose arrays
-	// the next call fills again; hosts and bare are that call's scratch
-	// lists, which no result keeps. At 10,000 hosts, allocating them
-	// anew was a tenth of what the controller allocated per change.
+	// the next call fills again; bare is that call's scratch list of
+	// listeners, which no result keeps.
 	spare map[string]encodedListener
-	hosts []Resource
 	bare  []Listener
 	// rest are the encodings of the rest of the last snapshot (its
 	// listeners without hosts, endpoint sets, certificates and Gateways:
 	// encode_rest.go), restSpare the storage of the call before the
-	// last's, and restOut a scratch list.
+	// last's.
 	rest, restSpare encodedRest
-	restOut         []Resource
+}
+
+// Encoded is a snapshot's resources in a layout PerHost as an Encoder
+// makes them: Rest, every resource but the virtual hosts, in key order,
+// then the virtual hosts of each listener, Runs in the order of their key
+// prefixes. Every key of Rest sorts before every virtual host key ("cert",
+// "endpoints", "gateway" and "listener" before "vhost"), and no listener
+// key makes a prefix of another's, so Rest followed by the runs is the
+// list in key order, one per key. A run the Encoder took over is the very
+// slice of its last call: an unchanged listener costs nothing to hand on,
+// and a comparison of two Encoded (Diff) skips it at once. Never modified
+// once made.
+type Encoded struct {
+	Rest []Resource
+	Runs []HostRun
+}
+
+// HostRun is the resources of one listener's virtual hosts, in key order,
+// all under Prefix (VirtualHostKey(listener key, "")).
+type HostRun struct {
+	Prefix    string
+	Resources []Resource
+}
+
+// Len is how many resources e holds.
+func (e Encoded) Len() int {
+	n := len(e.Rest)
+	for _, r := range e.Runs {
+		n += len(r.Resources)
+	}
+	return n
+}
+
+// All yields e's resources in key order.
+func (e Encoded) All() iter.Seq[Resource] {
+	return func(yield func(Resource) bool) {
+		for _, r := range e.Rest {
+			if !yield(r) {
+				return
+			}
+		}
+		for _, run := range e.Runs {
+			for _, r := range run.Resources {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Flat is e's resources in one new list, in key order.
+func (e Encoded) Flat() []Resource {
+	out := make([]Resource, 0, e.Len())
+	out = append(out, e.Rest...)
+	for _, run := range e.Runs {
+		out = append(out, run.Resources...)
+	}
+	return out
+}
+
+// Diff is what changed from prev to cur: the resources of cur that prev
+// lacks or has with another body, and the keys of prev that cur lacks,
+// both in key order. A run of cur that is prev's very run is skipped
+// without a look at its resources.
+func Diff(prev, cur Encoded) (upserts []Resource, removed []string) {
+	upserts, removed = diffLists(prev.Rest, cur.Rest, upserts, removed)
+	p, c := prev.Runs, cur.Runs
+	for len(p) > 0 || len(c) > 0 {
+		switch {
+		case len(c) == 0 || (len(p) > 0 && p[0].Prefix < c[0].Prefix):
+			upserts, removed = diffLists(p[0].Resources, nil, upserts, removed)
+			p = p[1:]
+		case len(p) == 0 || c[0].Prefix < p[0].Prefix:
+			upserts, removed = diffLists(nil, c[0].Resources, upserts, removed)
+			c = c[1:]
+		default:
+			if !lists.Same(p[0].Resources, c[0].Resources) {
+				upserts, removed = diffLists(p[0].Resources, c[0].Resources, upserts, removed)
+			}
+			p, c = p[1:], c[1:]
+		}
+	}
+	return upserts, removed
+}
+
+// diffLists appends to upserts and removed what changed from prev to cur
+// (each in key order, one per key).
+func diffLists(prev, cur []Resource, upserts []Resource, removed []string) ([]Resource, []string) {
+	for len(prev) > 0 || len(cur) > 0 {
+		switch {
+		case len(prev) == 0 || (len(cur) > 0 && cur[0].Key < prev[0].Key):
+			upserts = append(upserts, cur[0])
+			cur = cur[1:]
+		case len(cur) == 0 || prev[0].Key < cur[0].Key:
+			removed = append(removed, prev[0].Key)
+			prev = prev[1:]
+		default:
+			if !SameBody(prev[0].Body, cur[0].Body) {
+				upserts = append(upserts, cur[0])
+			}
+			prev, cur = prev[1:], cur[1:]
+		}
+	}
+	return upserts, removed
 }
 
 // encodedListener is the encoding of one listener's virtual hosts: from
 // is the first of the host list encoded (the snapshot's own array, which
-// it keeps alive), sorted whether the hosts' keys were in order.
+// it keeps alive), run its resources in key order under prefix.
 type encodedListener struct {
 	hosts  []encodedHost
 	from   *VirtualHost
-	sorted bool
+	run    []Resource
+	prefix string
 }
 
 // takesOver reports whether hosts is the very host list el encoded (a
@@ -155,52 +259,54 @@ func (eh *encodedHost) encodes(vh *VirtualHost) bool {
 		(len(vh.Routes) == 0 || eh.routes == &vh.Routes[0])
 }
 
-// Resources is ResourcesIn(LayoutVirtualHosts, s): in key order, with no
-// key twice (a snapshot that would make one, such as two listeners of a
-// key, fails), so that its callers need not walk the list to check it.
+// Resources is ResourcesIn(LayoutVirtualHosts, s): Encode's resources in
+// one list.
 func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
+	enc, err := e.Encode(s)
+	if err != nil {
+		return nil, err
+	}
+	return enc.Flat(), nil
+}
+
+// Encode is s's resources in a layout PerHost, in key order with no key
+// twice (a snapshot that would make one, such as two listeners of a key,
+// fails), so that its callers need not walk them to check it.
+func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 	next := make(map[string]encodedListener, len(s.Listeners))
 	bare := lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)] // the listeners without hosts
-	n := 0
-	for i := range s.Listeners {
-		n += len(s.Listeners[i].VirtualHosts)
-	}
-	out := lists.Reuse(e.hosts, n) // the hosts'
-	// groups are the listeners' runs of hosts in out, each under the key
-	// prefix of its listener.
-	type group struct {
-		prefix     string
-		start, end int
-	}
-	groups := make([]group, 0, len(s.Listeners))
-	// unsorted is set when a run of hosts is not in key order.
-	unsorted := false
+	runs := make([]HostRun, 0, len(s.Listeners))
 	// taken are the listeners whose last encoding was taken over: their
 	// lists stay in use, so they are no spare storage.
 	var taken []string
 	for i := range s.Listeners {
 		l := s.Listeners[i]
 		lk := ListenerKey(&l)
+		if _, dup := next[lk]; dup {
+			clear(bare)
+			return Encoded{}, fmt.Errorf("duplicate resource key %q", "listener|"+lk)
+		}
 		last := e.listeners[lk]
-		start := len(out)
 		switch {
 		case last.takesOver(l.VirtualHosts):
-			for j := range last.hosts {
-				out = append(out, Resource{Key: last.hosts[j].key, Body: last.hosts[j].body})
-			}
 			next[lk] = last
 			taken = append(taken, lk)
-			unsorted = unsorted || !last.sorted
 		case len(l.VirtualHosts) > 0:
-			el, err := e.encodeHosts(lk, l.VirtualHosts, last.hosts, &out)
+			prefix := last.prefix // the same string at every call
+			if prefix == "" {
+				prefix = VirtualHostKey(lk, "")
+			}
+			el, err := e.encodeHosts(lk, prefix, l.VirtualHosts, last.hosts)
 			if err != nil {
-				return nil, err
+				clear(bare)
+				return Encoded{}, err
 			}
 			next[lk] = el
-			unsorted = unsorted || !el.sorted
+		default:
+			next[lk] = encodedListener{}
 		}
-		if len(out) > start {
-			groups = append(groups, group{VirtualHostKey(lk, ""), start, len(out)})
+		if el := next[lk]; len(el.run) > 0 {
+			runs = append(runs, HostRun{Prefix: el.prefix, Resources: el.run})
 		}
 		l.VirtualHosts = nil
 		bare[i] = l
@@ -209,51 +315,24 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 	clear(bare) // no scratch list keeps a snapshot's memory
 	e.bare = bare
 	if err != nil {
-		return nil, err
+		return Encoded{}, err
 	}
-	// The hosts come listener by listener, each listener's by hostname
-	// (a normalized snapshot): in key order once the listeners' runs are
-	// in the order of their key prefixes (which no listener key makes a
-	// prefix of another's). Then they are merged with the rest (sorted),
-	// not sorted with them: at 10,000 hosts that sort was half of the
-	// encoding. A snapshot that is not normalized is sorted outright.
-	if !slices.IsSortedFunc(groups, func(a, b group) int { return strings.Compare(a.prefix, b.prefix) }) {
-		slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.prefix, b.prefix) })
-		runs := make([]Resource, 0, len(out))
-		for _, g := range groups {
-			runs = append(runs, out[g.start:g.end]...)
-		}
-		out = runs
-	}
-	// Runs in order make a list in order only when no two listeners
-	// share a key (which is refused below: their bare listeners' keys are
-	// the same).
-	for i := 1; i < len(groups) && !unsorted; i++ {
-		unsorted = groups[i-1].prefix == groups[i].prefix
-	}
-	if unsorted {
-		if err := sortUnique(out); err != nil {
-			return nil, err
-		}
-	}
+	// Listeners come in port order, which is not their keys' string
+	// order.
+	slices.SortFunc(runs, func(a, b HostRun) int { return strings.Compare(a.Prefix, b.Prefix) })
 	e.spare, e.listeners = e.listeners, next
 	for _, lk := range taken {
 		delete(e.spare, lk)
 	}
-	merged := mergeByKey(out, rest)
-	clear(out)
-	e.hosts = out
-	clear(rest)
-	e.restOut = rest[:0]
-	return merged, nil
+	return Encoded{Rest: rest, Runs: runs}, nil
 }
 
-// encodeHosts appends the resources of listener lk's hosts to out,
-// encoding those prev (the hosts last encoded for lk, by hostname) does
-// not hold, and returns their encoding, its storage the spare one of lk.
-func (e *Encoder) encodeHosts(lk string, hosts []VirtualHost, prev []encodedHost, out *[]Resource) (encodedListener, error) {
-	start := len(*out)
+// encodeHosts encodes listener lk's hosts (keys under prefix), those prev
+// (the hosts last encoded for lk, by hostname) does not hold anew, into a
+// new run; the list of their encodings is the spare storage of lk.
+func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, prev []encodedHost) (encodedListener, error) {
 	encoded := lists.Reuse(e.spare[lk].hosts, len(hosts))
+	run := make([]Resource, 0, len(hosts))
 	for j := range hosts {
 		vh := &hosts[j]
 		// Equal first: an unchanged host's name is the very string it
@@ -285,9 +364,15 @@ func (e *Encoder) encodeHosts(lk string, hosts []VirtualHost, prev []encodedHost
 			}
 		}
 		encoded = append(encoded, eh)
-		*out = append(*out, Resource{Key: eh.key, Body: eh.body})
+		run = append(run, Resource{Key: eh.key, Body: eh.body})
 	}
-	return encodedListener{hosts: encoded, from: &hosts[0], sorted: inStrictOrder((*out)[start:])}, nil
+	// A normalized snapshot lists a listener's hosts by hostname.
+	if !inStrictOrder(run) {
+		if err := sortUnique(run); err != nil {
+			return encodedListener{}, err
+		}
+	}
+	return encodedListener{hosts: encoded, from: &hosts[0], run: run, prefix: prefix}, nil
 }
 
 // compareKeys orders resources by key.
@@ -312,19 +397,6 @@ func sortUnique(res []Resource) error {
 		}
 	}
 	return nil
-}
-
-// mergeByKey is the resources of a and b, each in key order, in key order.
-func mergeByKey(a, b []Resource) []Resource {
-	out := make([]Resource, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if b[0].Key < a[0].Key {
-			out, b = append(out, b[0]), b[1:]
-		} else {
-			out, a = append(out, a[0]), a[1:]
-		}
-	}
-	return append(append(out, a...), b...)
 }
 
 // ResourceVersion is the version of a resource set in LayoutVirtualHosts:
