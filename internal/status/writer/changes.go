@@ -87,6 +87,22 @@ func (c *routeChanges) mark(k settledKey) {
 	c.pending[k] = struct{}{}
 }
 
+// quiet reports whether no route changed since the last take and each
+// of kinds is tracked in full.
+func (c *routeChanges) quiet(kinds []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) > 0 {
+		return false
+	}
+	for _, k := range kinds {
+		if reg := c.regs[k]; reg == nil || !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
 // take returns the routes changed since the last take and the kinds
 // tracked in full: those whose handler had been handed every object
 // before this take (so that every change a cached status predates is in

@@ -52,3 +52,7 @@ func LastUnread(w *Writer) int { return int(w.unread.Load()) }
 // SweptFully reports whether w's next stale sweep of kind looks only at
 // what changed or was forgotten since its last full one.
 func SweptFully(w *Writer, kind string) bool { return w.sweptFully[kind] }
+
+// SkippedRouteRounds is how many of w's rounds skipped the routes, their
+// lists the very ones of the Result written before.
+func SkippedRouteRounds(w *Writer) int64 { return w.skippedRouteRounds.Load() }

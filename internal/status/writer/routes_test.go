@@ -17,6 +17,7 @@ limitations under the License.
 package writer_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -287,4 +288,99 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 	if r := get(); len(r.Status.Parents) != 0 {
 		t.Fatalf("our entry another writer put on a route we do not desire stayed: %+v", r.Status.Parents)
 	}
+}
+
+// TestRouteRoundSkippedForTheSameLists: a Result that reports the very
+// route lists of the one written before (an endpoint refresh hands them
+// on) gets no route round while the informers saw no route change; a
+// change seen since (our own patch, another writer's edit) brings the
+// round back, and another writer's edit is still undone.
+func TestRouteRoundSkippedForTheSameLists(t *testing.T) {
+	f, synced := informerFixture(t, "same-lists")
+	go func() { _ = f.w.Start(f.ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); !writer.ChangesTracked(f.w, "HTTPRoute"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer does not track HTTPRoute changes")
+		}
+	}
+	route := &gwv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: "app"},
+		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}}},
+	}
+	if err := kube.Create(f.ctx, route); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: route.Namespace, Name: route.Name}
+	first := &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: key, Generation: 1, Parents: []gwv1.RouteParentStatus{{
+		ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
+		Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, "accepted", 1)},
+	}}}}}
+	// Every round gets a copy of first: a new Result with its lists.
+	write := func() {
+		t.Helper()
+		synced()
+		res := *first
+		if err := f.w.Write(f.ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func() *gwv1.HTTPRoute {
+		t.Helper()
+		r := &gwv1.HTTPRoute{}
+		if err := kube.Get(f.ctx, key, r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	waitEvent := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !writer.ChangePending(f.w, "HTTPRoute", key); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the writer saw no event for the route")
+			}
+		}
+	}
+	skipped := func(want int64) {
+		t.Helper()
+		if got := writer.SkippedRouteRounds(f.w); got != want {
+			t.Fatalf("%d route rounds skipped, want %d", got, want)
+		}
+	}
+
+	write() // reads and patches
+	skipped(0)
+	r := get()
+	if len(r.Status.Parents) != 1 {
+		t.Fatalf("first round: status %+v", r.Status)
+	}
+	waitEvent() // our own patch
+	write()     // a change seen: the round runs
+	skipped(0)
+	write() // nothing seen since: skipped
+	write()
+	skipped(2)
+	if again := get(); again.ResourceVersion != r.ResourceVersion {
+		t.Fatal("a skipped round wrote the route")
+	}
+
+	r.Status.Parents[0].Conditions[0].Message = "tampered"
+	if err := kube.Status().Update(f.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent()
+	write()
+	skipped(2)
+	if c := meta.FindStatusCondition(get().Status.Parents[0].Conditions, status.TypeAccepted); c == nil || c.Message != "accepted" {
+		t.Fatalf("after another writer changed the status, the round left %+v", c)
+	}
+	waitEvent() // our restoring patch
+	write()
+	write()
+	skipped(3)
+
+	// A Result with a list of its own is no refresh: its round runs.
+	if err := f.w.Write(f.ctx, &translator.Result{HTTPRoutes: slices.Clone(first.HTTPRoutes)}); err != nil {
+		t.Fatal(err)
+	}
+	skipped(3)
 }
