@@ -128,8 +128,8 @@ type Writer struct {
 	// skippedRouteRounds counts the rounds that skipped the routes
 	// (sameRoutes; tests read it).
 	skippedRouteRounds atomic.Int64
-	notify  chan struct{}
-	once    sync.Once
+	notify             chan struct{}
+	once               sync.Once
 
 	mu         sync.Mutex
 	lastEvents map[string]bool
