@@ -421,8 +421,12 @@ type digestBuffer struct {
 	buf []byte
 }
 
-func newDigestBuffer() *digestBuffer {
-	return &digestBuffer{h: sha256.New(), buf: make([]byte, 0, 16<<10)}
+func newDigestBuffer() *digestBuffer { return newDigestBufferOf(16 << 10) }
+
+// newDigestBufferOf is a digestBuffer that writes in chunks of size
+// bytes.
+func newDigestBufferOf(size int) *digestBuffer {
+	return &digestBuffer{h: sha256.New(), buf: make([]byte, 0, size)}
 }
 
 // add adds one resource: its key, a zero byte and its body's digest.

@@ -106,7 +106,9 @@ func (vb *versionBuckets) with(changes []keptResource) *versionBuckets {
 	}
 	out := new(versionBuckets)
 	*out = *vb
-	h := newDigestBuffer()
+	// A bucket is some dozens of resources: a small buffer (the 16 KiB
+	// of a whole list's was most of what a change allocated here).
+	h := newDigestBufferOf(2 << 10)
 	for _, b := range dirty {
 		out.members[b] = mergeMembers(vb.members[b], byBucket[b])
 		h.bucketDigest(out.members[b], out.digest(int(b)))
