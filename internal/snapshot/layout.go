@@ -317,6 +317,11 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 	if err != nil {
 		return Encoded{}, err
 	}
+	if n := len(rest); n > 0 && rest[n-1].Key >= vhostKind+"|" {
+		// A kind of resource that sorts among the hosts: Encoded's order
+		// would be wrong.
+		return Encoded{}, fmt.Errorf("resource %q sorts among the virtual hosts", rest[n-1].Key)
+	}
 	// Listeners come in port order, which is not their keys' string
 	// order.
 	slices.SortFunc(runs, func(a, b HostRun) int { return strings.Compare(a.Prefix, b.Prefix) })
