@@ -169,13 +169,19 @@ func routeStatusSettled(t *testing.T, f *fixture, synced func()) {
 	}
 }
 
-// TestRouteStatusUnreadUntilItChanges: a running writer (Start) tracks the
-// routes' informer events, and a round whose desired list for a route is
-// the very list it settled (the Memo hands an unchanged route the same
-// one) skips that route without reading it, until the route changes:
-// another writer's edit of its status is still undone by the next round.
-func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
-	f, synced := informerFixture(t, "settled-unread")
+// trackedRoute is a running writer (Start) that tracks the routes'
+// informer events, reading the informers' stores, and one HTTPRoute
+// "app" in its namespace; parents is the status we desire for it.
+type trackedRoute struct {
+	*fixture
+	synced  func()
+	key     types.NamespacedName
+	parents []gwv1.RouteParentStatus
+}
+
+func newTrackedRoute(t *testing.T, ns string) *trackedRoute {
+	t.Helper()
+	f, synced := informerFixture(t, ns)
 	go func() { _ = f.w.Start(f.ctx) }()
 	for deadline := time.Now().Add(10 * time.Second); !writer.ChangesTracked(f.w, "HTTPRoute"); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -189,11 +195,41 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 	if err := kube.Create(f.ctx, route); err != nil {
 		t.Fatal(err)
 	}
-	key := types.NamespacedName{Namespace: route.Namespace, Name: route.Name}
-	parents := []gwv1.RouteParentStatus{{
-		ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
-		Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, "accepted", 1)},
-	}}
+	return &trackedRoute{fixture: f, synced: synced, key: types.NamespacedName{Namespace: route.Namespace, Name: route.Name},
+		parents: []gwv1.RouteParentStatus{{
+			ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
+			Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, "accepted", 1)},
+		}}}
+}
+
+// get reads the route from the apiserver.
+func (tr *trackedRoute) get(t *testing.T) *gwv1.HTTPRoute {
+	t.Helper()
+	r := &gwv1.HTTPRoute{}
+	if err := kube.Get(tr.ctx, tr.key, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitEvent returns once the writer saw the route's last change.
+func (tr *trackedRoute) waitEvent(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !writer.ChangePending(tr.w, "HTTPRoute", tr.key); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer saw no event for the route")
+		}
+	}
+}
+
+// TestRouteStatusUnreadUntilItChanges: a running writer (Start) tracks the
+// routes' informer events, and a round whose desired list for a route is
+// the very list it settled (the Memo hands an unchanged route the same
+// one) skips that route without reading it, until the route changes:
+// another writer's edit of its status is still undone by the next round.
+func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
+	tr := newTrackedRoute(t, "settled-unread")
+	f, synced, key, parents := tr.fixture, tr.synced, tr.key, tr.parents
 	// Every round gets a new Result with the same list, as the Memo's.
 	write := func() {
 		t.Helper()
@@ -202,23 +238,8 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	get := func() *gwv1.HTTPRoute {
-		t.Helper()
-		r := &gwv1.HTTPRoute{}
-		if err := kube.Get(f.ctx, key, r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	// waitEvent returns once the writer saw the route's last change.
-	waitEvent := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !writer.ChangePending(f.w, "HTTPRoute", key); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the writer saw no event for the route")
-			}
-		}
-	}
+	get := func() *gwv1.HTTPRoute { t.Helper(); return tr.get(t) }
+	waitEvent := func() { t.Helper(); tr.waitEvent(t) }
 
 	write() // reads and patches
 	r := get()
@@ -296,50 +317,20 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 // change seen since (our own patch, another writer's edit) brings the
 // round back, and another writer's edit is still undone.
 func TestRouteRoundSkippedForTheSameLists(t *testing.T) {
-	f, synced := informerFixture(t, "same-lists")
-	go func() { _ = f.w.Start(f.ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); !writer.ChangesTracked(f.w, "HTTPRoute"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the writer does not track HTTPRoute changes")
-		}
-	}
-	route := &gwv1.HTTPRoute{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.key.Namespace, Name: "app"},
-		Spec:       gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "web"}}}},
-	}
-	if err := kube.Create(f.ctx, route); err != nil {
-		t.Fatal(err)
-	}
-	key := types.NamespacedName{Namespace: route.Namespace, Name: route.Name}
-	first := &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: key, Generation: 1, Parents: []gwv1.RouteParentStatus{{
-		ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
-		Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, "accepted", 1)},
-	}}}}}
+	tr := newTrackedRoute(t, "same-lists")
+	f := tr.fixture
+	first := &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: tr.key, Generation: 1, Parents: tr.parents}}}
 	// Every round gets a copy of first: a new Result with its lists.
 	write := func() {
 		t.Helper()
-		synced()
+		tr.synced()
 		res := *first
 		if err := f.w.Write(f.ctx, &res); err != nil {
 			t.Fatal(err)
 		}
 	}
-	get := func() *gwv1.HTTPRoute {
-		t.Helper()
-		r := &gwv1.HTTPRoute{}
-		if err := kube.Get(f.ctx, key, r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	waitEvent := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !writer.ChangePending(f.w, "HTTPRoute", key); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the writer saw no event for the route")
-			}
-		}
-	}
+	get := func() *gwv1.HTTPRoute { t.Helper(); return tr.get(t) }
+	waitEvent := func() { t.Helper(); tr.waitEvent(t) }
 	skipped := func(want int64) {
 		t.Helper()
 		if got := writer.SkippedRouteRounds(f.w); got != want {
