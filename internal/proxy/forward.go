@@ -175,7 +175,8 @@ func (d *DataPlane) buildRequest(ex *exchange, r *http.Request, dst destination,
 	// frame ended the stream; a zero Content-Length there means no DATA
 	// may follow (the HTTP/2 server enforces the declared length).
 	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody || r.ProtoMajor == 2)
-	out.lean = d.lean != nil && noBody && out.upgrade == "" && !b.set.h2c && len(rt.mirrors) == 0 && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+	out.lean = d.lean != nil && out.upgrade == "" && !b.set.h2c && len(rt.mirrors) == 0 &&
+		((noBody && (r.Method == http.MethodGet || r.Method == http.MethodHead)) || d.leanBody(r, rt))
 	// Without header filters or Connection tokens the lean client writes
 	// the filtered client headers straight to the upstream, no map built.
 	out.hdr = upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
@@ -210,7 +211,15 @@ func (d *DataPlane) roundTrip(at *attempt, r *http.Request, dst destination, out
 		err  error
 	)
 	if out.lean {
-		resp, err = d.lean.roundTrip(at.ctx, dst.ep, r.Method, out.requestURI(r), out.host, &out.hdr)
+		var body *bodyBuffer
+		if r.ContentLength > 0 {
+			if body, err = d.readLeanBody(r, dst.rt, out); err != nil {
+				at.stopTimers()
+				return nil, err
+			}
+		}
+		resp, err = d.lean.roundTrip(at.ctx, dst.ep, r.Method, out.requestURI(r), out.host, &out.hdr, body.bytes())
+		body.release()
 	} else {
 		resp, err = d.transports(dst.b.set).roundTrip(d.transportRequest(at, r, dst, out), dst.ep)
 	}

@@ -23,16 +23,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // h1Client is a lean HTTP/1.1 upstream client for requests without a body
-// (GET and HEAD, the bulk of proxied traffic). Compared with
-// http.Transport it writes the request and reads the response on the
-// calling goroutine: no writer and reader goroutines per connection, no
-// channel hand-offs per request. Everything else (bodies, upgrades, h2c)
-// goes through http.Transport.
+// (GET and HEAD, the bulk of proxied traffic) and for small bodies read
+// whole beforehand (leanbody.go). Compared with http.Transport it writes
+// the request and reads the response on the calling goroutine: no writer
+// and reader goroutines per connection, no channel hand-offs per request.
+// Everything else (streamed bodies, upgrades, h2c) goes through
+// http.Transport.
 type h1Client struct {
 	dialer      *net.Dialer
 	maxIdle     int
@@ -43,6 +46,8 @@ type h1Client struct {
 	// idle is keyed by the endpoint's pool key (address, plus the TLS
 	// fingerprint for a TLS set).
 	idle map[string][]*h1Conn
+	// bodies counts the requests sent with a body (tests read it).
+	bodies atomic.Uint64
 }
 
 type h1Conn struct {
@@ -72,6 +77,11 @@ var errStaleConn = errors.New("pooled upstream connection was closed")
 var methodRequests = map[string]*http.Request{
 	http.MethodGet:  {Method: http.MethodGet},
 	http.MethodHead: {Method: http.MethodHead},
+	// The methods of leanBody.
+	http.MethodPost:   {Method: http.MethodPost},
+	http.MethodPut:    {Method: http.MethodPut},
+	http.MethodPatch:  {Method: http.MethodPatch},
+	http.MethodDelete: {Method: http.MethodDelete},
 }
 
 func newH1Client(dialer *net.Dialer, maxIdle int, idleTimeout time.Duration, maxHead int64) *h1Client {
@@ -140,9 +150,11 @@ func (c *h1Client) dial(ctx context.Context, ep *endpoint) (*h1Conn, error) {
 	return pc, nil
 }
 
-// roundTrip sends a bodiless request and returns the response whose Body
-// hands the connection back to the pool once it has been read to the end.
-func (c *h1Client) roundTrip(ctx context.Context, ep *endpoint, method, uri, host string, h *upstreamHeaders) (*http.Response, error) {
+// roundTrip sends a request, with body when it is not nil, and returns
+// the response whose Body hands the connection back to the pool once it
+// has been read to the end. A body is in memory, so a stale pooled
+// connection can be retried with it too.
+func (c *h1Client) roundTrip(ctx context.Context, ep *endpoint, method, uri, host string, h *upstreamHeaders, body []byte) (*http.Response, error) {
 	mreq := methodRequests[method]
 	for attempt := 0; attempt < 2; attempt++ {
 		pc := c.get(ep.key)
@@ -153,7 +165,10 @@ func (c *h1Client) roundTrip(ctx context.Context, ep *endpoint, method, uri, hos
 				return nil, err
 			}
 		}
-		resp, err := pc.exchange(ctx, mreq, uri, host, h, reused)
+		if body != nil {
+			c.bodies.Add(1)
+		}
+		resp, err := pc.exchange(ctx, mreq, uri, host, h, body, reused)
 		if err == nil {
 			resp.Body = &h1Body{rc: resp.Body, pc: pc, c: c, stop: resp.Body.(*stopper).stop, keep: !resp.Close}
 			return resp, nil
@@ -172,7 +187,7 @@ type stopper struct {
 	stop func() bool
 }
 
-func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, uh *upstreamHeaders, reused bool) (*http.Response, error) {
+func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, uh *upstreamHeaders, body []byte, reused bool) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = pc.nc.SetDeadline(time.Unix(1, 0)) })
 	bw := pc.bw
 	_, _ = bw.WriteString(mreq.Method)
@@ -182,14 +197,34 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 	_, _ = bw.WriteString(host)
 	_, _ = bw.WriteString("\r\n")
 	uh.write(bw)
+	if body != nil {
+		_, _ = bw.WriteString("Content-Length: ")
+		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(body)), 10))
+		_, _ = bw.WriteString("\r\n")
+	}
 	_, _ = bw.WriteString("\r\n")
+	_, _ = bw.Write(body)
 	if err := bw.Flush(); err != nil {
-		stop()
 		bw.Reset(pc.nc)
 		if reused && ctx.Err() == nil {
+			stop()
 			return nil, errStaleConn
 		}
-		return nil, err
+		if body == nil || ctx.Err() != nil {
+			stop()
+			return nil, err
+		}
+		// The upstream may have answered before it read the whole body
+		// (a 413) and closed: relay that answer, as http.Transport does,
+		// on a connection that is not pooled again.
+		resp, rerr := readCappedHead(pc.br, &pc.lim, mreq)
+		if rerr != nil {
+			stop()
+			return nil, err
+		}
+		resp.Close = true
+		resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
+		return resp, nil
 	}
 	resp, err := readCappedHead(pc.br, &pc.lim, mreq)
 	if err != nil {

@@ -124,20 +124,29 @@ func headCapSnapshot(port, upstream int32) *snapshot.Snapshot {
 	return s
 }
 
-// leanAndTransport are a bodiless GET (the lean client's path) and a
-// POST with a body (http.Transport's path) to url.
+// leanAndTransport are a bodiless GET and a POST with a small body of
+// known length (the lean client's paths), and a chunked POST
+// (http.Transport's path) to url.
 func leanAndTransport(t *testing.T, url string) map[string]func() *http.Request {
 	t.Helper()
-	mk := func(method, body string) func() *http.Request {
+	mk := func(method, body string, chunked bool) func() *http.Request {
 		return func() *http.Request {
-			req, err := http.NewRequest(method, url, strings.NewReader(body))
+			var rd io.Reader = strings.NewReader(body)
+			if chunked {
+				rd = io.MultiReader(rd) // a reader of unknown length
+			}
+			req, err := http.NewRequest(method, url, rd)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return req
 		}
 	}
-	return map[string]func() *http.Request{"lean GET": mk(http.MethodGet, ""), "transport POST": mk(http.MethodPost, "body")}
+	return map[string]func() *http.Request{
+		"lean GET":       mk(http.MethodGet, "", false),
+		"lean POST":      mk(http.MethodPost, "body", false),
+		"transport POST": mk(http.MethodPost, "body", true),
+	}
 }
 
 // viaLeanAndTransport sends both kinds of request and returns the results.
