@@ -49,7 +49,8 @@ limitations under the License.
 //     stream_sni.go (the ClientHello peek through crypto/tls),
 //     stream_tcp.go (accept loop, splice, idle watch, drain),
 //     stream_udp.go and stream_udp_*.go (sessions).
-//   - Upstream clients: h1client.go (the lean HTTP/1.1 client) and
+//   - Upstream clients: h1client.go (the lean HTTP/1.1 client),
+//     leanbody.go (the small request bodies it sends, read whole first) and
 //     h1response.go (its response heads), headerfields.go (the field-line
 //     parser both fast parsers share), headlimit.go, h1reap.go, reaper.go
 //     and peerclosed_*.go (idle upstream connections), transports.go

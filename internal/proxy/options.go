@@ -76,7 +76,8 @@ type Options struct {
 	// server instead of the fast path for bodiless HTTP/1.1 GET and HEAD.
 	DisableFastPath bool
 	// DisableLeanClient sends every request through net/http's Transport
-	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD.
+	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD
+	// and small request bodies (leanbody.go).
 	DisableLeanClient bool
 	// HeaderTimeout bounds the arrival of one request head, from its first
 	// byte (default 30s); a head that takes longer is dropped. On a TLS

@@ -33,8 +33,8 @@ import (
 // (http.Transport can only close all of its idle connections at once). An
 // endpoint set's own ConnectTimeout and IdleTimeout (EndpointSet) are
 // part of the key (timeoutsKey), so its transports dial and keep idle
-// connections as it says. It is the RoundTripper for requests the lean client does not take: bodies,
-// upgrades, h2c and h2, mirrors.
+// connections as it says. It is the RoundTripper for requests the lean client does not take: streamed
+// bodies (leanbody.go), upgrades, h2c and h2, mirrors.
 type addrTransports struct {
 	newTransport func(*upstreamTLS) *http.Transport
 	byAddr       sync.Map // pool key → *http.Transport

@@ -35,7 +35,8 @@ import (
 
 // Upstream TLS (BackendTLSPolicy): every connection to an endpoint of a
 // set with snapshot.UpstreamTLS is TLS, whichever client opens it (the
-// lean client, http.Transport for bodies, upgrades and h2, mirrors).
+// lean client, http.Transport for streamed bodies, upgrades and h2,
+// mirrors).
 //
 // Verification: the chain must verify against the set's CA bundle or the
 // system roots, and the leaf must carry ServerName (DNS SAN) or, when
