@@ -61,10 +61,16 @@ import (
 // gap is as long as that rebuild took, at most MaxDelay. Every change of a
 // wait coalesces into one rebuild: under a steady stream a change waits at
 // most one gap plus one rebuild, and rebuilding keeps at most about half
-// of one CPU busy.
+// of one CPU busy. While only EndpointSlices changed since the last
+// rebuild, EndpointsQuiet replaces Quiet: refreshing endpoints alone costs
+// a fraction of a translation (about 3 ms of CPU with 10,000 routes), so
+// a shorter gap brings a new endpoint to the proxies sooner for a little
+// more CPU (make bench-scale's churn at 100 updates/s, three runs each:
+// probe p50 20-27 -> 13-17 ms, controller CPU 11-15 -> 11-20 %).
 const (
-	DefaultQuiet    = 20 * time.Millisecond
-	DefaultMaxDelay = 500 * time.Millisecond
+	DefaultQuiet          = 20 * time.Millisecond
+	DefaultEndpointsQuiet = 10 * time.Millisecond
+	DefaultMaxDelay       = 500 * time.Millisecond
 )
 
 // Sink receives every Result, in order, from one goroutine. A sink must not
@@ -88,6 +94,9 @@ type Options struct {
 	InstallNamespace string
 	Quiet            time.Duration
 	MaxDelay         time.Duration
+	// EndpointsQuiet replaces Quiet while only EndpointSlices changed
+	// since the last rebuild (DefaultEndpointsQuiet when zero).
+	EndpointsQuiet time.Duration
 	// Translate defaults to a translator.Memo's (each route compiled
 	// again only when it or what it reads changed), and Refresh then to
 	// translator.RefreshEndpoints: the rebuild after changes to
@@ -139,6 +148,9 @@ type Provider struct {
 func New(opts Options) *Provider {
 	if opts.Quiet <= 0 {
 		opts.Quiet = DefaultQuiet
+	}
+	if opts.EndpointsQuiet <= 0 {
+		opts.EndpointsQuiet = DefaultEndpointsQuiet
 	}
 	if opts.MaxDelay < opts.Quiet {
 		opts.MaxDelay = DefaultMaxDelay
@@ -273,13 +285,18 @@ func (p *Provider) Start(ctx context.Context) error {
 }
 
 // gap is how long after the end of the last rebuild the next may start:
-// Quiet, or, when changes came during the last one, as long as it took if
-// longer, at most MaxDelay.
+// Quiet (EndpointsQuiet while only endpoints changed), or, when changes
+// came during the last one, as long as it took if longer, at most
+// MaxDelay.
 func (p *Provider) gap() time.Duration {
-	if !p.busy {
-		return p.opts.Quiet
+	quiet := p.opts.Quiet
+	if !p.structural.Load() {
+		quiet = p.opts.EndpointsQuiet
 	}
-	return min(max(p.opts.Quiet, p.lastTook), p.opts.MaxDelay)
+	if !p.busy {
+		return quiet
+	}
+	return min(max(quiet, p.lastTook), p.opts.MaxDelay)
 }
 
 // pace waits, when the last rebuild ended less than gap ago, until gap has

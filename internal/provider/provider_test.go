@@ -68,29 +68,33 @@ func TestStatusOnly(t *testing.T) {
 }
 
 // A change after a quiet spell rebuilds at once; one that comes sooner
-// after the last rebuild waits for the gap: Quiet, or, when changes came
-// during the last rebuild, its duration when longer, never more than
-// MaxDelay. Triggers of the wait coalesce. (Lower bounds only: a loaded
-// machine may wait longer.)
+// after the last rebuild waits for the gap: Quiet (EndpointsQuiet while
+// only endpoints changed), or, when changes came during the last rebuild,
+// its duration when longer, never more than MaxDelay. Triggers of the
+// wait coalesce. (Lower bounds only: a loaded machine may wait longer.)
 func TestPacing(t *testing.T) {
-	p := New(Options{Quiet: 30 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
+	p := New(Options{Quiet: 30 * time.Millisecond, EndpointsQuiet: 12 * time.Millisecond, MaxDelay: 200 * time.Millisecond})
 	ctx := context.Background()
 	begin := time.Now()
 	if !p.pace(ctx) || time.Since(begin) > 25*time.Millisecond {
 		t.Fatalf("the first rebuild waited %v", time.Since(begin))
 	}
 	for _, tc := range []struct {
-		name     string
-		took     time.Duration
-		busy     bool
-		min, max time.Duration
+		name          string
+		took          time.Duration
+		busy          bool
+		endpointsOnly bool
+		min, max      time.Duration
 	}{
-		{"a quick rebuild: the gap is Quiet", time.Millisecond, true, 30 * time.Millisecond, 30 * time.Millisecond},
-		{"a slow rebuild without changes meanwhile: the gap is Quiet", 90 * time.Millisecond, false, 30 * time.Millisecond, 30 * time.Millisecond},
-		{"a slow rebuild with changes meanwhile: the gap is its duration", 90 * time.Millisecond, true, 90 * time.Millisecond, 90 * time.Millisecond},
-		{"a very slow rebuild: the gap is MaxDelay", 5 * time.Second, true, 200 * time.Millisecond, 200 * time.Millisecond},
+		{"a quick rebuild: the gap is Quiet", time.Millisecond, true, false, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"a slow rebuild without changes meanwhile: the gap is Quiet", 90 * time.Millisecond, false, false, 30 * time.Millisecond, 30 * time.Millisecond},
+		{"a slow rebuild with changes meanwhile: the gap is its duration", 90 * time.Millisecond, true, false, 90 * time.Millisecond, 90 * time.Millisecond},
+		{"a very slow rebuild: the gap is MaxDelay", 5 * time.Second, true, false, 200 * time.Millisecond, 200 * time.Millisecond},
+		{"only endpoints changed: the gap is EndpointsQuiet", time.Millisecond, true, true, 12 * time.Millisecond, 12 * time.Millisecond},
+		{"only endpoints changed after a slow rebuild: its duration", 90 * time.Millisecond, true, true, 90 * time.Millisecond, 90 * time.Millisecond},
 	} {
 		p.lastEnd, p.lastTook, p.busy = time.Now(), tc.took, tc.busy
+		p.structural.Store(!tc.endpointsOnly)
 		if g := p.gap(); g < tc.min || g > tc.max {
 			t.Errorf("%s: gap %v", tc.name, g)
 		}
