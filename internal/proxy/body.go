@@ -71,6 +71,9 @@ func (b *timedBody) Close() error { return b.rc.Close() }
 // bodyFailed reports whether reading the client's body failed: with
 // errBodyTimeout when want is that, with any error when want is nil.
 func bodyFailed(r *http.Request, want error) bool {
+	if fb, ok := r.Body.(*fastBody); ok {
+		return fb.err != nil && (want == nil || errors.Is(fb.err, want))
+	}
 	tb, ok := r.Body.(*timedBody)
 	if !ok {
 		return false

@@ -617,8 +617,8 @@ func (p *testPlane) fastServed(port int32) uint64 {
 }
 
 // TestFastPathAndHandoff: on one connection, pipelined GETs are answered
-// in order by the fast path; a POST hands the connection to net/http with
-// its bytes intact; HEAD, HTTP/1.0, Connection: close and chunked
+// in order by the fast path, and so is a small POST; a POST of a larger
+// body hands the connection to net/http with its bytes intact; HEAD, HTTP/1.0, Connection: close and chunked
 // responses with trailers keep their HTTP semantics.
 func TestFastPathAndHandoff(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
@@ -679,16 +679,22 @@ func TestFastPathAndHandoff(t *testing.T) {
 	if resp, body := read("GET"); body != "part one;part two" || resp.Trailer.Get("X-Checksum") != "abc" {
 		t.Errorf("chunked response = %q, trailers %v", body, resp.Trailer)
 	}
+	// A small body of known length, read by the fast path, then one too
+	// large for it, which hands the connection off.
 	_, _ = io.WriteString(conn, "POST /post HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\n\r\nhello")
 	if resp, body := read("POST"); resp.StatusCode != 200 || !strings.Contains(body, `"bodyLen":5`) || !strings.Contains(body, `"path":"/post"`) {
-		t.Fatalf("POST after the handoff = %d %s", resp.StatusCode, body)
+		t.Fatalf("POST on the fast path = %d %s", resp.StatusCode, body)
+	}
+	_, _ = io.WriteString(conn, "POST /large HTTP/1.1\r\nHost: a.example\r\nContent-Length: 70000\r\n\r\n"+strings.Repeat("x", 70000))
+	if resp, body := read("POST"); resp.StatusCode != 200 || !strings.Contains(body, `"bodyLen":70000`) || !strings.Contains(body, `"path":"/large"`) {
+		t.Fatalf("large POST after the handoff = %d %s", resp.StatusCode, body)
 	}
 	_, _ = io.WriteString(conn, "GET /after HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
 	if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"/after"`) || !resp.Close {
 		t.Errorf("GET on the handed-off connection = %d %s close=%v", resp.StatusCode, body, resp.Close)
 	}
-	if n := p.fastServed(port); n != 5 {
-		t.Errorf("fast path served %d requests, want 5 (GET, GET, split GET, HEAD, chunked GET)", n)
+	if n := p.fastServed(port); n != 6 {
+		t.Errorf("fast path served %d requests, want 6 (GET, GET, split GET, HEAD, chunked GET, POST)", n)
 	}
 
 	// HTTP/1.0 goes to net/http; Connection: close on the fast path closes.

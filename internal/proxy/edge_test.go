@@ -161,7 +161,10 @@ func TestRequestBodyTimeout(t *testing.T) {
 
 // TestUnreadBodyDrainIsBounded: after an answer that did not read the body
 // (a direct response), a client that keeps the rest of the body back does
-// not hold the connection: it is closed once the drain bound passes.
+// not hold the connection: it is closed once the drain bound passes. (A
+// body larger than the fast path reads first, so net/http serves it; the
+// fast path's own bodies are read before any answer, under the body
+// timeout: TestRequestBodyTimeout.)
 func TestUnreadBodyDrainIsBounded(t *testing.T) {
 	p, port := newEdgePlane(t, Options{BodyDrainTimeout: 500 * time.Millisecond})
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
@@ -169,7 +172,7 @@ func TestUnreadBodyDrainIsBounded(t *testing.T) {
 			{ID: "deny", DirectResponse: &snapshot.DirectResponse{StatusCode: 403}}}})}})
 	c := dialPlane(t, port)
 	start := time.Now()
-	_, _ = io.WriteString(c, "POST /admin HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\nonly-part-of-it")
+	_, _ = io.WriteString(c, "POST /admin HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\nonly-part-of-it")
 	took, got := closedWithin(t, c, start, 5*time.Second)
 	if !strings.HasPrefix(got, "HTTP/1.1 403 ") {
 		t.Errorf("answered %q, want 403 first", got)
@@ -181,7 +184,8 @@ func TestUnreadBodyDrainIsBounded(t *testing.T) {
 
 // TestClientDisconnectCancelsUpstream: when the client goes away while the
 // upstream is still working, the upstream request is canceled, on the
-// fast path (bodiless GET) and on net/http's path (a POST).
+// fast path (a bodiless GET, a small POST) and on net/http's path (a
+// chunked POST).
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	canceled := make(chan string, 4)
 	slow := startBackend(t, "slow", false, func(w http.ResponseWriter, r *http.Request) {
@@ -199,7 +203,8 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/slow:80")}}})}})
 	for _, req := range []string{
 		"GET /fast-path HTTP/1.1\r\nHost: a\r\n\r\n",
-		"POST /net-http HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi",
+		"POST /fast-path-body HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi",
+		"POST /net-http HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
 	} {
 		c := dialPlane(t, port)
 		_, _ = io.WriteString(c, req)

@@ -243,6 +243,10 @@ func restoreBodyPrefix(r *http.Request, read []byte) {
 		tb.rc = &extAuthPrefixBody{prefix: bytes.NewReader(read), rest: tb.rc}
 		return
 	}
+	if fb, ok := r.Body.(*fastBody); ok {
+		fb.unread(len(read)) // in memory: read it again
+		return
+	}
 	r.Body = &extAuthPrefixBody{prefix: bytes.NewReader(read), rest: r.Body}
 }
 

@@ -36,16 +36,47 @@ const (
 	headTimedOut                     // the head did not arrive in time
 )
 
+// fastMethods are the request methods the fast path serves, each followed
+// by the space that ends it on the request line. The body methods among
+// them (bodyMethod) may carry a small body of known length.
+var fastMethods = [][]byte{[]byte("GET "), []byte("HEAD "), []byte("POST "), []byte("PUT "), []byte("PATCH "), []byte("DELETE ")}
+
+// fastMethodStart tells whether buf starts with a method of fastMethods
+// (ok), or is too short to tell yet (more).
+func fastMethodStart(buf []byte) (ok, more bool) {
+	for _, m := range fastMethods {
+		if bytes.HasPrefix(buf, m) {
+			return true, false
+		}
+		if len(buf) < len(m) && bytes.HasPrefix(m, buf) {
+			more = true
+		}
+	}
+	return false, more
+}
+
+// bodyMethod reports the methods whose requests the fast path reads a
+// body for (and the lean client sends one with, leanbody.go).
+func bodyMethod(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
 // scanHead waits for a whole request head and reports whether it is one
-// the fast path serves: "GET" or "HEAD", HTTP/1.1, CRLF line endings only,
-// no body framing, no Upgrade, no Expect. It hands off at the first byte
-// that rules the head out, so net/http answers malformed heads at once.
+// the fast path serves: a method of fastMethods, HTTP/1.1, CRLF line
+// endings only, no Transfer-Encoding, no Upgrade, no Expect (a
+// Content-Length is parseSimpleRequest's to check). It hands off at the
+// first byte that rules the head out, so net/http answers malformed heads
+// at once.
 func (fs *fastServer) scanHead(br *bufio.Reader, fc *fastConn, deadline time.Time) (int, headVerdict) {
 	partial := false
 	for {
 		buf, _ := br.Peek(br.Buffered())
-		switch {
-		case bytes.HasPrefix(buf, []byte("GET ")) || bytes.HasPrefix(buf, []byte("HEAD ")):
+		switch ok, more := fastMethodStart(buf); {
+		case ok:
 			end, ok := headEnd(buf)
 			if !ok {
 				return 0, headNotSimple
@@ -56,7 +87,7 @@ func (fs *fastServer) scanHead(br *bufio.Reader, fc *fastConn, deadline time.Tim
 				}
 				return 0, headNotSimple
 			}
-		case len(buf) < 5 && (bytes.HasPrefix([]byte("GET "), buf) || bytes.HasPrefix([]byte("HEAD "), buf)):
+		case more:
 			// Too short to tell yet.
 		default:
 			return 0, headNotSimple
@@ -120,7 +151,7 @@ func simpleHead(head []byte) bool {
 			return false
 		}
 		switch {
-		case asciiEqualFold(name, "content-length"), asciiEqualFold(name, "transfer-encoding"),
+		case asciiEqualFold(name, "transfer-encoding"),
 			asciiEqualFold(name, "upgrade"), asciiEqualFold(name, "expect"), asciiEqualFold(name, "http2-settings"):
 			return false
 		}
@@ -146,8 +177,10 @@ func asciiEqualFold(b []byte, lower string) bool {
 
 // parseSimpleRequest builds the request of a simple head (see simpleHead)
 // without http.ReadRequest's general machinery: an origin-form target
-// without escapes, valid token header names, plain values, one Host.
-// Anything else returns ok=false with nothing consumed, for
+// without escapes, valid token header names, plain values, one Host, and
+// for a body method at most one Content-Length of plain digits up to
+// leanBodyMaxBytes (ContentLength is set; the body is the caller's to
+// read). Anything else returns ok=false with nothing consumed, for
 // http.ReadRequest. head ends with the CRLF of the last header line.
 func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 	buf, _ := br.Peek(headLen)
@@ -161,19 +194,29 @@ func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 	if !ok || f.hosts != 1 || f.host == "" || !validHostHeader(f.host) {
 		return nil, false
 	}
+	var length int64
+	if f.lengths > 0 {
+		if f.lengths > 1 || !bodyMethod(method) {
+			return nil, false
+		}
+		if length, ok = parseSimpleContentLength(f.length); !ok {
+			return nil, false
+		}
+	}
 	_, _ = br.Discard(headLen + 2)
 	path, query, _ := strings.Cut(target, "?")
 	return &http.Request{
-		Method:     method,
-		URL:        &url.URL{Path: path, RawQuery: query},
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     f.h,
-		Body:       http.NoBody,
-		Host:       f.host,
-		RequestURI: target,
-		Close:      f.closeConn,
+		Method:        method,
+		URL:           &url.URL{Path: path, RawQuery: query},
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        f.h,
+		Body:          http.NoBody,
+		ContentLength: length,
+		Host:          f.host,
+		RequestURI:    target,
+		Close:         f.closeConn,
 	}, true
 }
 
@@ -187,7 +230,7 @@ func parseSimpleRequestLine(line string) (method, target string, ok bool) {
 		return "", "", false
 	}
 	method, target = line[:sp1], line[sp1+1:sp2]
-	if method != http.MethodGet && method != http.MethodHead {
+	if method != http.MethodGet && method != http.MethodHead && !bodyMethod(method) {
 		return "", "", false
 	}
 	if target[0] != '/' || (len(target) > 1 && target[1] == '/') {
@@ -208,6 +251,9 @@ type requestFields struct {
 	host      string
 	hosts     int // how many Host fields came
 	closeConn bool
+	// length is the last Content-Length value; lengths counts them.
+	length  string
+	lengths int
 }
 
 // parseRequestFields reads the field lines of a simple request (each ends
@@ -236,10 +282,30 @@ func parseRequestFields(rest string) (requestFields, bool) {
 			// ASCII case folding, as net/http's token match ("cloſe" is
 			// not "close").
 			f.closeConn = f.closeConn || hasCloseToken(v)
+		case "Content-Length":
+			f.length, f.lengths = v, f.lengths+1
 		}
 		addFieldValue(f.h, vals, i, key, v)
 	}
 	return f, true
+}
+
+// parseSimpleContentLength reads a Content-Length the fast path serves:
+// plain decimal digits without a leading zero (but "0"), at most
+// leanBodyMaxBytes. Anything else is net/http's to judge.
+func parseSimpleContentLength(v string) (int64, bool) {
+	if v == "" || len(v) > 6 || (v[0] == '0' && len(v) > 1) {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n <= leanBodyMaxBytes
 }
 
 // validHostHeader accepts the characters of a reg-name, IPv4 or bracketed

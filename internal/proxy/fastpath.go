@@ -384,7 +384,7 @@ func (wk *fastWorker) serve(s *fastSession) (ok bool) {
 			s.end()
 			return true
 		}
-		if !s.serve(wk, br, req) {
+		if !s.serveWithBody(wk, br, req) {
 			wk.detach()
 			s.end()
 			return true
@@ -508,6 +508,23 @@ func (s *fastSession) serve(wk *fastWorker, br *bufio.Reader, req *http.Request)
 	s.fs.d.serve(w, req, s.fs.port, false)
 	err := w.finish()
 	return err == nil && !w.closeAfter
+}
+
+// serveWithBody reads the request's body, when it has one, then serves
+// the request. A body that ended early (bodyFailed answers it) ends the
+// connection after the answer: its framing is lost.
+func (s *fastSession) serveWithBody(wk *fastWorker, br *bufio.Reader, req *http.Request) bool {
+	if req.ContentLength <= 0 {
+		return s.serve(wk, br, req)
+	}
+	fb := readFastBody(s.fc.nc, br, int(req.ContentLength), s.fs.d.opts.RequestBodyTimeout)
+	req.Body = fb
+	if fb.err != nil {
+		req.Close = true // the answer says Connection: close
+	}
+	ok := s.serve(wk, br, req)
+	fb.release()
+	return ok && fb.err == nil
 }
 
 // lazyTick is a broadcast that fires about every period while something
