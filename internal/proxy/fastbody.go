@@ -47,7 +47,7 @@ func (b *fastBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.rd.Read(p)
-	if err == io.EOF && b.err != nil {
+	if errors.Is(err, io.EOF) && b.err != nil {
 		return n, b.err
 	}
 	return n, err
