@@ -40,8 +40,9 @@ limitations under the License.
 //     forward.go (build request, round trip, copy response), retry.go
 //     (retry policy, replayable bodies), upgrade.go (WebSocket), body.go
 //     (request body wrappers: timeout, limit, send timer).
-//   - The fast path for bodiless HTTP/1.1 GET and HEAD: fastpath.go (the
-//     connection loop), fasthead.go (head scan and parse), fastwriter.go,
+//   - The fast path for HTTP/1.1 GET and HEAD and small bodies of known
+//     length: fastpath.go (the connection loop), fasthead.go (head scan
+//     and parse), fastbody.go (the body, read whole), fastwriter.go,
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
 //     a connection to net/http).
 //   - The stream path (TLS, TCP and UDP listeners; serve.go sets it

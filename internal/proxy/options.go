@@ -73,7 +73,8 @@ type Options struct {
 	// KiB); a request with a larger body is streamed and never retried.
 	RetryBodyBufferBytes int
 	// DisableFastPath serves every cleartext request with net/http's
-	// server instead of the fast path for bodiless HTTP/1.1 GET and HEAD.
+	// server instead of the fast path for HTTP/1.1 GET and HEAD and small
+	// bodies of known length (fastbody.go).
 	DisableFastPath bool
 	// DisableLeanClient sends every request through net/http's Transport
 	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD
