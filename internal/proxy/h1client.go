@@ -57,7 +57,8 @@ type h1Conn struct {
 	raw    net.Conn
 	lim    headLimit // between nc and br
 	br     *bufio.Reader
-	bw     *bufio.Writer
+	bw     *bufio.Writer // over w
+	w      bodyWriter
 	key    string
 	idleAt time.Time
 	// idleTimeout is how long the connection may idle in the pool: its
@@ -141,7 +142,8 @@ func (c *h1Client) dial(ctx context.Context, ep *endpoint) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &h1Conn{nc: nc, raw: raw, bw: bufio.NewWriterSize(nc, 4<<10), key: ep.key, idleTimeout: c.idleTimeout}
+	pc := &h1Conn{nc: nc, raw: raw, w: bodyWriter{nc: nc}, key: ep.key, idleTimeout: c.idleTimeout}
+	pc.bw = bufio.NewWriterSize(&pc.w, 4<<10)
 	if ep.idleTimeout > 0 {
 		pc.idleTimeout = ep.idleTimeout
 	}
@@ -203,9 +205,15 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")
-	_, _ = bw.Write(body)
-	if err := bw.Flush(); err != nil {
-		bw.Reset(pc.nc)
+	if len(body) > bw.Available() && bw.Buffered() > 0 {
+		pc.w.tail = body // sent with the head by the flush
+	} else {
+		_, _ = bw.Write(body)
+	}
+	err := bw.Flush()
+	pc.w.tail = nil
+	if err != nil {
+		bw.Reset(&pc.w)
 		if reused && ctx.Err() == nil {
 			stop()
 			return nil, errStaleConn
@@ -236,6 +244,28 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 	}
 	resp.Body = &stopper{ReadCloser: resp.Body, stop: stop}
 	return resp, nil
+}
+
+// bodyWriter is what an h1Conn's buffered writer writes to: the
+// connection, and when tail is set, tail after the buffered head in the
+// same call (one writev on TCP) instead of a write of the buffer's fill
+// and another of the rest of the body.
+type bodyWriter struct {
+	nc   net.Conn
+	tail []byte
+}
+
+func (w *bodyWriter) Write(p []byte) (int, error) {
+	if w.tail == nil {
+		return w.nc.Write(p)
+	}
+	bufs := net.Buffers{p, w.tail}
+	w.tail = nil
+	n, err := bufs.WriteTo(w.nc)
+	if n < int64(len(p)) {
+		return int(n), err
+	}
+	return len(p), err
 }
 
 func isConnReset(err error) bool {

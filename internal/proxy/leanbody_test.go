@@ -139,6 +139,10 @@ func TestLeanBodyMatchesTransport(t *testing.T) {
 	cases := []tc{
 		{"POST 4 bytes", http.MethodPost, 4, false, h1, true},
 		{"PUT 16 KiB", http.MethodPut, 16 << 10, false, h1, true},
+		// Around the 4 KiB write buffer: in it with the head, or sent
+		// after the head in the same write (bodyWriter).
+		{"POST within the write buffer", http.MethodPost, 3500, false, h1, true},
+		{"POST just past the write buffer", http.MethodPost, 4000, false, h1, true},
 		{"PATCH at the cap", http.MethodPatch, leanBodyMaxBytes, false, h1, true},
 		{"DELETE with a body", http.MethodDelete, 10, false, h1, true},
 		{"POST over h2c", http.MethodPost, 5000, false, h2c, true},
