@@ -62,6 +62,19 @@ func (b *fastBody) unread(n int) {
 	_, _ = b.rd.Seek(-int64(n), io.SeekCurrent)
 }
 
+// whole hands over the body's bytes when it arrived complete and none was
+// read yet, for the lean client to send as they are (readLeanBody), and
+// leaves the body read to its end.
+func (b *fastBody) whole() ([]byte, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil || b.bb == nil || b.rd.Size() == 0 || int64(b.rd.Len()) != b.rd.Size() {
+		return nil, false
+	}
+	_, _ = b.rd.Seek(0, io.SeekEnd)
+	return b.bb.b, true
+}
+
 // release returns the buffer once the request is over; a later read
 // finds the body's end.
 func (b *fastBody) release() {

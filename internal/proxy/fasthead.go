@@ -56,7 +56,7 @@ func fastMethodStart(buf []byte) (ok, more bool) {
 }
 
 // bodyMethod reports the methods whose requests the fast path reads a
-// body for (and the lean client sends one with, leanbody.go).
+// body for and the lean client sends one with (leanbody.go).
 func bodyMethod(m string) bool {
 	switch m {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:

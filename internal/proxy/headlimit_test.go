@@ -52,8 +52,18 @@ func newPlaneWith(t testing.TB, set func(*Options)) *testPlane {
 }
 
 // rawUpstream accepts connections on loopback and lets respond write raw
-// bytes to each after its request head was read.
+// bytes to each after its request was read, body and all.
 func rawUpstream(t testing.TB, respond func(net.Conn)) int32 {
+	t.Helper()
+	return rawUpstreamHead(t, func(conn net.Conn, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		respond(conn)
+	})
+}
+
+// rawUpstreamHead is rawUpstream with respond called once the request
+// head was read, its body left to respond.
+func rawUpstreamHead(t testing.TB, respond func(net.Conn, *http.Request)) int32 {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -73,8 +83,7 @@ func rawUpstream(t testing.TB, respond func(net.Conn)) int32 {
 				if err != nil {
 					return
 				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				respond(conn)
+				respond(conn, req)
 			}()
 		}
 	}()

@@ -43,24 +43,26 @@ var errBodyLonger = errors.New("request body longer than its Content-Length")
 // memory), a method that carries one, no trailers, no Expect, and no send
 // timeout (which bounds the streaming of a body, not its buffering).
 func (d *DataPlane) leanBody(r *http.Request, rt *route) bool {
-	switch r.Method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-	default:
-		return false
-	}
-	return r.ContentLength > 0 && r.ContentLength <= min(leanBodyMaxBytes, int64(d.opts.RetryBodyBufferBytes)) &&
+	return bodyMethod(r.Method) && r.ContentLength > 0 && r.ContentLength <= min(leanBodyMaxBytes, int64(d.opts.RetryBodyBufferBytes)) &&
 		len(r.Trailer) == 0 && len(r.Header["Expect"]) == 0 && rt.timeouts.UpstreamSend == 0
 }
 
 // readLeanBody reads the whole body of a request the lean client sends:
-// what retry.go read already, else the client's body through the route's
-// limit (out.limited, as transportRequest wraps it). An error is the
+// what retry.go read already, or the buffer the fast path read it into
+// (fastbody.go; released only once the request is served), else the
+// client's body through the route's limit (out.limited, as transportRequest wraps it). An error is the
 // client's body failing, which answerUpstreamError answers.
 func (d *DataPlane) readLeanBody(r *http.Request, rt *route, out *outbound) (*bodyBuffer, error) {
 	var src io.Reader
+	fb, _ := r.Body.(*fastBody)
 	switch rb := out.replay; {
 	case rb != nil && rb.whole:
 		return &bodyBuffer{b: rb.buf, class: -1}, nil
+	case rb == nil && fb != nil && (rt.maxBody == 0 || r.ContentLength <= rt.maxBody):
+		if b, ok := fb.whole(); ok {
+			return &bodyBuffer{b: b, class: -1}, nil
+		}
+		src = r.Body
 	case rb != nil:
 		src = &prefixedBody{prefix: rb.buf, rc: rb.rest}
 	case rt.maxBody > 0:

@@ -285,32 +285,14 @@ func TestLeanBodyStaleConnection(t *testing.T) {
 // TestLeanBodyEarlyAnswer: an upstream that answers before reading the
 // body (413) and closes has its answer relayed, every time.
 func TestLeanBodyEarlyAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = conn.Close() }()
-				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
-					return
-				}
-				_, _ = io.WriteString(conn, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\n\r\nnope")
-				_ = conn.(*net.TCPConn).CloseWrite()
-				_, _ = io.Copy(io.Discard, conn) // a lingering close
-			}()
-		}
-	}()
+	upstream := rawUpstreamHead(t, func(conn net.Conn, _ *http.Request) {
+		_, _ = io.WriteString(conn, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\n\r\nnope")
+		_ = conn.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(io.Discard, conn) // a lingering close
+	})
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, leanBodySnapshot(port, int32(ln.Addr().(*net.TCPAddr).Port), 0))
+	p.mustApply(t, leanBodySnapshot(port, upstream, 0))
 	c := client()
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	for i := range 2 {
