@@ -72,7 +72,8 @@ func (s serverSettings) http2Config() *http.HTTP2Config {
 // it closes. A server that no longer matches the settings in force and
 // has no connections left is closed when the settings change again.
 type httpServers struct {
-	d     *DataPlane
+	d *DataPlane
+	// tls: net/http runs the TLS handshake (ServeTLS).
 	tls   bool
 	port  int32
 	build func(serverSettings) *http.Server
@@ -95,9 +96,11 @@ type settingsServer struct {
 }
 
 // newHTTPServers builds a listener's net/http side; build makes the
-// server of one set of settings (listeners.go).
-func (d *DataPlane) newHTTPServers(port int32, isTLS bool, build func(serverSettings) *http.Server) *httpServers {
-	return &httpServers{d: d, tls: isTLS, port: port, build: build, servers: map[serverSettings]*settingsServer{}}
+// server of one set of settings (listeners.go). handshake: net/http runs
+// the TLS handshake of the connections it is given (else they are
+// cleartext, or TLS connections the fast path shook hands on).
+func (d *DataPlane) newHTTPServers(port int32, handshake bool, build func(serverSettings) *http.Server) *httpServers {
+	return &httpServers{d: d, tls: handshake, port: port, build: build, servers: map[serverSettings]*settingsServer{}}
 }
 
 // serve gives every connection accepted from src to the server of the

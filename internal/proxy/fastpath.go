@@ -19,6 +19,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -28,18 +29,22 @@ import (
 	"time"
 )
 
-// fastServer serves the common case of a cleartext listener itself: HTTP/1.1
-// GET and HEAD requests without a body, upgrade or expectation. Its
+// fastServer serves the common case of an HTTP or HTTPS listener itself:
+// HTTP/1.1 requests without an upgrade or expectation, and with no body or
+// a small one of a plain Content-Length (fastbody.go); on HTTPS it runs the
+// TLS handshake too (fasttls.go). Its
 // per-request cost is lower than net/http's server (no per-request context,
 // no background reader goroutine, no response header clone). Every
 // connection that sends anything else — HTTP/1.0, a body, an Upgrade,
-// the h2c preface — is handed, with its unread bytes intact, to the
-// listener's net/http server, which then owns it.
+// the h2c preface, ALPN h2 — is handed, with its unread bytes intact, to
+// the listener's net/http server, which then owns it.
 type fastServer struct {
 	d       *DataPlane
 	port    int32
 	ln      net.Listener
 	handoff *handoffListener
+	// tlsConfig is the HTTPS listener's (nil: cleartext).
+	tlsConfig *tls.Config
 
 	mu      sync.Mutex
 	conns   map[*fastConn]struct{}
@@ -52,7 +57,13 @@ type fastServer struct {
 }
 
 type fastConn struct {
-	nc     net.Conn
+	// nc is what requests are read from and answered on: the accepted
+	// connection, or on HTTPS its *tls.Conn once the handshake is over
+	// (written under fs.mu).
+	nc net.Conn
+	// raw is the accepted connection, which a drain's forced close
+	// closes without waiting to send a TLS alert.
+	raw    net.Conn
 	remote string
 	busy   atomic.Bool
 	s      *fastSession
@@ -63,8 +74,8 @@ type fastConn struct {
 // unless the port's ClientTraffic says otherwise (clienttraffic.go).
 const fastIdleTimeout = 120 * time.Second
 
-func newFastServer(d *DataPlane, port int32, ln net.Listener) *fastServer {
-	return &fastServer{d: d, port: port, ln: ln, conns: map[*fastConn]struct{}{},
+func newFastServer(d *DataPlane, port int32, ln net.Listener, tlsConfig *tls.Config) *fastServer {
+	return &fastServer{d: d, port: port, ln: ln, tlsConfig: tlsConfig, conns: map[*fastConn]struct{}{},
 		handoff: &handoffListener{addr: ln.Addr(), ch: make(chan net.Conn), done: make(chan struct{})}}
 }
 
@@ -87,7 +98,7 @@ func (fs *fastServer) acceptLoop() {
 			continue
 		}
 		backoff = 0
-		fc := &fastConn{nc: nc, remote: nc.RemoteAddr().String()}
+		fc := &fastConn{nc: nc, raw: nc, remote: nc.RemoteAddr().String()}
 		s := &fastSession{fs: fs, fc: fc}
 		fc.s = s
 		fs.mu.Lock()
@@ -133,7 +144,7 @@ func (fs *fastServer) drain(ctx context.Context) error {
 		var left []*fastSession
 		fs.mu.Lock()
 		for fc := range fs.conns {
-			_ = fc.nc.Close()
+			_ = fc.raw.Close()
 			left = append(left, fc.s)
 		}
 		fs.mu.Unlock()
@@ -193,11 +204,18 @@ type fastSession struct {
 	idleTimer *time.Timer
 	idleWatch atomic.Pointer[clientWatch]
 	handedOff bool
+	// tlsState is the TLS connection's state (nil: cleartext), every
+	// request's Request.TLS.
+	tlsState *tls.ConnectionState
 }
 
 // start starts serving an accepted connection, on the accept loop: its
 // first request is waited for as a parked session's next one is.
 func (s *fastSession) start() {
+	if s.fs.tlsConfig != nil {
+		go s.handshake()
+		return
+	}
 	s.src.init(s.fc.nc)
 	if s.joinLot() {
 		cw := &clientWatch{s: s}
@@ -210,6 +228,10 @@ func (s *fastSession) start() {
 	}
 	go func() {
 		_ = s.fc.nc.SetReadDeadline(time.Now().Add(s.fs.idleTimeout()))
+		if s.fs.closing.Load() {
+			s.end() // a drain began: its deadline may have come first
+			return
+		}
 		s.wake(s.src.awaitReadable())
 	}()
 }
@@ -489,7 +511,7 @@ func (s *fastSession) readHead(br *bufio.Reader, deadline time.Time) (*http.Requ
 func (s *fastSession) handOff(br *bufio.Reader, headDeadline time.Time) {
 	s.leaveLot(true)
 	pc := &peekedConn{Conn: s.fc.nc, r: br, src: &s.src, headDeadline: headDeadline}
-	s.handedOff = s.fs.handoff.give(pc) == nil
+	s.handedOff = s.fs.handoff.give(s.handedOffConn(pc)) == nil
 }
 
 // serve serves one request and reports whether the connection may carry
@@ -502,10 +524,11 @@ func (s *fastSession) serve(wk *fastWorker, br *bufio.Reader, req *http.Request)
 	s.watch = startClientWatch(s, br.Buffered() > 0, &wk.ctl)
 	req = req.WithContext(s.watch.ctx)
 	req.RemoteAddr = s.fc.remote
+	req.TLS = s.tlsState
 	s.fs.served.Add(1)
 	w.reset(req)
 	w.reqClose = w.reqClose || s.fs.d.draining() // Connection: close while draining (drain.go)
-	s.fs.d.serve(w, req, s.fs.port, false)
+	s.fs.d.serve(w, req, s.fs.port, s.tlsState != nil)
 	err := w.finish()
 	return err == nil && !w.closeAfter
 }

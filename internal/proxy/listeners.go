@@ -254,7 +254,13 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 	// net/http serves each with the ClientTraffic settings in force when
 	// it got it (clienttraffic_servers.go).
 	ln := d.newProxyProtocolListener(bl.port, bl.ln)
-	srv := d.newHTTPServers(bl.port, isTLS, func(cs serverSettings) *http.Server {
+	var tlsConfig *tls.Config
+	if isTLS {
+		tlsConfig = d.listenerTLSConfig(bl.port)
+	}
+	fast := !d.opts.DisableFastPath
+	// net/http runs the TLS handshake only when the fast path does not.
+	srv := d.newHTTPServers(bl.port, isTLS && !fast, func(cs serverSettings) *http.Server {
 		var p http.Protocols
 		p.SetHTTP1(true)
 		if isTLS {
@@ -271,28 +277,15 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 			ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
 			ConnState:         d.connState,
 		}
-		if isTLS {
-			port := bl.port
-			srv.TLSConfig = &tls.Config{
-				MinVersion: tls.VersionTLS12,
-				NextProtos: []string{"h2", "http/1.1"},
-				GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-					return d.certificate(port, hello.ServerName)
-				},
-				// A port that validates client certificates has its own config
-				// in the state in force: its CA pool swaps with the snapshot
-				// (clientauth.go).
-				GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-					return d.clientValidationConfig(port, hello.ServerName), nil
-				},
-			}
-		}
+		// With the fast path in front, the config only tells Serve to set
+		// HTTP/2 up for the *tls.Conn handed to it with ALPN h2.
+		srv.TLSConfig = tlsConfig
 		return srv
 	})
 	bl.srv = srv
 	var src net.Listener = ln
-	if !isTLS && !d.opts.DisableFastPath {
-		bl.fast = newFastServer(d, bl.port, ln)
+	if fast {
+		bl.fast = newFastServer(d, bl.port, ln, tlsConfig)
 		go bl.fast.acceptLoop()
 		src = bl.fast.handoff
 	}
@@ -302,6 +295,25 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 			d.log.Error("listener stopped", "port", bl.port, "error", err)
 		}
 	}()
+}
+
+// listenerTLSConfig is an HTTPS listener's TLS configuration: the
+// certificate by SNI and, on a port that validates client certificates,
+// that port's config from the state in force.
+func (d *DataPlane) listenerTLSConfig(port int32) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return d.certificate(port, hello.ServerName)
+		},
+		// A port that validates client certificates has its own config
+		// in the state in force: its CA pool swaps with the snapshot
+		// (clientauth.go).
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			return d.clientValidationConfig(port, hello.ServerName), nil
+		},
+	}
 }
 
 func (d *DataPlane) connState(_ net.Conn, cs http.ConnState) {

@@ -72,9 +72,10 @@ type Options struct {
 	// that a route with a retry policy can send it again (default 64
 	// KiB); a request with a larger body is streamed and never retried.
 	RetryBodyBufferBytes int
-	// DisableFastPath serves every cleartext request with net/http's
-	// server instead of the fast path for HTTP/1.1 GET and HEAD and small
-	// bodies of known length (fastbody.go).
+	// DisableFastPath serves every HTTP and HTTPS request with net/http's
+	// server (which then runs the TLS handshake) instead of the fast path
+	// for HTTP/1.1 GET and HEAD and small bodies of known length
+	// (fastbody.go, fasttls.go).
 	DisableFastPath bool
 	// DisableLeanClient sends every request through net/http's Transport
 	// instead of the lean HTTP/1.1 client used for bodiless GET and HEAD
