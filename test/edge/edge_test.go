@@ -23,6 +23,7 @@ package edge
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -251,12 +252,32 @@ func (e exchange) String() string {
 // responses until the server closes the connection or stays silent for
 // quiet. A 101 answer ends the reading: what follows is a tunnel.
 func send(addr, src string, raw []byte, methods []string, quiet time.Duration) exchange {
+	return sendOn(addr, src, nil, raw, methods, quiet)
+}
+
+// sendTLS is send over TLS (SNI a.example, ALPN http/1.1, the server's
+// certificate not checked).
+func sendTLS(addr, src string, raw []byte, methods []string, quiet time.Duration) exchange {
+	return sendOn(addr, src, &tls.Config{ServerName: "a.example", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}, raw, methods, quiet)
+}
+
+// sendOn is send, over TLS with cfg unless it is nil.
+func sendOn(addr, src string, cfg *tls.Config, raw []byte, methods []string, quiet time.Duration) exchange {
 	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		return exchange{err: err}
 	}
 	defer func() { _ = conn.Close() }()
+	if cfg != nil {
+		tc := tls.Client(conn, cfg)
+		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			return exchange{err: err}
+		}
+		_ = tc.SetDeadline(time.Time{})
+		conn = tc
+	}
 	if _, err := conn.Write(raw); err != nil {
 		return exchange{err: err}
 	}
