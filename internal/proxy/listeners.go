@@ -278,8 +278,12 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 			ConnState:         d.connState,
 		}
 		// With the fast path in front, the config only tells Serve to set
-		// HTTP/2 up for the *tls.Conn handed to it with ALPN h2.
-		srv.TLSConfig = tlsConfig
+		// HTTP/2 up for the *tls.Conn handed to it with ALPN h2. A clone:
+		// that set-up writes to the server's config, which the fast path's
+		// handshakes must not see change under them.
+		if tlsConfig != nil {
+			srv.TLSConfig = tlsConfig.Clone()
+		}
 		return srv
 	})
 	bl.srv = srv
