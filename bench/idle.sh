@@ -8,8 +8,10 @@
 #   - each proxy runs one worker pinned to CPU 0 (taskset; GOMAXPROCS=1 for
 #     Coxswain, worker_processes 1 / master_process off for nginx); the load
 #     tool (bench/idleconns) and the backend share CPU 1;
-#   - two shapes: h1 (HTTP/1.1 keep-alive) and h2c (HTTP/2 with prior
-#     knowledge on a cleartext listener: Coxswain's HTTP listener, nginx
+#   - three shapes: h1 (HTTP/1.1 keep-alive), h1tls (the same over TLS,
+#     ALPN http/1.1: Coxswain's HTTPS listener, nginx `listen ... ssl`,
+#     one ECDSA P-256 certificate) and h2c (HTTP/2 with prior knowledge on
+#     a cleartext listener: Coxswain's HTTP listener, nginx
 #     `listen ... http2`);
 #   - every shape and proxy gets a fresh process: the tool warms it up
 #     (WARMUP connections used once and closed), reads its VmRSS, opens N
@@ -18,7 +20,8 @@
 #     SETTLE apart. KiB per connection is (last sample - baseline) / N. No
 #     GC is forced: the figure is what the process holds.
 #
-# Environment: N (default 10000), SHAPES (default "h1 h2c"), SETTLE seconds
+# Environment: N (default 10000), SHAPES (default "h1 h2c"; h1tls on
+# request), SETTLE seconds
 # (default 5), SAMPLES (default 2), WARMUP connections (default 200),
 # WORKERS connections opened at once (default 16), COXSWAIN_BIN (a prebuilt
 # coxswain binary; else it is built from this checkout), PPROF=1 saves
@@ -36,6 +39,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/coxswain-idlebench.XXXXXX)
 BACKEND_PORT=18480
 declare -A PORT=([nginx]=18481 [coxswain]=18482)
+declare -A TLS_PORT=([nginx]=18483 [coxswain]=18484)
 HEALTH_PORT=18491
 METRICS_PORT=18492
 PROXIES=(nginx coxswain)
@@ -43,7 +47,7 @@ PIDS=()
 [[ "${PPROF:-0}" == 1 ]] && export KEEP=1
 
 for s in "${SHAPES[@]}"; do
-  [[ $s == h1 || $s == h2c ]] || { echo "unknown shape $s (h1 h2c)" >&2; exit 2; }
+  [[ $s == h1 || $s == h1tls || $s == h2c ]] || { echo "unknown shape $s (h1 h1tls h2c)" >&2; exit 2; }
 done
 
 # shellcheck source=lib.sh
@@ -70,7 +74,8 @@ need() {
 
 build() {
   echo "building the backend, the load tool and coxswain" >&2
-  (cd "$ROOT" && go build -o "$WORK/backend" ./bench/backend && go build -o "$WORK/idleconns" ./bench/idleconns)
+  (cd "$ROOT" && go build -o "$WORK/backend" ./bench/backend && go build -o "$WORK/idleconns" ./bench/idleconns &&
+    go build -o "$WORK/l4load" ./bench/l4load)
   if [[ -n "${COXSWAIN_BIN:-}" ]]; then
     cp "$COXSWAIN_BIN" "$WORK/coxswain"
   else
@@ -78,11 +83,16 @@ build() {
   fi
 }
 
+# port proxy shape: where the shape's listener is.
+port() { if [[ $2 == h1tls ]]; then echo "${TLS_PORT[$1]}"; else echo "${PORT[$1]}"; fi; }
+
 write_configs() {
   local s
+  "$WORK/l4load" cert -dir "$WORK" # cert.pem, key.pem: ECDSA P-256
   for s in "${SHAPES[@]}"; do
     local listen="127.0.0.1:${PORT[nginx]}"
     [[ $s == h2c ]] && listen+=" http2"
+    [[ $s == h1tls ]] && listen="127.0.0.1:${TLS_PORT[nginx]} ssl; ssl_certificate $WORK/cert.pem; ssl_certificate_key $WORK/key.pem"
     mkdir -p "$WORK/nginx-$s"
     {
       echo "worker_processes 1; master_process off; daemon off; pid $WORK/nginx-$s/nginx.pid;"
@@ -99,6 +109,12 @@ write_configs() {
   done
   {
     echo "scope: {kind: SharedPool}"
+    echo "certificates:"
+    echo "- name: bench/cert"
+    echo "  certPEM: |"
+    sed 's/^/    /' "$WORK/cert.pem"
+    echo "  keyPEM: |"
+    sed 's/^/    /' "$WORK/key.pem"
     echo "endpointSets:"
     echo "- name: bench/backend:80"
     echo "  endpoints: [{address: 127.0.0.1, port: $BACKEND_PORT}]"
@@ -106,6 +122,13 @@ write_configs() {
     echo "- name: bench/${PORT[coxswain]}"
     echo "  port: ${PORT[coxswain]}"
     echo "  protocol: HTTP"
+    echo "  virtualHosts:"
+    echo "  - hostname: \"*\""
+    echo "    routes: [{id: bench:0, accessLogOff: true, backends: [{endpointSet: bench/backend:80, weight: 1}]}]"
+    echo "- name: bench/${TLS_PORT[coxswain]}"
+    echo "  port: ${TLS_PORT[coxswain]}"
+    echo "  protocol: HTTPS"
+    echo "  tls: {certificates: [{certificate: bench/cert}]}"
     echo "  virtualHosts:"
     echo "  - hostname: \"*\""
     echo "    routes: [{id: bench:0, accessLogOff: true, backends: [{endpointSet: bench/backend:80, weight: 1}]}]"
@@ -130,12 +153,13 @@ start_proxy() {
   esac
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
-  wait_port "${PORT[$p]}"
+  wait_port "$(port "$p" "$s")"
   local code
-  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${PORT[$p]}/" || true)
-  if [[ $s == h2c ]]; then
-    code=$(curl -s -o /dev/null -w '%{http_code}' --http2-prior-knowledge "http://127.0.0.1:${PORT[$p]}/" || true)
-  fi
+  case $s in
+    h1) code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${PORT[$p]}/" || true) ;;
+    h1tls) code=$(curl -sk --http1.1 -o /dev/null -w '%{http_code}' "https://127.0.0.1:${TLS_PORT[$p]}/" || true) ;;
+    h2c) code=$(curl -s -o /dev/null -w '%{http_code}' --http2-prior-knowledge "http://127.0.0.1:${PORT[$p]}/" || true) ;;
+  esac
   [[ $code == 200 ]] || { echo "$p ($s) answered $code" >&2; cat "$WORK/$p-$s.log" >&2; exit 1; }
 }
 
@@ -154,7 +178,7 @@ run_one() { # proxy shape
   if [[ $p == coxswain && "${PPROF:-0}" == 1 ]]; then
     pprof=(-pprof "http://127.0.0.1:$HEALTH_PORT/debug/pprof" -pprof-out "$WORK/pprof-$s")
   fi
-  out=$(taskset -c 1 "$WORK/idleconns" -addr "127.0.0.1:${PORT[$p]}" -pid "$PROXY_PID" -n "$N" -proto "$s" \
+  out=$(taskset -c 1 "$WORK/idleconns" -addr "127.0.0.1:$(port "$p" "$s")" -pid "$PROXY_PID" -n "$N" -proto "$s" \
     -settle "${SETTLE}s" -samples "$SAMPLES" -warmup "$WARMUP" -workers "$WORKERS" "${pprof[@]}") ||
     { echo "$p $s failed; the proxy's log:" >&2; tail -20 "$WORK/$p-$s.log" >&2; exit 1; }
   echo "$s $p $out" >>"$WORK/results.txt"

@@ -17,7 +17,7 @@ limitations under the License.
 // Command idleconns is the load tool of bench/idle.sh: it measures what an
 // idle client connection costs a proxy in resident memory.
 //
-//	idleconns -addr 127.0.0.1:P -pid PID -n 10000 -proto h1|h2c
+//	idleconns -addr 127.0.0.1:P -pid PID -n 10000 -proto h1|h1tls|h2c
 //
 // It first opens -warmup connections, sends one request on each and
 // closes them (so pools and caches the proxy fills on first use are
@@ -30,7 +30,8 @@ limitations under the License.
 //
 //	conns=10000 failed=0 rss_before_kib=... rss_after_kib=...,... kib_per_conn=...,...
 //
-// -proto h1 sends an HTTP/1.1 keep-alive GET; -proto h2c speaks HTTP/2
+// -proto h1 sends an HTTP/1.1 keep-alive GET; -proto h1tls does the same
+// over TLS (ALPN http/1.1, the certificate not checked); -proto h2c speaks HTTP/2
 // with prior knowledge (the client preface, SETTINGS, one GET on stream 1
 // with END_STREAM) and reads the answer to its END_STREAM. Connections are
 // opened by -workers at a time, so the proxy never needs more than about
@@ -41,6 +42,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,7 +65,7 @@ func main() {
 	host := flag.String("host", "idle.bench.local", "Host (:authority) of the requests")
 	pid := flag.Int("pid", 0, "process whose VmRSS is measured")
 	n := flag.Int("n", 10000, "idle connections to open")
-	proto := flag.String("proto", "h1", "h1 (HTTP/1.1 keep-alive) or h2c (HTTP/2, prior knowledge)")
+	proto := flag.String("proto", "h1", "h1 (HTTP/1.1 keep-alive), h1tls (the same over TLS) or h2c (HTTP/2, prior knowledge)")
 	workers := flag.Int("workers", 16, "connections opened concurrently")
 	warmup := flag.Int("warmup", 200, "connections opened, used once and closed before the baseline")
 	settle := flag.Duration("settle", 5*time.Second, "wait before each RSS sample")
@@ -77,16 +79,20 @@ func main() {
 		os.Exit(2)
 	}
 	var use func(net.Conn, *bufio.Reader, string) error
+	var tlsConfig *tls.Config
 	switch *proto {
 	case "h1":
 		use = useH1
+	case "h1tls":
+		use = useH1
+		tlsConfig = &tls.Config{ServerName: *host, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}} //nolint:gosec // a benchmark's own loopback proxy
 	case "h2c":
 		use = useH2C
 	default:
-		fmt.Fprintf(os.Stderr, "idleconns: -proto %q: want h1 or h2c\n", *proto)
+		fmt.Fprintf(os.Stderr, "idleconns: -proto %q: want h1, h1tls or h2c\n", *proto)
 		os.Exit(2)
 	}
-	o := opener{addr: *addr, host: *host, use: use, workers: *workers, timeout: *timeout}
+	o := opener{addr: *addr, host: *host, use: use, tls: tlsConfig, workers: *workers, timeout: *timeout}
 
 	warm, werr := o.open(*warmup)
 	for _, c := range warm {
@@ -155,6 +161,7 @@ func fail(format string, args ...any) {
 type opener struct {
 	addr, host string
 	use        func(net.Conn, *bufio.Reader, string) error
+	tls        *tls.Config // nil: cleartext
 	workers    int
 	timeout    time.Duration
 }
@@ -196,6 +203,14 @@ func (o opener) one(br *bufio.Reader) (net.Conn, error) {
 		return nil, err
 	}
 	_ = c.SetDeadline(time.Now().Add(o.timeout))
+	if o.tls != nil {
+		tc := tls.Client(c, o.tls)
+		if err := tc.Handshake(); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c = tc
+	}
 	br.Reset(c)
 	if err := o.use(c, br, o.host); err != nil {
 		_ = c.Close()
