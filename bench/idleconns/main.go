@@ -85,7 +85,7 @@ func main() {
 		use = useH1
 	case "h1tls":
 		use = useH1
-		tlsConfig = &tls.Config{ServerName: *host, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}} //nolint:gosec // a benchmark's own loopback proxy
+		tlsConfig = &tls.Config{ServerName: *host, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}} // the benchmark's own loopback proxy
 	case "h2c":
 		use = useH2C
 	default:
