@@ -17,51 +17,21 @@ limitations under the License.
 package proxy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/coxswain-go/coxswain/internal/snapshot"
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // testCert makes a self-signed certificate for the given names; the
 // snapshot certificate is named after the first name and its serial.
 func testCert(t testing.TB, names ...string) snapshot.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	certPEM, keyPEM, cert := testkit.SelfSigned(t, names...)
 	return snapshot.Certificate{
-		Name:    "ns/" + names[0] + "-" + strconv.FormatUint(serial.Uint64()%100000, 10),
-		CertPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		KeyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})),
+		Name:    "ns/" + names[0] + "-" + strconv.FormatUint(cert.SerialNumber.Uint64()%100000, 10),
+		CertPEM: certPEM,
+		KeyPEM:  keyPEM,
 	}
 }

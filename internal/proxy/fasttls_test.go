@@ -45,18 +45,14 @@ func dialClientTLS(t *testing.T, port int32, sni string, protos ...string) *tls.
 	return c
 }
 
-// readStatuses reads n responses from br and returns their status codes.
+// readStatuses reads n responses to GETs from br (readEcho) and returns
+// their status codes.
 func readStatuses(t *testing.T, br *bufio.Reader, n int) []int {
 	t.Helper()
-	var codes []int
+	codes := make([]int, 0, n)
 	for range n {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("response %d: %v", len(codes)+1, err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		codes = append(codes, resp.StatusCode)
+		code, _ := readEcho(t, br, http.MethodGet)
+		codes = append(codes, code)
 	}
 	return codes
 }

@@ -17,50 +17,25 @@ limitations under the License.
 package edge
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
 // tlsSnapshot is edgeSnapshot with its listener on HTTPS, under a
 // self-signed certificate for a.example.
 func tlsSnapshot(t *testing.T) string {
 	t.Helper()
-	certPEM, keyPEM := selfSigned(t, "a.example")
+	certPEM, keyPEM, _ := testkit.SelfSigned(t, "a.example")
 	indent := func(s string) string { return "    " + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ") }
 	certs := "certificates:\n- name: edge/cert\n  certPEM: |\n" + indent(certPEM) + "\n  keyPEM: |\n" + indent(keyPEM) + "\n"
 	s := strings.Replace(edgeSnapshot, "  protocol: HTTP\n", "  protocol: HTTPS\n  tls: {certificates: [{certificate: edge/cert}]}\n", 1)
 	return strings.Replace(s, "endpointSets:\n", certs+"endpointSets:\n", 1)
-}
-
-func selfSigned(t *testing.T, name string) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }
 
 // TestRawRequestCorpusOverTLS sends every vector of the corpus over TLS
