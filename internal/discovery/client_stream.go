@@ -19,6 +19,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -53,10 +54,10 @@ func (c *Client) stream(ctx context.Context, endpoint string) (got bool, err err
 		NodeId: c.opts.NodeID, WireVersion: WireVersion, Scope: ScopeToProto(c.opts.Scope),
 		Layout: LayoutToProto(RichestLayout),
 	}}}); err != nil {
-		return false, streamErr(sctx, err)
+		return false, streamErr(sctx, sendFailure(st, err))
 	}
 	if err := c.sendPorts(out); err != nil {
-		return false, streamErr(sctx, err)
+		return false, streamErr(sctx, sendFailure(st, err))
 	}
 	// Bound-port reports on every change, for the stream's lifetime.
 	portsDone := make(chan struct{})
@@ -135,9 +136,24 @@ func (c *Client) receive(ctx context.Context, st clientStream, out *streamSender
 		}
 		reply := c.handle(snap)
 		if err := out.send(reply); err != nil {
-			return got, streamErr(ctx, err)
+			return got, streamErr(ctx, sendFailure(st, err))
 		}
 		c.setReadiness(true, "")
+	}
+}
+
+// sendFailure is why a send failed. A send answers io.EOF when the server
+// has already ended the stream; the server's status (a wire version
+// mismatch, a standby's refusal) is then what Recv returns, as grpc-go
+// documents for SendMsg. Only the goroutine that receives may call it.
+func sendFailure(st clientStream, err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	for {
+		if _, rerr := st.Recv(); rerr != nil {
+			return rerr
+		}
 	}
 }
 

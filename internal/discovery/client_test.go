@@ -393,14 +393,28 @@ func TestClientServesThroughWireVersionMismatch(t *testing.T) {
 
 // TestClientWithoutSnapshotWaitsOutWireVersionMismatch: a new proxy that
 // has never had a snapshot stays not ready, with the mismatch as its
-// reason, and keeps asking instead of exiting into a crash loop.
+// reason, and keeps asking instead of exiting into a crash loop. The
+// reason names the mismatch also when the server's refusal arrives before
+// the client's first port report is sent (that send then fails with EOF,
+// and the refusal is what the stream's Recv says).
 func TestClientWithoutSnapshotWaitsOutWireVersionMismatch(t *testing.T) {
 	api.Config(t)
 	p := newPKI(t)
+	for _, portsDelay := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(fmt.Sprintf("ports reported after %v", portsDelay), func(t *testing.T) {
+			clientWaitsOutWireMismatch(t, p, portsDelay)
+		})
+	}
+}
+
+func clientWaitsOutWireMismatch(t *testing.T, p *pki, portsDelay time.Duration) {
 	bootstrapAddr, _ := startBootstrap(t, p, 0)
 	srv := startServer(t, p, true, "", speaksWire(discovery.WireVersion+1))
 	f := startProxyClientWith(t, p, bootstrapAddr, names.SharedProxyServiceAccount, shared,
-		func(o *discovery.ClientOptions) { o.WireMismatchRetry = 200 * time.Millisecond }, srv.addr)
+		func(o *discovery.ClientOptions) {
+			o.WireMismatchRetry = 200 * time.Millisecond
+			o.Applier = slowPortsApplier{Applier: o.Applier, delay: portsDelay}
+		}, srv.addr)
 	testkit.EventuallyWithin(t, waitFor, "refused twice", func() bool {
 		return metric(t, srv.reg, "coxswain_discovery_stream_rejections_total", map[string]string{"code": "FailedPrecondition"}) >= 2
 	})
@@ -413,6 +427,18 @@ func TestClientWithoutSnapshotWaitsOutWireVersionMismatch(t *testing.T) {
 	if r := f.readiness.Reason(); !strings.Contains(r, discovery.WireMismatchMessage) {
 		t.Fatalf("readiness reason %q does not name the wire version mismatch", r)
 	}
+}
+
+// slowPortsApplier reads the bound ports after a delay, holding the
+// client's first port report back.
+type slowPortsApplier struct {
+	discovery.Applier
+	delay time.Duration
+}
+
+func (a slowPortsApplier) BoundPorts() []int32 {
+	time.Sleep(a.delay)
+	return a.Applier.BoundPorts()
 }
 
 func TestClientRebootstrapsAtHalfLife(t *testing.T) {
