@@ -93,6 +93,11 @@ type settingsServer struct {
 	// conns counts the connections given to srv and not yet closed or
 	// hijacked.
 	conns atomic.Int64
+	// stopped closes when srv's Serve returns.
+	stopped chan struct{}
+	// h2c: the HTTP/2 connections srv's HTTP/2 server serves without its
+	// HTTP/1 connection (h2cdirect.go), which srv does not track.
+	h2c h2cConns
 }
 
 // newHTTPServers builds a listener's net/http side; build makes the
@@ -158,7 +163,7 @@ func (hs *httpServers) give(c net.Conn) {
 func (hs *httpServers) server(s serverSettings) *settingsServer {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.closed {
+	if hs.closed || hs.src == nil {
 		return nil
 	}
 	if s != hs.current {
@@ -173,7 +178,7 @@ func (hs *httpServers) server(s serverSettings) *settingsServer {
 	if ss := hs.servers[s]; ss != nil {
 		return ss
 	}
-	ss := &settingsServer{srv: hs.build(s), ln: &handoffListener{addr: hs.src.Addr(), ch: make(chan net.Conn), done: make(chan struct{})}}
+	ss := &settingsServer{srv: hs.build(s), ln: newHandoffListener(hs.src.Addr()), stopped: make(chan struct{})}
 	hook := ss.srv.ConnState
 	ss.srv.ConnState = func(c net.Conn, cs http.ConnState) {
 		if hook != nil {
@@ -190,6 +195,7 @@ func (hs *httpServers) server(s serverSettings) *settingsServer {
 
 // run serves one server's connections until its listener closes.
 func (hs *httpServers) run(ss *settingsServer) {
+	defer close(ss.stopped)
 	var err error
 	if hs.tls {
 		err = ss.srv.ServeTLS(ss.ln, "", "")
@@ -228,7 +234,13 @@ func (hs *httpServers) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ss.srv.Shutdown(ctx); err != nil && !errors.Is(err, net.ErrClosed) {
+			err := ss.srv.Shutdown(ctx)
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				errs[i] = err
+			}
+			// Shutdown has sent GOAWAY on every HTTP/2 connection; those
+			// it does not track are waited for here.
+			if err := ss.h2c.wait(ctx); err != nil && errs[i] == nil {
 				errs[i] = err
 			}
 		}()
@@ -244,6 +256,7 @@ func (hs *httpServers) Close() error {
 		if err := ss.srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
 		}
+		ss.h2c.closeAll()
 	}
 	return errors.Join(errs...)
 }

@@ -45,6 +45,10 @@ type fastServer struct {
 	handoff *handoffListener
 	// tlsConfig is the HTTPS listener's (nil: cleartext).
 	tlsConfig *tls.Config
+	// h2c is the listener's net/http side, which serves a cleartext
+	// HTTP/2 connection without an HTTP/1 connection around it
+	// (h2cdirect.go); nil: net/http is given such a connection as it is.
+	h2c *httpServers
 
 	mu      sync.Mutex
 	conns   map[*fastConn]struct{}
@@ -76,7 +80,7 @@ const fastIdleTimeout = 120 * time.Second
 
 func newFastServer(d *DataPlane, port int32, ln net.Listener, tlsConfig *tls.Config) *fastServer {
 	return &fastServer{d: d, port: port, ln: ln, tlsConfig: tlsConfig, conns: map[*fastConn]struct{}{},
-		handoff: &handoffListener{addr: ln.Addr(), ch: make(chan net.Conn), done: make(chan struct{})}}
+		handoff: newHandoffListener(ln.Addr())}
 }
 
 func (fs *fastServer) acceptLoop() {
@@ -510,6 +514,17 @@ func (s *fastSession) readHead(br *bufio.Reader, deadline time.Time) (*http.Requ
 // where this head's budget ends.
 func (s *fastSession) handOff(br *bufio.Reader, headDeadline time.Time) {
 	s.leaveLot(true)
+	if s.fs.tlsConfig == nil && s.fs.h2c != nil && hasH2CPreface(br) {
+		if serve := s.fs.h2c.directH2C(); serve != nil {
+			// As net/http after a preface: no deadline until the HTTP/2
+			// server sets its own.
+			_ = s.fc.nc.SetDeadline(time.Time{})
+			_, _ = br.Discard(len(h2cPreface))
+			serve(&peekedConn{Conn: s.fc.nc, r: br, src: &s.src})
+			s.handedOff = true
+			return
+		}
+	}
 	pc := &peekedConn{Conn: s.fc.nc, r: br, src: &s.src, headDeadline: headDeadline}
 	s.handedOff = s.fs.handoff.give(s.handedOffConn(pc)) == nil
 }

@@ -29,6 +29,15 @@ type handoffListener struct {
 	ch   chan net.Conn
 	done chan struct{}
 	once sync.Once
+	// accepting closes at the first Accept: the server serving this
+	// listener has set itself up (http.Server.Serve configures HTTP/2
+	// before it accepts).
+	accepting  chan struct{}
+	acceptOnce sync.Once
+}
+
+func newHandoffListener(addr net.Addr) *handoffListener {
+	return &handoffListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{}), accepting: make(chan struct{})}
 }
 
 func (l *handoffListener) give(c net.Conn) error {
@@ -41,6 +50,7 @@ func (l *handoffListener) give(c net.Conn) error {
 }
 
 func (l *handoffListener) Accept() (net.Conn, error) {
+	l.acceptOnce.Do(func() { close(l.accepting) })
 	select {
 	case c := <-l.ch:
 		return c, nil

@@ -290,6 +290,7 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 	var src net.Listener = ln
 	if fast {
 		bl.fast = newFastServer(d, bl.port, ln, tlsConfig)
+		bl.fast.h2c = srv
 		go bl.fast.acceptLoop()
 		src = bl.fast.handoff
 	}
