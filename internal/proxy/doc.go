@@ -45,7 +45,8 @@ limitations under the License.
 //     and parse), fastbody.go (the body, read whole), fastwriter.go,
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
 //     a connection to net/http), fasttls.go (the TLS handshake of HTTPS
-//     listeners, ALPN h2 to net/http).
+//     listeners, ALPN h2 to net/http), h2cdirect.go (a whole h2c preface
+//     straight to net/http's HTTP/2 server).
 //   - The stream path (TLS, TCP and UDP listeners; serve.go sets it
 //     beside the request path): stream.go (compile, route pick by SNI),
 //     stream_sni.go (the ClientHello peek through crypto/tls),
