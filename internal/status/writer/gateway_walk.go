@@ -68,9 +68,10 @@ func (w *Writer) gatewayWalk(read objectReader) (*gatewayWalk, uint64) {
 	if last == nil || last.epoch != epoch || !tracked["Gateway"] || read.ix == nil {
 		return nil, epoch
 	}
+	name := func(g *translator.GatewayStatus) types.NamespacedName { return g.NamespacedName }
 	return &gatewayWalk{
-		lastWalk: lastWalk[translator.GatewayStatus]{last: last.res.Gateways, kind: "Gateway", changed: changedOf(changed, "Gateway"),
-			name: func(g *translator.GatewayStatus) types.NamespacedName { return g.NamespacedName }},
+		lastWalk: lastWalk[translator.GatewayStatus]{last: last.res.Gateways, kind: "Gateway",
+			changed: changedIn(changed, "Gateway", last.res.Gateways, name), name: name},
 		settled: last.settled,
 	}, epoch
 }
@@ -82,5 +83,5 @@ func (g *gatewayWalk) skip(s *settledStatuses, d *translator.GatewayStatus) bool
 	if prev == nil || !g.settled[i] || prev.Generation != d.Generation || prev.Scope != d.Scope || !sameGatewayStatus(d, prev) {
 		return false
 	}
-	return !g.changed.has(d.NamespacedName)
+	return !g.changed.has(i)
 }

@@ -17,6 +17,8 @@ limitations under the License.
 package writer
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -34,9 +36,9 @@ type lastWalk[T any] struct {
 	// name is an entry's name.
 	name func(*T) types.NamespacedName
 	kind string
-	// changed are the names of kind the informer marked since the last
-	// round.
-	changed changedNames
+	// changed are the entries of last the informer marked since the
+	// last round.
+	changed changedEntries
 }
 
 // next returns the last round's entry named n and its index (nil and -1
@@ -61,54 +63,52 @@ func (w *lastWalk[T]) forgetRest(s *settledStatuses) {
 	}
 }
 
-// changedNames are the names of one kind that informer events marked. A
-// walk of 10,000 routes with one marked asks about every route: a mask
-// of a cheap mark of each name (its length and last bytes) answers most
-// without hashing the name to look it up.
-type changedNames struct {
-	mask  uint64
-	names map[types.NamespacedName]struct{}
+// changedEntries are the entries of the last list whose names informer
+// events marked, by index. A walk of 10,000 routes with one marked asks
+// about every route; an index answers without reading the route's name
+// (names scattered over the heap: reading one byte of each took a
+// millisecond and more a round).
+type changedEntries struct {
+	// at are the marked indices of the last list, ascending.
+	at []int
+	// next is the first of at not yet passed: asks come in ascending
+	// index order.
+	next int
 }
 
-// changedOf lists the names of kind in changed.
-func changedOf(changed map[settledKey]struct{}, kind string) changedNames {
-	var out changedNames
+// changedIn finds, in last (in namespace/name order), the entries of kind
+// marked in changed.
+func changedIn[T any](changed map[settledKey]struct{}, kind string, last []T, name func(*T) types.NamespacedName) changedEntries {
+	var out changedEntries
 	for k := range changed {
 		if k.kind != kind {
 			continue
 		}
-		if out.names == nil {
-			out.names = map[types.NamespacedName]struct{}{}
+		i, found := slices.BinarySearchFunc(last, k.name, func(e T, n types.NamespacedName) int {
+			en := name(&e)
+			switch {
+			case nnBefore(en, n):
+				return -1
+			case en == n:
+				return 0
+			}
+			return 1
+		})
+		if found {
+			out.at = append(out.at, i)
 		}
-		out.names[k.name] = struct{}{}
-		out.mask |= nameMark(k.name)
 	}
+	slices.Sort(out.at)
 	return out
 }
 
-// has reports whether n was marked. With no name marked it reads
-// nothing of n: a walk of 10,000 routes reading each name's last bytes
-// (scattered over the heap) took about a millisecond a round, at every
-// endpoint refresh.
-func (c *changedNames) has(n types.NamespacedName) bool {
-	if c.mask == 0 || c.mask&nameMark(n) == 0 {
-		return false
+// has reports whether the last list's entry i was marked. Calls come in
+// ascending order of i.
+func (c *changedEntries) has(i int) bool {
+	for c.next < len(c.at) && c.at[c.next] < i {
+		c.next++
 	}
-	_, ok := c.names[n]
-	return ok
-}
-
-// nameMark is one bit of 64 for n, from its names' lengths and last bytes
-// (where the names of many objects of one kind differ).
-func nameMark(n types.NamespacedName) uint64 {
-	h := uint(len(n.Name))*31 + uint(len(n.Namespace))*17
-	if l := len(n.Name); l > 0 {
-		h += uint(n.Name[l-1]) * 7
-		if l > 1 {
-			h += uint(n.Name[l-2]) * 3
-		}
-	}
-	return 1 << (h % 64)
+	return c.next < len(c.at) && c.at[c.next] == i
 }
 
 // nnBefore reports whether a comes before b in namespace/name order.

@@ -22,41 +22,32 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestChangedNames: the names one kind's events marked are found, in any
-// order and again, the marks of another kind do not count, and names that
-// share a mark with a marked one are not taken for it.
+// TestChangedNames: the entries of the last list whose names one kind's
+// events marked are found by index, asked in ascending order with gaps;
+// the marks of another kind and of names not in the list do not count.
 func TestChangedNames(t *testing.T) {
 	n := func(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	last := []types.NamespacedName{n("a", "a"), n("a", "b"), n("a", "m"), n("a", "y"), n("a", "z"), n("b", "a"), n("b", "x"), n("bb", "x"), n("c", "m")}
 	changed := map[settledKey]struct{}{
-		{"HTTPRoute", n("b", "x")}: {},
-		{"HTTPRoute", n("a", "z")}: {},
-		{"HTTPRoute", n("a", "m")}: {},
-		{"HTTPRoute", n("c", "a")}: {}, // never asked about
-		{"GRPCRoute", n("a", "b")}: {},
+		{"HTTPRoute", n("b", "x")}:  {},
+		{"HTTPRoute", n("a", "z")}:  {}, // never asked about
+		{"HTTPRoute", n("a", "m")}:  {},
+		{"HTTPRoute", n("c", "a")}:  {}, // not in the list
+		{"HTTPRoute", n("a", "mm")}: {}, // not in the list
+		{"GRPCRoute", n("a", "b")}:  {},
 	}
-	c := changedOf(changed, "HTTPRoute")
-	for _, q := range []struct {
-		name types.NamespacedName
-		want bool
-	}{
-		{n("a", "a"), false},
-		{n("a", "b"), false}, // a GRPCRoute's mark
-		{n("a", "m"), true},
-		{n("a", "m"), true}, // asked again
-		{n("a", "y"), false},
-		// a/z is not asked about
-		{n("b", "a"), false},
-		{n("b", "x"), true},
-		{n("bb", "x"), false},
-		{n("a", "m"), true}, // out of order
-		{n("b", "ax"), false},
-		{n("c", "m"), false}, // the mark of a/m (same lengths and bytes)
-	} {
-		if got := c.has(q.name); got != q.want {
-			t.Errorf("has(%v) = %v, want %v", q.name, got, q.want)
+	name := func(x *types.NamespacedName) types.NamespacedName { return *x }
+	c := changedIn(changed, "HTTPRoute", last, name)
+	want := map[int]bool{2: true, 4: true, 6: true}
+	for _, i := range []int{0, 1, 2, 3, 5, 6, 7, 8} { // 4 skipped
+		if got := c.has(i); got != want[i] {
+			t.Errorf("has(%d) (%v) = %v, want %v", i, last[i], got, want[i])
 		}
 	}
-	if none := changedOf(nil, "HTTPRoute"); none.has(n("a", "m")) {
-		t.Error("no marks, yet some names")
+	if none := changedIn(nil, "HTTPRoute", last, name); none.has(2) {
+		t.Error("no marks, yet a marked entry")
+	}
+	if none := changedIn(changed, "HTTPRoute", nil, name); none.has(0) {
+		t.Error("an empty list, yet a marked entry")
 	}
 }

@@ -36,13 +36,13 @@ type routeWalk struct {
 // newRouteWalk walks last, the last complete round's statuses of kind,
 // with the routes of kind marked in changed.
 func newRouteWalk(kind string, last []translator.RouteStatus, changed map[settledKey]struct{}) *routeWalk {
-	return &routeWalk{lastWalk[translator.RouteStatus]{last: last, kind: kind, changed: changedOf(changed, kind),
-		name: func(r *translator.RouteStatus) types.NamespacedName { return r.NamespacedName }}}
+	name := func(r *translator.RouteStatus) types.NamespacedName { return r.NamespacedName }
+	return &routeWalk{lastWalk[translator.RouteStatus]{last: last, kind: kind, changed: changedIn(changed, kind, last, name), name: name}}
 }
 
 // settled reports whether d, the next desired status, is known to be
 // written, forgetting the routes of the last list before it.
 func (r *routeWalk) settled(s *settledStatuses, d *translator.RouteStatus) bool {
-	prev, _ := r.next(s, d.NamespacedName)
-	return prev != nil && len(d.Parents) > 0 && lists.Same(prev.Parents, d.Parents) && !r.changed.has(d.NamespacedName)
+	prev, i := r.next(s, d.NamespacedName)
+	return prev != nil && len(d.Parents) > 0 && lists.Same(prev.Parents, d.Parents) && !r.changed.has(i)
 }
