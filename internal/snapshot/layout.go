@@ -233,6 +233,9 @@ type encodedListener struct {
 	from   *VirtualHost
 	run    []Resource
 	prefix string
+	// ordered: hosts are in strict key order (the run's order); else
+	// the run was sorted.
+	ordered bool
 }
 
 // takesOver reports whether hosts is the very host list el encoded (a
@@ -296,7 +299,7 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 			if prefix == "" {
 				prefix = VirtualHostKey(lk, "")
 			}
-			el, err := e.encodeHosts(lk, prefix, l.VirtualHosts, last.hosts)
+			el, err := e.encodeHosts(lk, prefix, l.VirtualHosts, last)
 			if err != nil {
 				clear(bare)
 				return Encoded{}, err
@@ -332,12 +335,17 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 	return Encoded{Rest: rest, Runs: runs}, nil
 }
 
-// encodeHosts encodes listener lk's hosts (keys under prefix), those prev
-// (the hosts last encoded for lk, by hostname) does not hold anew, into a
-// new run; the list of their encodings is the spare storage of lk.
-func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, prev []encodedHost) (encodedListener, error) {
+// encodeHosts encodes listener lk's hosts (keys under prefix), those last
+// (lk's last encoding) does not hold anew, into a new run; the list of
+// their encodings is the spare storage of lk.
+func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encodedListener) (encodedListener, error) {
 	encoded := lists.Reuse(e.spare[lk].hosts, len(hosts))
 	run := make([]Resource, 0, len(hosts))
+	prev := last.hosts // by hostname, from the first not yet passed
+	// Keys are checked for strict order where a host was encoded anew:
+	// two hosts taken over one after the other are in the order they had
+	// in last, when last was in order.
+	ordered, tookLast := true, false
 	for j := range hosts {
 		vh := &hosts[j]
 		// Equal first: an unchanged host's name is the very string it
@@ -347,12 +355,14 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, prev []enc
 			prev = prev[1:]
 		}
 		var eh encodedHost
+		took := false
 		if len(prev) > 0 && prev[0].encodes(vh) {
 			eh = prev[0]
 			// The snapshot's string from now on: a translation that made
 			// the name anew would otherwise have every later comparison
 			// read both names byte by byte.
 			eh.hostname = vh.Hostname
+			took = last.ordered
 		} else {
 			b, err := json.Marshal(vh)
 			if err != nil {
@@ -368,16 +378,25 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, prev []enc
 				eh.routes = &vh.Routes[0]
 			}
 		}
+		if len(prev) > 0 && prev[0].hostname == vh.Hostname {
+			// Passed: the next host's name comes after it, and the walk
+			// then meets the very string it looks for first.
+			prev = prev[1:]
+		}
+		if n := len(run); n > 0 && !(took && tookLast) && run[n-1].Key >= eh.key {
+			ordered = false
+		}
+		tookLast = took
 		encoded = append(encoded, eh)
 		run = append(run, Resource{Key: eh.key, Body: eh.body})
 	}
 	// A normalized snapshot lists a listener's hosts by hostname.
-	if !inStrictOrder(run) {
+	if !ordered {
 		if err := sortUnique(run); err != nil {
 			return encodedListener{}, err
 		}
 	}
-	return encodedListener{hosts: encoded, from: &hosts[0], run: run, prefix: prefix}, nil
+	return encodedListener{hosts: encoded, from: &hosts[0], run: run, prefix: prefix, ordered: ordered}, nil
 }
 
 // compareKeys orders resources by key.

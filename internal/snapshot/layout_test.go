@@ -299,7 +299,8 @@ func BenchmarkAssembleDelta(b *testing.B) {
 // translator's Memo makes them, and through the changes a shared list
 // must not hide (a shorter list over the same array, a flag, a renamed
 // host): every result equals ResourcesIn's, and unchanged hosts keep their
-// encoded body.
+// encoded body. A hostname twice is refused, also when both share the
+// list of a host encoded the step before.
 func TestEncoderEqualsResourcesIn(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	s := scaled(30)
@@ -320,8 +321,11 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 		i := rng.Intn(len(l.VirtualHosts))
 		vh := &l.VirtualHosts[i]
 		changed := vh.Hostname
-		unsorted := false
-		switch rng.Intn(8) {
+		unsorted, twice := false, false
+		switch rng.Intn(9) {
+		case 8: // a hostname twice, sharing its list: refused
+			l.VirtualHosts = slices.Insert(l.VirtualHosts, i+1, *vh)
+			twice = true
 		case 7: // the very listeners of the last snapshot (an endpoint refresh): taken over
 			next.Listeners = s.Listeners
 			l = &next.Listeners[1]
@@ -355,6 +359,12 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 			unsorted = true
 		}
 		enc, err := e.Encode(&next)
+		if twice {
+			if err == nil || !strings.Contains(err.Error(), "duplicate resource key") {
+				t.Fatalf("step %d: a hostname twice: %v", step, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
