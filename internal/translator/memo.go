@@ -123,7 +123,11 @@ type memoKey struct {
 type memoRoute struct {
 	uid types.UID
 	rv  string
-	gen uint64 // the last translation that used it
+	// name and generation are the route's (the same for every object of
+	// its resourceVersion).
+	name       nn
+	generation int64
+	gen        uint64 // the last translation that used it
 	// meta is the route's object in that translation (Memo.byMeta).
 	meta *metav1.ObjectMeta
 	// rank is the route's position in that translation's order of its
@@ -391,7 +395,8 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
 		kept := *cr
 		kept.meta = nil
-		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, gen: p.gen, meta: meta, rank: p.ranked, cr: &kept, sets: rec}
+		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, name: key(meta), generation: meta.Generation,
+			gen: p.gen, meta: meta, rank: p.ranked, cr: &kept, sets: rec}
 		p.routes[k] = p.cur
 		p.byMeta[meta] = p.cur
 	}
@@ -402,10 +407,15 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 // resourceVersion as meta's, its endpointSet calls made again, counted
 // as a hit and kept for the next translation; nil when there is none.
 func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMeta) *memoRoute {
-	if meta.ResourceVersion == "" {
+	if mr == nil {
 		return nil
 	}
-	if mr == nil || mr.uid != meta.UID || mr.rv != meta.ResourceVersion || !t.replaySets(mr.sets) {
+	// The very object the entry was made from, or last matched, is the
+	// same route without a look at it.
+	if mr.meta != meta && (meta.ResourceVersion == "" || mr.uid != meta.UID || mr.rv != meta.ResourceVersion) {
+		return nil
+	}
+	if !t.replaySets(mr.sets) {
 		return nil
 	}
 	p.hits++
@@ -420,13 +430,34 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 // kept is the Memo's entry for the route of memo kind kind named by
 // meta, as the last translation left it (nil: none, or no memo kind).
 func (p *memoPass) kept(kind string, meta *metav1.ObjectMeta) *memoRoute {
+	if mr := p.keptObject(kind, meta); mr != nil {
+		return mr
+	}
+	if p == nil || kind == "" {
+		return nil
+	}
+	return p.routes[memoKey{kind, meta.Namespace, meta.Name}]
+}
+
+// keptObject is the Memo's entry made from, or last matched with, the
+// object of meta (nil: none), found without reading meta.
+func (p *memoPass) keptObject(kind string, meta *metav1.ObjectMeta) *memoRoute {
 	if p == nil || kind == "" {
 		return nil
 	}
 	if mr := p.byMeta[meta]; mr != nil && mr.meta == meta {
 		return mr
 	}
-	return p.routes[memoKey{kind, meta.Namespace, meta.Name}]
+	return nil
+}
+
+// nameOf is the name and generation of the route of meta: mr's, without
+// reading meta, when mr was made from or matched with that very object.
+func (mr *memoRoute) nameOf(meta *metav1.ObjectMeta) (nn, int64) {
+	if mr != nil && mr.meta == meta {
+		return mr.name, mr.generation
+	}
+	return key(meta), meta.Generation
 }
 
 // hostOrder is the hostnames of one listener of a translation, in

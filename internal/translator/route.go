@@ -118,24 +118,35 @@ func grpcRouteParts(r *gwv1.GRPCRoute) (*metav1.ObjectMeta, []gwv1.ParentReferen
 // those with a parent Gateway of ours. parts gives a route's metadata and
 // parentRefs; memoKind, when set, is the kind a Memo keeps the routes'
 // compilations and attachments under.
-func processRouteKind[R any](t *translator, memoKind string, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
+//
+// A route that is the very object the Memo's entry was made from is not
+// read at all: its name, generation and attachment are the entry's. At
+// 10,000 routes with one changed, reading each route object (scattered
+// over the heap) was a tenth of a translation.
+func processRouteKind[R any, PR interface {
+	*R
+	metav1.ObjectMetaAccessor
+}](t *translator, memoKind string, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
 	walk := walkOf[R](t.memo, memoKind)
 	sorted := walk.list(len(routes))
 	defer func() { walk.done(sorted) }()
 	for i, r := range routes {
-		if r != nil {
-			if meta, _ := parts(r); named(meta) {
-				sorted = append(sorted, namedRoute[R]{meta: meta, r: r, at: i, kept: t.memo.kept(memoKind, meta)})
-			}
+		if r == nil {
+			continue
+		}
+		meta := PR(r).GetObjectMeta().(*metav1.ObjectMeta) // its address: nothing of r is read
+		if kept := t.memo.keptObject(memoKind, meta); kept != nil {
+			sorted = append(sorted, namedRoute[R]{meta: meta, r: r, at: i, kept: kept})
+		} else if named(meta) {
+			sorted = append(sorted, namedRoute[R]{meta: meta, r: r, at: i, kept: t.memo.kept(memoKind, meta)})
 		}
 	}
 	sorted = walk.sort(sorted)
 	var out []RouteStatus // nil when none: the Result says null
 	var last nn
 	for i, n := range sorted {
-		r := n.r
-		meta, refs := parts(r)
-		k := key(meta)
+		meta := n.meta
+		k, gen := n.kept.nameOf(meta)
 		if i > 0 && !walk.unique && last == k {
 			continue
 		}
@@ -143,16 +154,17 @@ func processRouteKind[R any](t *translator, memoKind string, routes []*R, parts 
 		t.memo.ranking(i)
 		parents, reused := t.memo.reattach(t, n.kept, meta)
 		if !reused {
+			_, refs := parts(n.r)
 			if !t.hasOurParent(meta.Namespace, refs) {
 				continue
 			}
-			parents = t.attachRoute(compile(r), refs)
+			parents = t.attachRoute(compile(n.r), refs)
 		}
 		if len(parents) > 0 {
 			if out == nil {
 				out = make([]RouteStatus, 0, len(sorted)-i)
 			}
-			out = append(out, RouteStatus{NamespacedName: k, Generation: meta.Generation, Parents: parents})
+			out = append(out, RouteStatus{NamespacedName: k, Generation: gen, Parents: parents})
 		}
 	}
 	return out
