@@ -600,12 +600,14 @@ func TestMemoFindsRoutesByObject(t *testing.T) {
 	copied := *res
 	copied.HTTPRoutes = slices.Clone(res.HTTPRoutes)
 	copied.HTTPRoutes[3] = res.HTTPRoutes[3].DeepCopy() // same version, another object
+	removed := copied
+	removed.HTTPRoutes = slices.Delete(slices.Clone(copied.HTTPRoutes), 5, 6)
 
 	m := NewMemo()
 	for step, tc := range []struct {
 		in       *Resources
 		compiled int
-	}{{res, n}, {&edited, 1}, {res, 1}, {&copied, 0}, {&copied, 0}} {
+	}{{res, n}, {&edited, 1}, {res, 1}, {&copied, 0}, {&copied, 0}, {&removed, 0}, {&removed, 0}, {&copied, 1}} {
 		got := m.Translate(tc.in)
 		if g, w := mustJSON(t, got), mustJSON(t, Translate(tc.in)); !bytes.Equal(g, w) {
 			t.Fatalf("step %d: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
@@ -613,8 +615,10 @@ func TestMemoFindsRoutesByObject(t *testing.T) {
 		if _, compiled := m.LastCounts(); compiled != tc.compiled {
 			t.Errorf("step %d: %d routes compiled, want %d", step, compiled, tc.compiled)
 		}
-		if len(m.byMeta) != n {
-			t.Errorf("step %d: %d objects kept, want %d", step, len(m.byMeta), n)
+		// Entries of routes no longer there, or of objects replaced, are
+		// forgotten.
+		if want := len(tc.in.HTTPRoutes); len(m.byMeta) != want || len(m.routes) != want {
+			t.Errorf("step %d: %d objects and %d routes kept, want %d", step, len(m.byMeta), len(m.routes), want)
 		}
 		for _, r := range tc.in.HTTPRoutes {
 			if mr := m.byMeta[&r.ObjectMeta]; mr == nil || mr.meta != &r.ObjectMeta || mr.rv != r.ResourceVersion {
