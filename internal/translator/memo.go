@@ -410,8 +410,11 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 		kept.meta = nil
 		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, name: key(meta), generation: meta.Generation,
 			gen: p.gen, meta: meta, rank: p.ranked, cr: &kept, sets: rec}
-		if old := p.routes[k]; old != nil && old.gen == p.gen {
-			p.current-- // replaced after this pass used it
+		if old := p.routes[k]; old != nil {
+			if old.gen == p.gen {
+				p.current-- // replaced after this pass used it
+			}
+			p.forgetObject(old)
 		}
 		p.current++
 		p.routes[k] = p.cur
@@ -441,10 +444,19 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 	}
 	mr.gen, mr.rank = p.gen, p.ranked
 	if mr.meta != meta {
+		p.forgetObject(mr)
 		mr.meta = meta
 		p.byMeta[meta] = mr
 	}
 	return mr
+}
+
+// forgetObject drops the object key of mr, which is about to name another
+// object or be replaced: the Memo's sweep then has nothing to find.
+func (p *memoPass) forgetObject(mr *memoRoute) {
+	if p.byMeta[mr.meta] == mr {
+		delete(p.byMeta, mr.meta)
+	}
 }
 
 // kept is the Memo's entry for the route of memo kind kind named by
