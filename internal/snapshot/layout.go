@@ -383,7 +383,7 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encod
 			// then meets the very string it looks for first.
 			prev = prev[1:]
 		}
-		if n := len(run); n > 0 && !(took && tookLast) && run[n-1].Key >= eh.key {
+		if n := len(run); n > 0 && (!took || !tookLast) && run[n-1].Key >= eh.key {
 			ordered = false
 		}
 		tookLast = took
