@@ -152,11 +152,11 @@ func (lc *clusterTest) createEcho() {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	certPEM, keyPEM, cert := selfSigned(t, "echo.lc-test")
+	certPEM, keyPEM, cert := testkit.SelfSigned(t, "echo.lc-test")
 	lc.cert = cert
 	if _, err := cs.CoreV1().Secrets(testNS).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo-tls"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM},
+		Data: map[string][]byte{"tls.crt": []byte(certPEM), "tls.key": []byte(keyPEM)},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
