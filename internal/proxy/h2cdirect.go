@@ -60,9 +60,6 @@ func hasH2CPreface(br *bufio.Reader) bool {
 // there is none (the listener is closing, or the server did not set
 // HTTP/2 up): the connection is then given to net/http as it is.
 func (hs *httpServers) directH2C() func(net.Conn) {
-	if hs.tls {
-		return nil
-	}
 	ss := hs.server(hs.d.serverSettings(hs.port))
 	if ss == nil {
 		return nil

@@ -460,11 +460,9 @@ func (p *memoPass) forgetObject(mr *memoRoute) {
 }
 
 // kept is the Memo's entry for the route of memo kind kind named by
-// meta, as the last translation left it (nil: none, or no memo kind).
+// meta, as the last translation left it (nil: none, or no memo kind),
+// for a route whose object keptObject did not find.
 func (p *memoPass) kept(kind string, meta *metav1.ObjectMeta) *memoRoute {
-	if mr := p.keptObject(kind, meta); mr != nil {
-		return mr
-	}
 	if p == nil || kind == "" {
 		return nil
 	}
