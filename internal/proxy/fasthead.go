@@ -113,29 +113,33 @@ func (fs *fastServer) scanHead(br *bufio.Reader, fc *fastConn, deadline time.Tim
 
 // headEnd finds the CRLF CRLF that ends a head (-1 while it has not
 // arrived). ok is false when a bare CR or LF comes first: such a head is
-// not the fast path's to parse.
+// not the fast path's to parse. It looks for each line's end with
+// bytes.IndexByte rather than byte by byte (TestHeadEndEqualsByteWalk
+// holds it to the byte walk it replaced).
 func headEnd(buf []byte) (int, bool) {
-	for i := 0; i < len(buf); i++ {
-		switch buf[i] {
-		case '\n':
-			return 0, false
-		case '\r':
-			if i+1 == len(buf) {
-				return -1, true
+	for i := 0; ; {
+		rest := buf[i:]
+		cr, lf := bytes.IndexByte(rest, '\r'), bytes.IndexByte(rest, '\n')
+		switch {
+		case cr < 0 && lf < 0:
+			return -1, true
+		case cr < 0 || (lf >= 0 && lf < cr):
+			return 0, false // a bare LF
+		case lf != cr+1:
+			if cr+1 == len(rest) {
+				return -1, true // the LF may follow
 			}
-			if buf[i+1] != '\n' {
-				return 0, false
-			}
-			if i+3 < len(buf) && buf[i+2] == '\r' && buf[i+3] == '\n' {
-				return i, true
-			}
-			if i+2 < len(buf) && buf[i+2] == '\n' {
-				return 0, false
-			}
-			i++ // past the LF
+			return 0, false // a bare CR
 		}
+		p := i + cr // a CRLF at p
+		if p+3 < len(buf) && buf[p+2] == '\r' && buf[p+3] == '\n' {
+			return p, true
+		}
+		if p+2 < len(buf) && buf[p+2] == '\n' {
+			return 0, false
+		}
+		i = p + 2
 	}
-	return -1, true
 }
 
 // simpleHead checks the request line's version and the header names.
@@ -266,14 +270,14 @@ func parseRequestFields(rest string) (requestFields, bool) {
 	for i := 0; i < lines; i++ {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\r\n")
-		name, v, ok := parseFieldLine(l)
+		name, v, canonical, ok := parseFieldLine(l)
 		if !ok {
 			return f, false
 		}
 		if strings.IndexByte(name, '_') >= 0 {
 			continue
 		}
-		key := http.CanonicalHeaderKey(name)
+		key := canonicalKey(name, canonical)
 		switch key {
 		case "Host":
 			f.host, f.hosts = v, f.hosts+1

@@ -157,11 +157,11 @@ func parseResponseFields(rest string) (responseFields, bool) {
 	for i := 0; i < lines; i++ {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\r\n")
-		name, v, ok := parseFieldLine(l)
+		name, v, canonical, ok := parseFieldLine(l)
 		if !ok {
 			return f, false
 		}
-		key := http.CanonicalHeaderKey(name)
+		key := canonicalKey(name, canonical)
 		switch key {
 		case "Transfer-Encoding":
 			return f, false

@@ -29,24 +29,54 @@ import (
 // parseFieldLine splits one header field line: a token name, a colon, a
 // value without control characters, trimmed of spaces and tabs. A line
 // that starts with a space or tab (obs-fold) fails the token check.
-func parseFieldLine(l string) (name, value string, ok bool) {
+// canonical reports that name is its own http.CanonicalHeaderKey (an
+// upper-case letter first and after each dash, lower-case elsewhere), so
+// that callers skip a second pass over it.
+func parseFieldLine(l string) (name, value string, canonical, ok bool) {
 	colon := strings.IndexByte(l, ':')
 	if colon <= 0 {
-		return "", "", false
+		return "", "", false, false
 	}
 	name = l[:colon]
+	canonical, upper := true, true
 	for j := 0; j < len(name); j++ {
-		if !isTokenByte(name[j]) {
-			return "", "", false
+		c := name[j]
+		if !isTokenByte(c) {
+			return "", "", false, false
 		}
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			canonical = false
+		}
+		upper = c == '-'
 	}
-	value = strings.Trim(l[colon+1:], " \t")
+	value = trimSpaceTab(l[colon+1:])
 	for j := 0; j < len(value); j++ {
 		if c := value[j]; (c < ' ' && c != '\t') || c == 0x7f {
-			return "", "", false
+			return "", "", false, false
 		}
 	}
-	return name, value, true
+	return name, value, canonical, true
+}
+
+// trimSpaceTab is strings.Trim(v, " \t") without building a set of the
+// cut characters at every call.
+func trimSpaceTab(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// canonicalKey is http.CanonicalHeaderKey(name) for a name
+// parseFieldLine accepted.
+func canonicalKey(name string, canonical bool) string {
+	if canonical {
+		return name
+	}
+	return http.CanonicalHeaderKey(name)
 }
 
 // addFieldValue adds v to h under key. A key's first value is backed by
@@ -63,5 +93,14 @@ func addFieldValue(h http.Header, vals []string, i int, key, v string) {
 
 // isTokenByte reports the characters of an RFC 9110 token.
 func isTokenByte(c byte) bool {
-	return c > ' ' && c < 0x7f && strings.IndexByte("()<>@,;:\\\"/[]?={}", c) < 0
+	return tokenBytes[c]
 }
+
+// tokenBytes is the table isTokenByte reads: every visible ASCII
+// character but the delimiters.
+var tokenBytes = func() (t [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune("()<>@,;:\\\"/[]?={}", c)
+	}
+	return t
+}()
