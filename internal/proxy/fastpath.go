@@ -208,6 +208,9 @@ type fastSession struct {
 	idleTimer *time.Timer
 	idleWatch atomic.Pointer[clientWatch]
 	handedOff bool
+	// probing is true once the connection has TCP keep-alive probes
+	// (keepAlive).
+	probing bool
 	// tlsState is the TLS connection's state (nil: cleartext), every
 	// request's Request.TLS.
 	tlsState *tls.ConnectionState
@@ -415,6 +418,7 @@ func (wk *fastWorker) serve(s *fastSession) (ok bool) {
 			s.end()
 			return true
 		}
+		s.keepAlive()
 		fc.busy.Store(false)
 		switch s.awaitRequest(wk) {
 		case awaitParked:
@@ -514,6 +518,7 @@ func (s *fastSession) readHead(br *bufio.Reader, deadline time.Time) (*http.Requ
 // where this head's budget ends.
 func (s *fastSession) handOff(br *bufio.Reader, headDeadline time.Time) {
 	s.leaveLot(true)
+	s.keepAlive()
 	if s.fs.tlsConfig == nil && s.fs.h2c != nil && hasH2CPreface(br) {
 		if serve := s.fs.h2c.directH2C(); serve != nil {
 			// As net/http after a preface: no deadline until the HTTP/2
@@ -527,6 +532,16 @@ func (s *fastSession) handOff(br *bufio.Reader, headDeadline time.Time) {
 	}
 	pc := &peekedConn{Conn: s.fc.nc, r: br, src: &s.src, headDeadline: headDeadline}
 	s.handedOff = s.fs.handoff.give(s.handedOffConn(pc)) == nil
+}
+
+// keepAlive turns TCP keep-alive probes on for a connection that may now
+// live long: it outlived its first request, or it goes to net/http
+// (tcpkeepalive.go).
+func (s *fastSession) keepAlive() {
+	if !s.probing {
+		s.probing = true
+		enableKeepAlive(s.fc.raw)
+	}
 }
 
 // serve serves one request and reports whether the connection may carry

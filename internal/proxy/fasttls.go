@@ -73,6 +73,7 @@ func (s *fastSession) handshake() {
 	s.fc.nc = tc // a drain's close now ends the TLS session as net/http's would
 	fs.mu.Unlock()
 	if cs.NegotiatedProtocol == "h2" {
+		s.keepAlive()
 		s.handedOff = fs.handoff.give(tc) == nil
 		s.end()
 		return

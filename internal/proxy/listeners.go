@@ -163,7 +163,11 @@ func (d *DataPlane) bindListener(addr listenerAddr, kind listenerKind) (*boundLi
 	if addr.udp {
 		bl.pc, err = d.opts.listenPacket("udp", hostport)
 	} else {
-		bl.ln, err = d.opts.listen("tcp", hostport)
+		// The fast path turns TCP keep-alive on where a connection may
+		// live long (tcpkeepalive.go); elsewhere every accepted
+		// connection gets it.
+		fast := (kind == kindHTTP || kind == kindHTTPS) && !d.opts.DisableFastPath
+		bl.ln, err = d.opts.listen("tcp", hostport, !fast)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bind listener port %s: %w", addr, err)

@@ -149,7 +149,7 @@ func TestProtocolSwitchRestoresOnFailure(t *testing.T) {
 	var mu sync.Mutex
 	failOnce := map[string]bool{}
 	r := newListenerSwitchRig(t, func(o *Options) {
-		o.listen = func(network, address string) (net.Listener, error) {
+		o.listen = func(network, address string, keepAlive bool) (net.Listener, error) {
 			mu.Lock()
 			fail := failOnce[address]
 			delete(failOnce, address)
@@ -157,7 +157,7 @@ func TestProtocolSwitchRestoresOnFailure(t *testing.T) {
 			if fail {
 				return nil, &net.OpError{Op: "listen", Net: network, Err: syscall.EADDRINUSE}
 			}
-			return net.Listen(network, address)
+			return listenTCP(network, address, keepAlive)
 		}
 	})
 	a, c := testkit.FreePortInt32(t), testkit.FreePortInt32(t)

@@ -123,8 +123,10 @@ type Options struct {
 	// goroutine each, as they do off Linux, instead of in an idle lot
 	// (tests of both ways).
 	goroutineIdleWait bool
-	// listen binds listeners (default net.Listen; tests inject failures).
-	listen func(network, address string) (net.Listener, error)
+	// listen binds TCP listeners, whose accepted connections get TCP
+	// keep-alive probes only when keepAlive is true (default listenTCP;
+	// tests inject failures).
+	listen func(network, address string, keepAlive bool) (net.Listener, error)
 	// listenPacket binds UDP listeners (default net.ListenPacket).
 	listenPacket func(network, address string) (net.PacketConn, error)
 }
@@ -150,7 +152,7 @@ func (opts Options) withDefaults() Options {
 		opts.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
 	}
 	if opts.listen == nil {
-		opts.listen = net.Listen
+		opts.listen = listenTCP
 	}
 	if opts.listenPacket == nil {
 		opts.listenPacket = net.ListenPacket
