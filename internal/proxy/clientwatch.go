@@ -34,13 +34,21 @@ type fastSource struct {
 	pending byte
 	has     bool
 	rw      readWaiter
+	// drained is true when the last read from the connection got fewer
+	// bytes than it asked for: nothing more had arrived then, so bytes
+	// that came since were announced by an event of the idle lot
+	// (idlelot_linux.go's rearm).
+	drained bool
 }
 
 func (s *fastSource) Read(p []byte) (int, error) {
 	if n, ok := s.takePending(p); ok {
+		s.drained = false
 		return n, nil
 	}
-	return s.nc.Read(p)
+	n, err := s.nc.Read(p)
+	s.drained = n < len(p)
+	return n, err
 }
 
 func (s *fastSource) takePending(p []byte) (int, bool) {
@@ -65,6 +73,10 @@ func (s *fastSource) readOne() error {
 	}
 	return err
 }
+
+// lotSignalled stands in a session's armed watch for an event of its idle
+// lot that found no watch armed (idlelot_linux.go); it is never finished.
+var lotSignalled = new(clientWatch)
 
 // errClientGone is the cancellation cause when a client closes its
 // connection while its request is being served.

@@ -201,7 +201,8 @@ type fastSession struct {
 	// watches wait on goroutines instead).
 	lot lotPlace
 	// armed is the watch waiting in the lot, which its event, the idle
-	// timer or a drain ends (nil: none, or it ended).
+	// timer or a drain ends (nil: none, or it ended; lotSignalled: none,
+	// and an event came since, idlelot_linux.go).
 	armed atomic.Pointer[clientWatch]
 	// idleTimer ends idleWatch, the wait for a next request in the lot, at
 	// its deadline: no read deadline applies there.
@@ -283,8 +284,15 @@ func (s *fastSession) idleExpired() {
 // past would: when a drain wakes idle connections or closes what is
 // left. Safe to call at any time, from any goroutine.
 func (s *fastSession) expire() {
-	if cw := s.armed.Swap(nil); cw != nil {
-		cw.finish(os.ErrDeadlineExceeded)
+	for {
+		cw := s.armed.Load()
+		if cw == nil || cw == lotSignalled {
+			return
+		}
+		if s.armed.CompareAndSwap(cw, nil) {
+			cw.finish(os.ErrDeadlineExceeded)
+			return
+		}
 	}
 }
 

@@ -37,12 +37,16 @@ import (
 var idleWaits = map[string]bool{"lot": false, "goroutine": true}
 
 // idlePlane is a plane with one fast-path listener in front of a backend
-// that answers "ok", and "/slow" only when its request is canceled (or
-// after 20 s), reporting the cancellation on canceled.
+// that answers "ok" ("/delay" after 300 ms), and "/slow" only when its
+// request is canceled (or after 20 s), reporting the cancellation on
+// canceled.
 func idlePlane(t *testing.T, goroutines bool, ct *snapshot.ClientTraffic) (*testPlane, int32, string, chan string) {
 	t.Helper()
 	canceled := make(chan string, 8)
 	b := startBackend(t, "b", false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/delay" {
+			time.Sleep(300 * time.Millisecond)
+		}
 		if r.URL.Path != "/slow" {
 			_, _ = io.WriteString(w, "ok")
 			return
@@ -117,6 +121,70 @@ func TestParkedConnectionsServe(t *testing.T) {
 					}
 				case <-time.After(5 * time.Second):
 					t.Fatalf("%s: the upstream request was not canceled after the client left", q)
+				}
+			}
+		})
+	}
+}
+
+// TestBytesWhileNothingWatches: bytes of the next request that come in two
+// pieces while a request is served (the first ends the request's client
+// watch, the second finds no watch: in an idle lot an edge-triggered
+// event that nothing takes) are read and served, and the next request's
+// watch still sees the client leave: its upstream request is canceled.
+// A request whose body the fast path reads to its last byte, with the
+// next request sent in the same write (bytes no later edge announces),
+// gets both answered at once.
+func TestBytesWhileNothingWatches(t *testing.T) {
+	for name, goroutines := range idleWaits {
+		t.Run(name, func(t *testing.T) {
+			_, _, addr, canceled := idlePlane(t, goroutines, nil)
+			rc := dialRaw(t, addr)
+			_ = rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+			write := func(s string) {
+				t.Helper()
+				if _, err := io.WriteString(rc.c, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("GET /delay HTTP/1.1\r\nHost: a\r\n\r\n")
+			time.Sleep(50 * time.Millisecond) // served now: its watch is armed
+			write("G")
+			time.Sleep(50 * time.Millisecond) // the watch ended with the "G"
+			write("ET /slow?q=second HTTP/1.1\r\nHost: a\r\n\r\n")
+			resp, err := http.ReadResponse(rc.br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || string(body) != "ok" {
+				t.Fatalf("first response: %d %q", resp.StatusCode, body)
+			}
+			time.Sleep(100 * time.Millisecond) // the second request reaches the backend
+			_ = rc.c.Close()
+			select {
+			case got := <-canceled:
+				if got != "q=second" {
+					t.Errorf("canceled %q, want q=second", got)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the second request's upstream request was not canceled after the client left")
+			}
+
+			pc := dialRaw(t, addr)
+			_ = pc.c.SetDeadline(time.Now().Add(5 * time.Second))
+			big := strings.Repeat("x", 16<<10)
+			if _, err := io.WriteString(pc.c, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 16384\r\n\r\n"+big+fastHead+"\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				resp, err := http.ReadResponse(pc.br, nil)
+				if err != nil {
+					t.Fatalf("response %d after a 16 KiB body and a pipelined request: %v", i, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != 200 || string(b) != "ok" {
+					t.Fatalf("response %d: %d %q", i, resp.StatusCode, b)
 				}
 			}
 		})

@@ -29,15 +29,21 @@ import (
 )
 
 // An idle lot holds the fast path's parked sessions on Linux without a
-// goroutine each: their sockets sit in an epoll set of the lot's, armed
-// one-shot for readability, and one goroutine per lot waits for the set
-// through the runtime's poller (the epoll descriptor is itself pollable).
-// An event ends the session's armed watch (finish): while a request is
-// served it is the client watch (data, or the client's close, which
-// cancels the request); once the session is parked it is the wait for
-// the next request, and the lot hands the session to a worker. An idle
-// connection then costs its socket, its session and a timer: no
+// goroutine each: their sockets sit in an epoll set of the lot's,
+// edge-triggered for readability, and one goroutine per lot waits for the
+// set through the runtime's poller (the epoll descriptor is itself
+// pollable). An event ends the session's armed watch (finish): while a
+// request is served it is the client watch (data, or the client's close,
+// which cancels the request); once the session is parked it is the wait
+// for the next request, and the lot hands the session to a worker. An
+// idle connection then costs its socket, its session and a timer: no
 // goroutine, stack or buffer.
+//
+// A socket joins the set once. Arming a watch again is a store, not a
+// system call: an event that finds no watch armed (a worker is serving
+// the session) leaves lotSignalled in its place, and the next arm then
+// looks at the socket itself (rearm), as the edge it would wait for has
+// passed.
 //
 // Sessions are found by an id carried in the event, never by a pointer
 // the kernel holds. Every epoll_ctl and peek runs inside
@@ -59,6 +65,9 @@ type lotPlace struct {
 	raw   syscall.RawConn
 	added bool
 	ev    unix.EpollEvent
+	// hup is set once an event reported the client's close or an error,
+	// which no later edge reports again (rearm).
+	hup atomic.Bool
 	// peek is the Control callback of peekState, made once per session
 	// on first use; only the lot's goroutine uses it and peekErr.
 	peek    func(fd uintptr)
@@ -74,6 +83,10 @@ type lotCtl struct {
 	op   int
 	ev   *unix.EpollEvent
 	err  error
+	// look, rw and ready are rearm's peek at the socket.
+	look  func(fd uintptr)
+	rw    readWaiter
+	ready bool
 }
 
 func (c *lotCtl) do(fd uintptr) { c.err = unix.EpollCtl(c.epfd, c.op, int(fd), c.ev) }
@@ -162,12 +175,30 @@ func (l *idleLot) event(ev *unix.EpollEvent) {
 	if s == nil {
 		return // the session ended
 	}
-	cw := s.armed.Swap(nil)
-	if cw == nil {
-		return // the idle timer or a drain ended the wait first
+	hup := ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
+	if hup {
+		// Reported once, edge-triggered: every later arm looks for itself.
+		s.lot.hup.Store(true)
+	}
+	var cw *clientWatch
+	for cw == nil {
+		switch cur := s.armed.Load(); cur {
+		case lotSignalled:
+			return // the next arm looks already
+		case nil:
+			// Nothing armed: a worker serves the session (or the idle
+			// timer or a drain ended the wait first).
+			if s.armed.CompareAndSwap(nil, lotSignalled) {
+				return
+			}
+		default:
+			if s.armed.CompareAndSwap(cur, nil) {
+				cw = cur
+			}
+		}
 	}
 	var err error
-	if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+	if hup {
 		// The client closed or reset its side: bytes it sent first (the
 		// next request) still count, as in readWaiter.check.
 		err = s.lot.peekState()
@@ -190,7 +221,7 @@ func (s *fastSession) joinLot() bool {
 	p.l, p.id, p.raw = l, id, s.src.rw.raw
 	// The event carries the id in its 64 data bits (Fd and Pad).
 	lo, hi := int32(uint32(id)), int32(uint32(id>>32)) //nolint:gosec // G115: the id's two halves, bits unchanged
-	p.ev = unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: lo, Pad: hi}
+	p.ev = unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: lo, Pad: hi}
 	l.mu.Lock()
 	l.sessions[id] = s
 	l.mu.Unlock()
@@ -199,10 +230,10 @@ func (s *fastSession) joinLot() bool {
 
 // armLot arms the lot's wait for cw and stores cw in s.armed. False when
 // it cannot: s then leaves the lot, and the caller waits for cw otherwise
-// (a goroutine). True also when cw was ended meanwhile. Once epoll_ctl
-// succeeds the lot may end cw and hand s on at once, so every write to s
-// comes before s.armed.Store, which the lot's Swap acquires, and none
-// after.
+// (a goroutine). True also when cw was ended meanwhile. Once cw is armed
+// the lot may end it and hand s on at once, so every write to s comes
+// before the store of cw, which the lot's CompareAndSwap acquires, and
+// none after.
 func (s *fastSession) armLot(cw *clientWatch, c *lotCtl) bool {
 	p := &s.lot
 	if s.src.rw.pc != nil && len(s.src.rw.pc.rest) > 0 {
@@ -210,27 +241,78 @@ func (s *fastSession) armLot(cw *clientWatch, c *lotCtl) bool {
 		s.leaveLot(true)
 		return false
 	}
+	if p.added {
+		return s.rearm(cw, c)
+	}
 	if c.fn == nil {
 		c.fn = c.do
 	}
+	// Added with cw armed: a socket readable already reports an event at
+	// once.
 	c.epfd, c.ev, c.op = p.l.epfd, &p.ev, unix.EPOLL_CTL_ADD
-	if p.added {
-		c.op = unix.EPOLL_CTL_MOD
-	}
 	p.added = true
 	s.armed.Store(cw)
 	c.err = nil
 	if err := p.raw.Control(c.fn); err == nil && c.err == nil {
 		return true
 	}
-	// Not armed (a closed socket): unless the idle timer or a drain ended
+	// Not added (a closed socket): unless the idle timer or a drain ended
 	// cw meanwhile, s is still the caller's.
 	if !s.armed.CompareAndSwap(cw, nil) {
 		return true
 	}
-	p.added = c.op == unix.EPOLL_CTL_MOD
+	p.added = false
 	s.leaveLot(true)
 	return false
+}
+
+// rearm arms cw on a socket in the lot's set, where events are edge-
+// triggered: an edge ends cw, but bytes or a close that came before cw
+// was armed may have no edge to come. Nothing is armed when rearm runs
+// (the caller serves s), and the socket is looked at (a non-blocking
+// peek) instead of waited for when an edge came since the last watch
+// ended (s.armed holds lotSignalled), when an event reported the client's
+// close (reported once), or when the last read filled its buffer (bytes
+// may be left from before its edge): cw then ends at once if the look
+// finds bytes or the close. Else cw is armed, and an event that comes
+// between the look and the arm finds it, or leaves lotSignalled, which
+// makes the arm fail and look again.
+func (s *fastSession) rearm(cw *clientWatch, c *lotCtl) bool {
+	look := !s.src.drained
+	for {
+		cur := s.armed.Load()
+		if cur == lotSignalled {
+			if !s.armed.CompareAndSwap(lotSignalled, nil) {
+				continue
+			}
+			cur, look = nil, true
+		}
+		if look || s.lot.hup.Load() {
+			look = false
+			if ready, err := s.lot.look(c); ready {
+				cw.finish(err)
+				return true
+			}
+		}
+		// cur is nil: any other watch is over (its finisher took it out),
+		// and the arm replaces it.
+		if s.armed.CompareAndSwap(cur, cw) {
+			return true
+		}
+	}
+}
+
+// look tells whether the socket has bytes to read (err nil) or the
+// client's close or an error to report, without reading.
+func (p *lotPlace) look(c *lotCtl) (ready bool, err error) {
+	if c.look == nil {
+		c.look = func(fd uintptr) { c.ready = c.rw.check(fd) }
+	}
+	c.rw.err, c.ready = nil, false
+	if err := p.raw.Control(c.look); err != nil {
+		return true, err // closed: the worker's read reports it
+	}
+	return c.ready, c.rw.err
 }
 
 // peekState tells data (nil) from the peer's close (io.EOF) or an error,
