@@ -75,12 +75,12 @@ type lotPlace struct {
 }
 
 // lotCtl is the scratch of one goroutine that arms sessions (a worker,
-// an accept loop): epoll_ctl's outcome is read here, not from the
-// session, which the lot may have handed to another goroutine by then.
+// an accept loop): the outcome of adding a socket to a lot's set is read
+// here, not from the session, which the lot may have handed to another
+// goroutine by then.
 type lotCtl struct {
 	fn   func(fd uintptr)
 	epfd int
-	op   int
 	ev   *unix.EpollEvent
 	err  error
 	// look, rw and ready are rearm's peek at the socket.
@@ -89,7 +89,7 @@ type lotCtl struct {
 	ready bool
 }
 
-func (c *lotCtl) do(fd uintptr) { c.err = unix.EpollCtl(c.epfd, c.op, int(fd), c.ev) }
+func (c *lotCtl) do(fd uintptr) { c.err = unix.EpollCtl(c.epfd, unix.EPOLL_CTL_ADD, int(fd), c.ev) }
 
 func (p *lotPlace) in() bool { return p.l != nil }
 
@@ -249,7 +249,7 @@ func (s *fastSession) armLot(cw *clientWatch, c *lotCtl) bool {
 	}
 	// Added with cw armed: a socket readable already reports an event at
 	// once.
-	c.epfd, c.ev, c.op = p.l.epfd, &p.ev, unix.EPOLL_CTL_ADD
+	c.epfd, c.ev = p.l.epfd, &p.ev
 	p.added = true
 	s.armed.Store(cw)
 	c.err = nil
