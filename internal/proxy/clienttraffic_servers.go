@@ -100,21 +100,22 @@ type settingsServer struct {
 	h2c h2cConns
 }
 
-// newHTTPServers builds a listener's net/http side; build makes the
-// server of one set of settings (listeners.go). handshake: net/http runs
-// the TLS handshake of the connections it is given (else they are
-// cleartext, or TLS connections the fast path shook hands on).
-func (d *DataPlane) newHTTPServers(port int32, handshake bool, build func(serverSettings) *http.Server) *httpServers {
-	return &httpServers{d: d, tls: handshake, port: port, build: build, servers: map[serverSettings]*settingsServer{}}
+// newHTTPServers builds a listener's net/http side, fed by src; build
+// makes the server of one set of settings (listeners.go). handshake:
+// net/http runs the TLS handshake of the connections it is given (else
+// they are cleartext, or TLS connections the fast path shook hands on).
+// Its servers can be had (server) at once, before serve runs: the fast
+// path hands h2c connections to them directly.
+func (d *DataPlane) newHTTPServers(port int32, src net.Listener, handshake bool, build func(serverSettings) *http.Server) *httpServers {
+	return &httpServers{d: d, tls: handshake, port: port, src: src, build: build, servers: map[serverSettings]*settingsServer{}}
 }
 
 // serve gives every connection accepted from src to the server of the
 // settings in force, until src or the servers close. It returns
 // http.ErrServerClosed after a close.
-func (hs *httpServers) serve(src net.Listener) error {
+func (hs *httpServers) serve() error {
 	hs.mu.Lock()
-	hs.src = src
-	closed := hs.closed
+	src, closed := hs.src, hs.closed
 	hs.mu.Unlock()
 	if closed {
 		_ = src.Close()
@@ -163,7 +164,7 @@ func (hs *httpServers) give(c net.Conn) {
 func (hs *httpServers) server(s serverSettings) *settingsServer {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.closed || hs.src == nil {
+	if hs.closed {
 		return nil
 	}
 	if s != hs.current {

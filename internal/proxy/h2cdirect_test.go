@@ -204,3 +204,27 @@ func TestH2CDrainWaitsForStreams(t *testing.T) {
 		t.Fatal("the drain did not end after the stream and its connection did")
 	}
 }
+
+// TestH2CServerBeforeServe: a listener's net/http servers can take an h2c
+// connection straight away, before the goroutine that feeds them from the
+// listener has run: the first connections after a bind are served
+// directly too (they went through an HTTP/1 connection before, and
+// TestH2CServedDirectly failed when its request came first).
+func TestH2CServerBeforeServe(t *testing.T) {
+	p := newTestPlane(t)
+	hs := p.newHTTPServers(testkit.FreePortInt32(t), newHandoffListener(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}), false,
+		func(serverSettings) *http.Server {
+			var pr http.Protocols
+			pr.SetHTTP1(true)
+			pr.SetUnencryptedHTTP2(true)
+			return &http.Server{Protocols: &pr, Handler: http.NotFoundHandler()}
+		})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	})
+	if hs.directH2C() == nil {
+		t.Fatal("no HTTP/2 server for an h2c connection until serve runs")
+	}
+}

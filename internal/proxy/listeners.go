@@ -263,8 +263,13 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 		tlsConfig = d.listenerTLSConfig(bl.port)
 	}
 	fast := !d.opts.DisableFastPath
+	var src net.Listener = ln
+	if fast {
+		bl.fast = newFastServer(d, bl.port, ln, tlsConfig)
+		src = bl.fast.handoff
+	}
 	// net/http runs the TLS handshake only when the fast path does not.
-	srv := d.newHTTPServers(bl.port, isTLS && !fast, func(cs serverSettings) *http.Server {
+	srv := d.newHTTPServers(bl.port, src, isTLS && !fast, func(cs serverSettings) *http.Server {
 		var p http.Protocols
 		p.SetHTTP1(true)
 		if isTLS {
@@ -291,16 +296,13 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 		return srv
 	})
 	bl.srv = srv
-	var src net.Listener = ln
 	if fast {
-		bl.fast = newFastServer(d, bl.port, ln, tlsConfig)
 		bl.fast.h2c = srv
 		go bl.fast.acceptLoop()
-		src = bl.fast.handoff
 	}
 	go func() {
 		defer close(bl.done)
-		if err := srv.serve(src); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("listener stopped", "port", bl.port, "error", err)
 		}
 	}()
