@@ -490,3 +490,46 @@ func TestRetryUsesTheEndpointsOfTheStateInForce(t *testing.T) {
 		t.Fatalf("retried request: %d from %q, want 200 from the fresh endpoint (%q)", r.code, r.echo.Backend, r.body)
 	}
 }
+
+// validateBackendPolicies reads the routes of the hosts that differ from
+// the snapshot in force, wherever they sit in the list, and takes the
+// others (the very route lists) as checked then.
+func TestValidateRetriesOfChangedHostsOnly(t *testing.T) {
+	host := func(name string, backoff snapshot.Duration) snapshot.VirtualHost {
+		return snapshot.VirtualHost{Hostname: name, Routes: []snapshot.Route{{ID: "httproute/default/" + name + ":0", Retry: &snapshot.Retry{Attempts: 1, Backoff: backoff}}}}
+	}
+	listener := func(hosts ...snapshot.VirtualHost) snapshot.Listener {
+		return snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP, VirtualHosts: hosts}
+	}
+	// In force: b's retry is invalid (never the case in a proxy, which
+	// refused it; here it shows which hosts are read again).
+	inForce := &snapshot.Snapshot{Listeners: []snapshot.Listener{listener(host("a.example", 0), host("b.example", -1), host("d.example", 0))}}
+	old := inForce.Listeners[0].VirtualHosts
+	kept := func(hosts ...snapshot.VirtualHost) *snapshot.Snapshot {
+		return &snapshot.Snapshot{Listeners: []snapshot.Listener{listener(hosts...)}}
+	}
+
+	// b handed over as it was: not read again.
+	if err := validateBackendPolicies(kept(old[0], old[1], host("c.example", 0), old[2]), inForce); err != nil {
+		t.Errorf("a host handed over was read again: %v", err)
+	}
+	// A new host with an invalid retry, before, between and after the
+	// hosts handed over.
+	for _, s := range []*snapshot.Snapshot{
+		kept(host("0.example", -1), old[0], old[2]),
+		kept(old[0], host("c.example", -1), old[2]),
+		kept(old[0], old[2], host("e.example", -1)),
+		// b again, as a new list (its hostname is in force).
+		kept(old[0], host("b.example", -1), old[2]),
+		// a new listener.
+		{Listeners: []snapshot.Listener{listener(old[0]), listener(host("z.example", -1))}},
+	} {
+		if err := validateBackendPolicies(s, inForce); err == nil {
+			t.Errorf("%v: an invalid retry in a host not in force was not refused", s.Listeners)
+		}
+	}
+	// Without a snapshot in force, every route is read.
+	if err := validateBackendPolicies(kept(old...), nil); err == nil {
+		t.Error("without a snapshot in force, b's invalid retry was not refused")
+	}
+}
