@@ -49,19 +49,28 @@ func (d *DataPlane) serverSettings(port int32) serverSettings {
 	return s
 }
 
-// http2Config is the server's HTTP/2 configuration (nil: the defaults).
-// The windows are what the server advertises for data it receives:
-// SETTINGS_INITIAL_WINDOW_SIZE per stream, and the connection's window.
+// http2Config is the server's HTTP/2 configuration. The windows are what
+// the server advertises for data it receives: SETTINGS_INITIAL_WINDOW_SIZE
+// per stream, and the connection's window (zero: net/http's defaults).
+//
+// Response headers are encoded without HPACK's dynamic table (a limit of
+// one byte holds no field), as nginx encodes them: a table filled with a
+// response's fields was about a tenth of the heap an idle HTTP/2
+// connection holds, and looking every field up in it and adding it was
+// work at each response. Request headers are decoded with the default
+// table, so clients compress them as they would anywhere.
 func (s serverSettings) http2Config() *http.HTTP2Config {
-	if s.maxStreams == 0 && s.streamWindow == 0 && s.connWindow == 0 {
-		return nil
-	}
 	return &http.HTTP2Config{
 		MaxConcurrentStreams:          int(s.maxStreams),
 		MaxReceiveBufferPerStream:     int(s.streamWindow),
 		MaxReceiveBufferPerConnection: int(s.connWindow),
+		MaxEncoderHeaderTableSize:     responseHeaderTableSize,
 	}
 }
+
+// responseHeaderTableSize is the limit of the HPACK table responses are
+// encoded with: the least net/http takes, too small for any field.
+const responseHeaderTableSize = 1
 
 // httpServers is the net/http side of one HTTP or HTTPS listener: one
 // http.Server per serverSettings in use. http.Server reads its timeouts
