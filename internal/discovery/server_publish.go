@@ -262,8 +262,10 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (gatewaysChanged
 }
 
 // toPublished splits a snapshot into the resources of RichestLayout and
-// reassembles them as a proxy will, which validates the round trip and
-// yields the version. The scope's codec encodes only the virtual hosts
+// reassembles them as a proxy will, which validates them as a proxy will
+// and yields the version; the virtual hosts are taken from the snapshot
+// itself rather than decoded (snapshot.HostsOf: a decoded copy of every
+// route was a second one in the controller's heap). The scope's codec encodes only the virtual hosts
 // that are not the same as in its last snapshot, and patches what changed
 // since into the snapshot it last assembled (snapshot.Assembler.Apply),
 // as its proxies will; that change is also the form's delta from the last
@@ -279,6 +281,9 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	var assembled *snapshot.Snapshot
 	var version, base string
 	var d resourceDelta
+	// The virtual hosts are snap's own, not decoded copies of them (the
+	// codec keeps what it assembled until the next change).
+	c.asm.Hosts = snapshot.HostsOf(snap)
 	if err == nil && c.hasLast {
 		var upserts []snapshot.Resource
 		upserts, d.removed = snapshot.Diff(c.last, res)
@@ -288,6 +293,7 @@ func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	} else if err == nil {
 		assembled, version, err = c.asm.Assemble(res.Flat())
 	}
+	c.asm.Hosts = nil
 	if err == nil {
 		c.last, c.lastVersion, c.hasLast = res, version, true
 	}

@@ -172,7 +172,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 		if kind != vhostKind && kind != "endpoints" {
 			return nil, "", false
 		}
-		v, err := decodeResource(Resource{Key: c.key, Body: c.body})
+		v, err := a.decode(Resource{Key: c.key, Body: c.body})
 		if err != nil {
 			return nil, "", false
 		}

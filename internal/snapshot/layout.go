@@ -545,6 +545,13 @@ type Assembler struct {
 	Scope  Scope
 	Layout Layout
 
+	// Hosts, when set, gives the virtual host of a resource key instead
+	// of its body decoded (Hosts reports false: decoded): a source that
+	// encoded the resources itself hands over the snapshot they were
+	// encoded from (HostsOf), so that it does not keep a decoded copy of
+	// every route besides its own.
+	Hosts func(key string) (VirtualHost, bool)
+
 	// decoded is the resources of the last successful Assemble, in key
 	// order: the next one walks them alongside its own, which are in key
 	// order too, rather than looking each up by key.
@@ -660,7 +667,7 @@ func (a *Assembler) Assemble(resources []Resource) (*Snapshot, string, error) {
 		}
 		known := d != nil && SameBody(d.body, r.Body)
 		if !known {
-			v, err := decodeResource(r)
+			v, err := a.decode(r)
 			if err != nil {
 				return nil, "", fmt.Errorf("resource %q: %w", r.Key, err)
 			}

@@ -1,0 +1,120 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package snapshot
+
+import (
+	"bytes"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/coxswain-go/coxswain/internal/lists"
+)
+
+// TestAssemblerHostsOfSource drives two Assemblers as discovery's server
+// does (encode, diff, apply; assemble in full first) through random
+// changes, one decoding every body, one given the snapshot the resources
+// were encoded from (HostsOf). Every tenth change routes a host to an
+// endpoint set that does not exist. Both must agree at every step: the
+// same error or none, the same version, the same snapshot; and the second
+// holds the sources' own route lists, not decoded copies.
+func TestAssemblerHostsOfSource(t *testing.T) {
+	for _, layout := range perHostLayouts {
+		t.Run(layout.String(), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(29))
+			decoding := &Assembler{Scope: SharedPool(), Layout: layout}
+			sourced := &Assembler{Scope: SharedPool(), Layout: layout}
+			var enc Encoder
+			var last Encoded
+			hasLast := false
+			s := scaled(40)
+			refused := 0
+			// The route lists of every source so far: a host unchanged
+			// since an earlier step keeps that step's.
+			sources := map[*Route]bool{}
+			for step := 0; step < 200; step++ {
+				cur := mutate(rng, s)
+				if step%10 == 9 {
+					hosts := slices.Clone(cur.Listeners[0].VirtualHosts)
+					at := rng.Intn(len(hosts))
+					routes := slices.Clone(hosts[at].Routes)
+					routes[0].Backends = []Backend{{EndpointSet: "default/missing:80", Weight: 1}}
+					hosts[at].Routes = routes
+					cur.Listeners[0].VirtualHosts = hosts
+				}
+				res, err := enc.Encode(cur)
+				if err != nil {
+					t.Fatal(err)
+				}
+				assemble := func(a *Assembler) (*Snapshot, string, error) {
+					if !hasLast {
+						return a.Assemble(res.Flat())
+					}
+					upserts, removed := Diff(last, res)
+					return a.Apply(upserts, removed)
+				}
+				for _, vh := range cur.Listeners[0].VirtualHosts {
+					sources[&vh.Routes[0]] = true
+				}
+				want, wantV, wantErr := assemble(decoding)
+				sourced.Hosts = HostsOf(cur)
+				got, gotV, gotErr := assemble(sourced)
+				sourced.Hosts = nil
+				if (gotErr == nil) != (wantErr == nil) {
+					t.Fatalf("step %d: error %v, decoding %v", step, gotErr, wantErr)
+				}
+				if wantErr != nil {
+					refused++
+					continue
+				}
+				if gotV != wantV || !bytes.Equal(encodeOrFail(t, got), encodeOrFail(t, want)) {
+					t.Fatalf("step %d: version %s and snapshot differ from decoding's (%s)", step, gotV, wantV)
+				}
+				for _, vh := range got.Listeners[0].VirtualHosts {
+					if !sources[&vh.Routes[0]] {
+						t.Fatalf("step %d: host %s's routes are a decoded copy, not a source's", step, vh.Hostname)
+					}
+				}
+				last, hasLast, s = res, true, cur
+			}
+			if refused != 20 {
+				t.Errorf("%d of the 20 changes to a missing set were refused", refused)
+			}
+		})
+	}
+}
+
+// HostsOf finds a host by its resource key, and nothing for a key of
+// another kind, listener or hostname.
+func TestHostsOf(t *testing.T) {
+	s := scaled(5)
+	hosts := HostsOf(s)
+	vh, ok := hosts(VirtualHostKey("30000", "h00003.example.com"))
+	if !ok || vh.Hostname != "h00003.example.com" || !lists.Same(vh.Routes, s.Listeners[0].VirtualHosts[3].Routes) {
+		t.Errorf("h00003: %v %v", vh.Hostname, ok)
+	}
+	for _, key := range []string{
+		VirtualHostKey("30000", "nowhere.example.com"),
+		VirtualHostKey("30001", "h00003.example.com"),
+		"endpoints|default/svc-1:80",
+		"vhost|30000",
+	} {
+		if _, ok := hosts(key); ok {
+			t.Errorf("%s: found", key)
+		}
+	}
+}
