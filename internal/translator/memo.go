@@ -131,10 +131,10 @@ type memoRoute struct {
 	// rank is the route's position in that translation's order of its
 	// kind (sortNamed).
 	rank int
-	// lent is cr with the meta last lent (lentTo, kept here so that
-	// lend need not read lent), for the next translation to take as is
-	// when its route is the same object (an informer's store keeps an
-	// unchanged object).
+	// lent is the route's compilation with the object it was compiled
+	// from or last lent to (lentTo, kept here so that lend need not read
+	// lent), for the next translation to take as is when its route is
+	// the same object (an informer's store keeps an unchanged object).
 	lent   *compiledRoute
 	lentTo *metav1.ObjectMeta
 	// name and generation are the route's (the same for every object of
@@ -159,8 +159,6 @@ type memoRoute struct {
 
 	uid types.UID
 	rv  string
-	// cr has no meta: the route of the next translation lends its own.
-	cr *compiledRoute
 }
 
 // memoAtt is one listener a route matched (attachToListeners): the
@@ -413,10 +411,8 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	cr := compile()
 	p.rec = nil
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
-		kept := *cr
-		kept.meta = nil
 		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, name: key(meta), generation: meta.Generation,
-			gen: p.gen, meta: meta, rank: p.ranked, cr: &kept, sets: rec}
+			gen: p.gen, meta: meta, rank: p.ranked, lent: cr, lentTo: meta, sets: rec}
 		if old := p.routes[k]; old != nil {
 			if old.gen == p.gen {
 				p.current-- // replaced after this pass used it
@@ -570,12 +566,15 @@ func (p *memoPass) ranking(i int) {
 	}
 }
 
-// lend is the kept compilation with the route of this translation's meta.
+// lend is the kept compilation with the route of this translation's meta:
+// the one kept when it is of that very object, else a copy of it with
+// meta (an object of the same identity and resourceVersion, as an
+// informer's relist makes).
 func (mr *memoRoute) lend(meta *metav1.ObjectMeta) *compiledRoute {
-	if mr.lent != nil && mr.lentTo == meta {
+	if mr.lentTo == meta {
 		return mr.lent
 	}
-	cr := *mr.cr
+	cr := *mr.lent
 	cr.meta = meta
 	mr.lent, mr.lentTo = &cr, meta
 	return &cr

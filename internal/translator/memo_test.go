@@ -132,7 +132,7 @@ func eachObjectField(res *Resources, fn func(reflect.Value)) {
 func (v *versioner) change(rng *rand.Rand, res *Resources, step int) *Resources {
 	next := *res
 	for range 1 + rng.Intn(3) {
-		switch rng.Intn(11) {
+		switch rng.Intn(12) {
 		case 0, 1, 2:
 			next.HTTPRoutes = v.changeHTTPRoute(rng, next.HTTPRoutes, step)
 		case 3:
@@ -174,6 +174,14 @@ func (v *versioner) change(rng *rand.Rand, res *Resources, step int) *Resources 
 				i := rng.Intn(len(next.ReferenceGrants))
 				next.ReferenceGrants = append(next.ReferenceGrants[:i:i], next.ReferenceGrants[i+1:]...)
 			}
+		case 8: // every HTTPRoute a new object at the same resourceVersion (a relist)
+			relisted := make([]*gwv1.HTTPRoute, len(next.HTTPRoutes))
+			for i, r := range next.HTTPRoutes {
+				if r != nil {
+					relisted[i] = r.DeepCopy()
+				}
+			}
+			next.HTTPRoutes = relisted
 		default: // any other object re-versioned, unchanged (as our status writes do)
 			v.touchAny(rng, &next)
 		}
