@@ -265,11 +265,12 @@ func (s *Server) swapScopes(next map[snapshot.Scope]*published) (gatewaysChanged
 // reassembles them as a proxy will, which validates them as a proxy will
 // and yields the version; the virtual hosts are taken from the snapshot
 // itself rather than decoded (snapshot.HostsOf: a decoded copy of every
-// route was a second one in the controller's heap). The scope's codec encodes only the virtual hosts
-// that are not the same as in its last snapshot, and patches what changed
-// since into the snapshot it last assembled (snapshot.Assembler.Apply),
-// as its proxies will; that change is also the form's delta from the last
-// version, ready for the streams of proxies at it.
+// route was a second one in the controller's heap). The scope's codec
+// encodes only the virtual hosts that are not the same as in its last
+// snapshot, and patches what changed since into the snapshot it last
+// assembled (snapshot.Assembler.Apply), as its proxies will; that change
+// is also the form's delta from the last version, ready for the streams
+// of proxies at it.
 func (s *Server) toPublished(snap *snapshot.Snapshot) (*published, error) {
 	s.codecsMu.Lock()
 	c := s.codecs[snap.Scope]

@@ -123,7 +123,7 @@ type memoKey struct {
 //
 // The fields a walk of unchanged routes reads for every route come first,
 // so that they share as few cache lines as can be; those it reads only
-// for a route that changed (uid, rv, cr) come last.
+// for a route whose object changed (uid, rv) come last.
 type memoRoute struct {
 	// meta is the route's object in that translation (Memo.byMeta).
 	meta *metav1.ObjectMeta
