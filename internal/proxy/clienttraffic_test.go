@@ -260,10 +260,10 @@ func TestClientTrafficTimeouts(t *testing.T) {
 	}
 }
 
-// h2Settings dials the port (over TLS with ALPN h2, else h2c with prior
-// knowledge), sends the client preface and returns the server's first
-// SETTINGS and its connection WINDOW_UPDATE increment.
-func h2Settings(t testing.TB, port int32, overTLS bool) (map[uint16]uint32, uint32) {
+// dialHTTP2Port dials the port of an HTTP/2 client to be: over TLS with ALPN h2
+// (server name a.example), else in the clear for h2c with prior
+// knowledge; the connection has a deadline 10 s away.
+func dialHTTP2Port(t testing.TB, port int32, overTLS bool) net.Conn {
 	t.Helper()
 	var c net.Conn
 	var err error
@@ -276,8 +276,17 @@ func h2Settings(t testing.TB, port int32, overTLS bool) (map[uint16]uint32, uint
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// h2Settings dials the port (over TLS with ALPN h2, else h2c with prior
+// knowledge), sends the client preface and returns the server's first
+// SETTINGS and its connection WINDOW_UPDATE increment.
+func h2Settings(t testing.TB, port int32, overTLS bool) (map[uint16]uint32, uint32) {
+	t.Helper()
+	c := dialHTTP2Port(t, port, overTLS)
+	defer func() { _ = c.Close() }()
 	// The preface, then an empty SETTINGS frame.
 	if _, err := c.Write(append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 0, 0, 0, 0x4, 0, 0, 0, 0, 0)); err != nil {
 		t.Fatal(err)

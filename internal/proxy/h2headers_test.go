@@ -18,11 +18,7 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/tls"
-	"fmt"
-	"net"
 	"testing"
-	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -70,19 +66,8 @@ func TestHTTP2ResponseHeadersWithoutTable(t *testing.T) {
 // CONTINUATIONs), in order.
 func h2ResponseHeaderBlocks(t *testing.T, port int32, overTLS bool, n int) [][]byte {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	var c net.Conn
-	var err error
-	if overTLS {
-		c, err = tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{ServerName: "a.example", InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-	} else {
-		c, err = net.DialTimeout("tcp", addr, 5*time.Second)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialHTTP2Port(t, port, overTLS)
 	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
 	}
