@@ -174,18 +174,24 @@ func (sb *scopeBuilder) useCompiled(cr *compiledRoute) {
 		cr.uses = usesOf(cr)
 	}
 	for i := range cr.uses {
-		u := &cr.uses[i]
-		if !p.madeNow(u.ends) {
-			u.ends = p.endpoints[u.name]
-		}
-		if p.madeNow(u.ends) {
-			if u.ends.usedIn == sb.id {
-				continue
-			}
-			u.ends.usedIn = sb.id
-		}
-		sb.sets[u.name] = false
+		sb.useSet(&cr.uses[i])
 	}
+}
+
+// useSet records the endpoint set u, once per scope builder (useCompiled;
+// sb has a Memo).
+func (sb *scopeBuilder) useSet(u *setUse) {
+	p := sb.memo
+	if !p.madeNow(u.ends) {
+		u.ends = p.endpoints[u.name]
+	}
+	if p.madeNow(u.ends) {
+		if u.ends.usedIn == sb.id {
+			return
+		}
+		u.ends.usedIn = sb.id
+	}
+	sb.sets[u.name] = false
 }
 
 // usesOf lists the endpoint sets of cr's entries (routeSets), each once

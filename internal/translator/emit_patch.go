@@ -42,6 +42,13 @@ import (
 type emission struct {
 	ords []int
 	atts [][]attachment
+	// uses are the endpoint sets of the routes emitted, each once, when
+	// listed (nil: not yet): an emission whose attachments are all the
+	// last one's records them rather than reading every route. They are
+	// listed the second time in a row an emission is the same, so that a
+	// listener whose routes change at every translation never pays for
+	// the list.
+	uses []setUse
 }
 
 // plainEnvironment reports whether nothing of the environment rewrites or
@@ -103,7 +110,9 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	// (made on the first: most listeners have none).
 	var affected map[string]bool
 	budget := len(last.hosts)/4 + 4
+	same := true // every attachment is the last translation's
 	changed := func(a *attachment) bool {
+		same = false
 		if !plainRoute(a.cr) {
 			return false
 		}
@@ -139,11 +148,30 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 			lb.clientValidation = li.clientValidation
 		}
 	}
+	lb.emit = &emission{ords: last.emit.ords, atts: make([][]attachment, len(serv))}
+	for i, li := range serv {
+		lb.emit.atts[i] = t.state(li).routes
+	}
+	if same && last.emit.uses != nil {
+		// The very attachments, so the very hosts and endpoint sets.
+		for i := range last.emit.uses {
+			sb.useSet(&last.emit.uses[i])
+		}
+		lb.emit.uses = last.emit.uses
+		lb.patched = &builtListener{hosts: last.hosts, from: last.from, emit: lb.emit}
+		t.memo.patched++
+		t.memo.carried++
+		return true
+	}
 	var entries map[string][]entry
 	isAffected := func(string) bool { return false }
 	if len(affected) > 0 {
 		entries = make(map[string][]entry, len(affected))
 		isAffected = hostSet(affected)
+	}
+	var uses usesList // listed when every attachment is the last one's
+	if same {
+		uses = usesList{names: map[string]bool{}, list: []setUse{}}
 	}
 	for _, li := range serv {
 		for _, att := range t.state(li).routes {
@@ -168,22 +196,22 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 					entries[h] = es
 				}
 			}
+			if emitted && uses.names != nil {
+				uses.add(cr)
+			}
 			if emitted && cr.usedBy != sb.id {
 				sb.useCompiled(cr)
 				cr.usedBy = sb.id
 			}
 		}
 	}
+	lb.emit.uses = uses.list
 	hosts := make([]string, 0, len(affected))
 	for h := range affected {
 		hosts = append(hosts, h)
 	}
 	slices.Sort(hosts)
 
-	lb.emit = &emission{ords: last.emit.ords, atts: make([][]attachment, len(serv))}
-	for i, li := range serv {
-		lb.emit.atts[i] = t.state(li).routes
-	}
 	if len(hosts) == 0 {
 		// No host changed: the last translation's hosts, as they are
 		// (a snapshot is never changed once built, so two may share them).
@@ -194,6 +222,26 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	lb.patched.emit = lb.emit
 	t.memo.patched++
 	return true
+}
+
+// usesList lists the endpoint sets of compiled routes, each once
+// (emission.uses).
+type usesList struct {
+	names map[string]bool
+	list  []setUse
+}
+
+// add lists cr's sets not listed yet.
+func (l *usesList) add(cr *compiledRoute) {
+	if cr.uses == nil {
+		cr.uses = usesOf(cr)
+	}
+	for _, u := range cr.uses {
+		if !l.names[u.name] {
+			l.names[u.name] = true
+			l.list = append(l.list, u)
+		}
+	}
 }
 
 // maxScannedHosts is the most hosts hostSet looks through one by one:

@@ -88,7 +88,7 @@ type Memo struct {
 	gen   uint64
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made, lastPatched the listeners whose hosts it patched.
-	lastHits, lastMisses, lastPatched int
+	lastHits, lastMisses, lastPatched, lastCarried int
 	// ids are the environment's objects' ids (envDigest).
 	ids envIDs
 	// envIndex is the last translation's index of its environment
@@ -266,8 +266,9 @@ type memoPass struct {
 	// is every entry, none is left to sweep.
 	current int
 	// hits and misses count compilations reused and made (LastCounts);
-	// patched counts the listeners emitPatched emitted.
-	hits, misses, patched int
+	// patched counts the listeners emitPatched emitted, carried those
+	// of them whose endpoint sets it took from the last emission.
+	hits, misses, patched, carried int
 	// ranked is the position of the route in progress in its kind's
 	// order, recorded in the entries it reuses or makes.
 	ranked int
@@ -382,7 +383,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		m.routeLists, m.spareRoutes = nil, nil
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
-	m.lastHits, m.lastMisses, m.lastPatched = pass.hits, pass.misses, pass.patched
+	m.lastHits, m.lastMisses, m.lastPatched, m.lastCarried = pass.hits, pass.misses, pass.patched, pass.carried
 	m.lastKeptGateways = pass.keptGatewaysUsed
 	m.sizes = pass.sizes
 	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder

@@ -536,7 +536,7 @@ func TestEmitPatchedEqualsTranslate(t *testing.T) {
 	v.stampAll(res)
 	m := NewMemo()
 	m.Translate(res)
-	patched := 0
+	patched, carried := 0, 0
 	for step := 1; step <= 60; step++ {
 		next := *res
 		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
@@ -580,13 +580,19 @@ func TestEmitPatchedEqualsTranslate(t *testing.T) {
 			t.Fatalf("step %d: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
 		}
 		patched += m.lastPatched
+		carried += m.lastCarried
 	}
 	// Six listeners (three Gateways' HTTP and HTTPS) a translation: most
 	// of them patched, translation after translation.
 	if patched < 300 {
 		t.Fatalf("%d of 360 listeners patched in 60 translations: emitPatched is not doing its job", patched)
 	}
-	t.Logf("%d listeners patched", patched)
+	// A change touches a route or three: the listeners it leaves alone
+	// record the endpoint sets their last emission listed.
+	if carried < 30 {
+		t.Fatalf("%d of 360 listeners took their endpoint sets from their last emission", carried)
+	}
+	t.Logf("%d listeners patched, %d of them with the sets of their last emission", patched, carried)
 }
 
 // TestMemoFindsRoutesByObject: the Memo finds an unchanged route by its
