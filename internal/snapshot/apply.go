@@ -206,7 +206,11 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 				end++
 			}
 			l := &s.Listeners[hosts[start].listener]
-			l.VirtualHosts, known.hosts[hosts[start].listener] = patchHosts(l.VirtualHosts, hosts[start:end])
+			if vhs, marks, ok := a.sourcedHosts(ListenerKey(l), l.VirtualHosts, hosts[start:end]); ok {
+				l.VirtualHosts, known.hosts[hosts[start].listener] = vhs, marks
+			} else {
+				l.VirtualHosts, known.hosts[hosts[start].listener] = patchHosts(l.VirtualHosts, hosts[start:end])
+			}
 			start = end
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coxswain-go/coxswain/internal/lists"
@@ -42,7 +43,7 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 			var last Encoded
 			hasLast := false
 			s := scaled(40)
-			refused := 0
+			refused, patched := 0, 0
 			// The route lists of every source so far: a host unchanged
 			// since an earlier step keeps that step's.
 			sources := map[*Route]bool{}
@@ -60,11 +61,19 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// hostsChanged: a virtual host is put in or taken out.
+				hostsChanged := false
 				assemble := func(a *Assembler) (*Snapshot, string, error) {
 					if !hasLast {
 						return a.Assemble(res.Flat())
 					}
 					upserts, removed := Diff(last, res)
+					for _, r := range upserts {
+						hostsChanged = hostsChanged || strings.HasPrefix(r.Key, vhostKind+"|")
+					}
+					for _, k := range removed {
+						hostsChanged = hostsChanged || strings.HasPrefix(k, vhostKind+"|")
+					}
 					return a.Apply(upserts, removed)
 				}
 				for _, vh := range cur.Listeners[0].VirtualHosts {
@@ -89,10 +98,20 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 						t.Fatalf("step %d: host %s's routes are a decoded copy, not a source's", step, vh.Hostname)
 					}
 				}
+				// A patched list of hosts is the source's own, not a copy.
+				if hostsChanged && !lists.Same(got.Listeners[0].VirtualHosts, cur.Listeners[0].VirtualHosts) {
+					t.Fatalf("step %d: the listener's hosts are a copy, not the source's list", step)
+				}
+				if hostsChanged {
+					patched++
+				}
 				last, hasLast, s = res, true, cur
 			}
 			if refused != 20 {
 				t.Errorf("%d of the 20 changes to a missing set were refused", refused)
+			}
+			if patched < 100 {
+				t.Errorf("only %d of 180 accepted changes patched hosts", patched)
 			}
 		})
 	}
@@ -103,7 +122,7 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 func TestHostsOf(t *testing.T) {
 	s := scaled(5)
 	hosts := HostsOf(s)
-	vh, ok := hosts(VirtualHostKey("30000", "h00003.example.com"))
+	vh, ok := hosts.Host(VirtualHostKey("30000", "h00003.example.com"))
 	if !ok || vh.Hostname != "h00003.example.com" || !lists.Same(vh.Routes, s.Listeners[0].VirtualHosts[3].Routes) {
 		t.Errorf("h00003: %v %v", vh.Hostname, ok)
 	}
@@ -113,8 +132,51 @@ func TestHostsOf(t *testing.T) {
 		"endpoints|default/svc-1:80",
 		"vhost|30000",
 	} {
-		if _, ok := hosts(key); ok {
+		if _, ok := hosts.Host(key); ok {
 			t.Errorf("%s: found", key)
 		}
+	}
+}
+
+// sourcedHosts stands the source's list for the patched one only when
+// both name the same hosts in order and every changed host is the
+// source's own; anything else is copied as before (patchHosts).
+func TestSourcedHostsOnlyWhenTheSame(t *testing.T) {
+	old := scaled(4).Listeners[0].VirtualHosts // h00000 ... h00003
+	src := scaled(5)
+	lk := ListenerKey(&src.Listeners[0])
+	hosts := src.Listeners[0].VirtualHosts // h00000 ... h00004
+	own := hosts[4]
+	decoded := hosts[4]
+	decoded.Routes = slices.Clone(decoded.Routes)
+	a := &Assembler{Hosts: HostsOf(src)}
+	for _, tc := range []struct {
+		name    string
+		changes []hostChange
+		want    bool
+	}{
+		{"the source's host put in", []hostChange{{hostname: own.Hostname, vh: &own}}, true},
+		{"a decoded copy put in", []hostChange{{hostname: own.Hostname, vh: &decoded}}, false},
+		{"nothing put in: the source has one more", nil, false},
+		{"one more host than the source", []hostChange{{hostname: own.Hostname, vh: &own}, {hostname: "h00005.example.com", vh: &VirtualHost{Hostname: "h00005.example.com"}}}, false},
+		{"a host the source has taken out", []hostChange{{hostname: hosts[1].Hostname}, {hostname: own.Hostname, vh: &own}}, false},
+	} {
+		got, marks, ok := a.sourcedHosts(lk, old, tc.changes)
+		if ok != tc.want {
+			t.Errorf("%s: ok %v", tc.name, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if !lists.Same(got, hosts) || !slices.Equal(marks, []bool{true, true, true, true, false}) {
+			t.Errorf("%s: %d hosts, marks %v", tc.name, len(got), marks)
+		}
+	}
+	if _, _, ok := a.sourcedHosts("no-such-listener", old, []hostChange{{hostname: own.Hostname, vh: &own}}); ok {
+		t.Error("a listener the source does not have")
+	}
+	if _, _, ok := (&Assembler{}).sourcedHosts(lk, old, []hostChange{{hostname: own.Hostname, vh: &own}}); ok {
+		t.Error("no source")
 	}
 }

@@ -550,7 +550,7 @@ type Assembler struct {
 	// encoded the resources itself hands over the snapshot they were
 	// encoded from (HostsOf), so that it does not keep a decoded copy of
 	// every route besides its own.
-	Hosts func(key string) (VirtualHost, bool)
+	Hosts *HostSource
 
 	// decoded is the resources of the last successful Assemble, in key
 	// order: the next one walks them alongside its own, which are in key
