@@ -29,6 +29,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -143,17 +144,24 @@ func (p *pipeline) preload(t *testing.T, n int) {
 	sem := make(chan struct{}, 8)
 	// COXSWAIN_PROPAGATION_GATEWAYS (default 1) Gateways are present: web
 	// and idle ones, one HTTP listener each (shared: an internal port and
-	// a VIP Service each).
+	// a VIP Service each). COXSWAIN_PROPAGATION_SPREAD=1 spreads the
+	// preloaded routes over all of them (route i on the (i mod
+	// GATEWAYS)th, web first), as tenants' Gateways each with their
+	// routes; the measured routes are web's.
 	extra := envInt("COXSWAIN_PROPAGATION_GATEWAYS", 1) - 1
+	spread := os.Getenv("COXSWAIN_PROPAGATION_SPREAD") != "" && extra > 0
 	gwErrs := make(chan error, max(extra, 0))
 	for i := 0; i < extra; i++ {
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem }()
-			host := gwv1.Hostname(fmt.Sprintf("gw-%d.example.org", i))
+			host := ptr.To(gwv1.Hostname(fmt.Sprintf("gw-%d.example.org", i)))
+			if spread {
+				host = nil // any hostname: the routes' own
+			}
 			gwErrs <- p.c.Create(p.ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("gw-%d", i)},
 				Spec: gwv1.GatewaySpec{GatewayClassName: "coxswain",
-					Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80, Hostname: &host}}}})
+					Listeners: []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80, Hostname: host}}}})
 		}(i)
 	}
 	for i := 0; i < extra; i++ {
@@ -162,11 +170,17 @@ func (p *pipeline) preload(t *testing.T, n int) {
 		}
 	}
 	errs := make(chan error, n)
+	// onWeb is whether route i is on web, the Gateway the probes reach.
+	onWeb := func(i int) bool { return !spread || i%(extra+1) == 0 }
 	for i := 0; i < n; i++ {
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem }()
-			errs <- p.c.Create(p.ctx, redirectRoute(fmt.Sprintf("pre-%d", i), fmt.Sprintf("pre-%d.example.com", i)))
+			r := redirectRoute(fmt.Sprintf("pre-%d", i), fmt.Sprintf("pre-%d.example.com", i))
+			if !onWeb(i) {
+				r.Spec.ParentRefs[0].Name = gwv1.ObjectName(fmt.Sprintf("gw-%d", i%(extra+1)-1))
+			}
+			errs <- p.c.Create(p.ctx, r)
 		}(i)
 	}
 	for i := 0; i < n; i++ {
@@ -174,7 +188,11 @@ func (p *pipeline) preload(t *testing.T, n int) {
 			t.Fatal(err)
 		}
 	}
-	last := fmt.Sprintf("pre-%d.example.com", n-1)
+	lastOnWeb := n - 1
+	for !onWeb(lastOnWeb) {
+		lastOnWeb--
+	}
+	last := fmt.Sprintf("pre-%d.example.com", lastOnWeb)
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		code, _, err := p.get(last, "/")

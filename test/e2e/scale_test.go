@@ -135,9 +135,12 @@ func (p *pipeline) routeAccepted(name string) bool {
 	return acceptedByUs(r)
 }
 
+// acceptedByUs reports whether our controller Accepted r, at its
+// generation, on its first parent (web, or its own Gateway when the routes
+// are spread).
 func acceptedByUs(r *gwv1.HTTPRoute) bool {
 	for _, ps := range r.Status.Parents {
-		if ps.ControllerName == controllerName && ps.ParentRef.Name == "web" {
+		if ps.ControllerName == controllerName && len(r.Spec.ParentRefs) > 0 && ps.ParentRef.Name == r.Spec.ParentRefs[0].Name {
 			c := meta.FindStatusCondition(ps.Conditions, string(gwv1.RouteConditionAccepted))
 			return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == r.Generation
 		}
