@@ -896,6 +896,9 @@ type envIDs struct {
 	// went through its objects one by one: an object that digest saw in a
 	// field taken since as the same list is in it still, and remembered.
 	walked [64]uint64
+	// replaced counts the fields found the same though they list objects
+	// no digest had seen (replacedAlike).
+	replaced int
 }
 
 // isObjects reports whether fv lists objects (its sum is their ids').
@@ -992,6 +995,9 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 		e.walked[i] = e.gen
 	}
 	same := i < 64 && had && last.gen == e.gen-1 && last.n == fv.Len()
+	// fresh are the objects no digest has seen: a status write makes a
+	// new object of an unchanged id (a Gateway's, at every route change).
+	var fresh []reflect.Value
 	for j := range fv.Len() {
 		v := fv.Index(j)
 		if v.IsNil() {
@@ -1001,7 +1007,11 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 		key := v.Interface()
 		x, ok := e.byObject[key]
 		if !ok {
-			same = false
+			if same && len(fresh) < maxFreshObjects {
+				fresh = append(fresh, v)
+			} else {
+				same = false
+			}
 			continue
 		}
 		if rv := key.(metav1.Object).GetResourceVersion(); x.rv != rv {
@@ -1017,6 +1027,12 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 		}
 		e.byObject[key] = x
 	}
+	if same && len(fresh) > 0 {
+		same = e.replacedAlike(bit, last, fresh)
+		if same {
+			e.replaced++
+		}
+	}
 	if same {
 		last.gen, last.list, last.rvs = e.gen, listOf(fv), versionsOf(fv)
 		e.fields[i] = last
@@ -1027,6 +1043,53 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 		e.fields[i] = envField{sum: sum, n: fv.Len(), gen: e.gen, list: listOf(fv), rvs: versionsOf(fv)}
 	}
 	return sum, ok
+}
+
+// maxFreshObjects is the most objects no digest has seen that a field may
+// list and still be found the same as last time (replacedAlike).
+const maxFreshObjects = 8
+
+// replacedAlike reports whether fresh, the objects of a field (a bit) no
+// digest has seen, have the ids of the objects of its last list (last)
+// it lists no more: the same ids, as often. Every other object it lists
+// was in that list, once, with the id it has (fieldSum checked), and it
+// lists as many as last; so its ids are then last's and so is its sum.
+// The fresh objects are remembered, as listed by the field.
+func (e *envIDs) replacedAlike(bit uint64, last envField, fresh []reflect.Value) bool {
+	lv := reflect.ValueOf(last.list)
+	if !lv.IsValid() || lv.Kind() != reflect.Slice {
+		return false
+	}
+	var gone []string
+	for j := range lv.Len() {
+		v := lv.Index(j)
+		if v.IsNil() {
+			return false
+		}
+		x, ok := e.byObject[v.Interface()]
+		if !ok {
+			return false
+		}
+		if x.gen != e.gen || x.cur&bit == 0 { // not in the field now
+			if gone = append(gone, x.id); len(gone) > len(fresh) {
+				return false
+			}
+		}
+	}
+	if len(gone) != len(fresh) {
+		return false
+	}
+	ids := make([]string, len(fresh))
+	for j, v := range fresh {
+		id, ok := e.idIn(v, bit)
+		if !ok {
+			return false
+		}
+		ids[j] = id
+	}
+	slices.Sort(ids)
+	slices.Sort(gone)
+	return slices.Equal(ids, gone)
 }
 
 // versionsOf lists the resourceVersions of fv's objects ("" for nil).

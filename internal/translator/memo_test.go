@@ -399,9 +399,12 @@ func TestMemoIgnoresOurStatusWrites(t *testing.T) {
 // TestEnvIDsDigestIsEnvDigest: through random changes of the golden
 // inputs (objects replaced by new versions, removed, added), and an object
 // changed in place under a new resourceVersion, the remembered ids give
-// envDigest's digest, and forget the objects no longer present.
+// envDigest's digest, and forget the objects no longer present. Then a
+// Gateway's status write (a new object of the same id) is found the same
+// without a sum, and a copy of another Gateway in its place is not.
 func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 	rng := rand.New(rand.NewSource(41))
+	statusWrites := 0
 	for in, res := range goldenResources(t) {
 		v := &versioner{}
 		v.stampAll(res)
@@ -470,7 +473,64 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 			}
 
 		}
+		// Two Gateways of different ids, in a list that holds no object
+		// twice and no nil (a field that does is summed every time).
+		const first = 0
+		other := slices.IndexFunc(res.Gateways, func(g *gwv1.Gateway) bool {
+			return g != nil && res.Gateways[first] != nil && g.UID != res.Gateways[first].UID
+		})
+		if other < 0 || slices.Contains(res.Gateways, nil) || len(uniqueObjects(res.Gateways)) != len(res.Gateways) {
+			continue
+		}
+		digest := func(what string, res *Resources) {
+			t.Helper()
+			got, gotOK := ids.digest(res)
+			if want, wantOK := envDigest(res); got != want || gotOK != wantOK {
+				t.Fatalf("%s, %s: remembered ids digest %x (%v), envDigest %x (%v)", in, what, got, gotOK, want, wantOK)
+			}
+		}
+		// The Gateways as a new list of the same objects, walked.
+		walked := *res
+		walked.Gateways = slices.Clone(res.Gateways)
+		digest("the same Gateways in a new list", &walked)
+		// A status write: a new object of that Gateway's id. The field is
+		// found the same without a sum.
+		written := walked
+		written.Gateways = slices.Clone(walked.Gateways)
+		g := walked.Gateways[first].DeepCopy()
+		g.Status.Conditions = append(g.Status.Conditions, metav1.Condition{Type: "Written", Status: metav1.ConditionTrue})
+		v.stamp(g)
+		written.Gateways[first] = g
+		before := ids.replaced
+		digest("a Gateway's status written", &written)
+		if ids.replaced != before+1 {
+			t.Fatalf("%s: a Gateway's status write was not taken for the same Gateways (%d fields)", in, ids.replaced-before)
+		}
+		// A new object with another Gateway's id in place of that one:
+		// as many objects, but other ids.
+		swapped := written
+		swapped.Gateways = slices.Clone(written.Gateways)
+		swapped.Gateways[first] = written.Gateways[other].DeepCopy()
+		before = ids.replaced
+		digest("a copy of another Gateway in its place", &swapped)
+		if ids.replaced != before {
+			t.Fatalf("%s: a copy of another Gateway was taken for a status write", in)
+		}
+		statusWrites++
 	}
+	if statusWrites < 5 {
+		t.Fatalf("status writes tried on %d inputs only", statusWrites)
+	}
+	t.Logf("status writes tried on %d inputs", statusWrites)
+}
+
+// uniqueObjects is the set of objects list holds.
+func uniqueObjects[T any](list []*T) map[*T]bool {
+	out := map[*T]bool{}
+	for _, o := range list {
+		out[o] = true
+	}
+	return out
 }
 
 // envObjects counts the objects envDigest reads in res.
