@@ -1071,6 +1071,9 @@ func (e *envIDs) replacedAlike(bit uint64, last envField, fresh []reflect.Value)
 			return false
 		}
 		if x.gen != e.gen || x.cur&bit == 0 { // not in the field now
+			if x.idGen == e.gen {
+				return false // its id changed in this digest: not the one last summed
+			}
 			if gone = append(gone, x.id); len(gone) > len(fresh) {
 				return false
 			}
