@@ -260,16 +260,34 @@ func allTrue(listeners []Listener, n int) []bool {
 func patchHosts(hosts []VirtualHost, changes []hostChange) ([]VirtualHost, []bool) {
 	out := make([]VirtualHost, 0, len(hosts)+len(changes))
 	marks := make([]bool, 0, len(hosts)+len(changes))
+	mergeHosts(hosts, changes, func(run []VirtualHost) bool {
+		// Unchanged: copied at once.
+		out = append(out, run...)
+		for range run {
+			marks = append(marks, true)
+		}
+		return true
+	}, func(vh *VirtualHost) bool {
+		out = append(out, *vh)
+		marks = append(marks, false)
+		return true
+	})
+	return out, marks
+}
+
+// mergeHosts walks hosts (by hostname) with changes (by hostname) made,
+// in order: unchanged gets each run of hosts up to the next change, put
+// each host a change puts in. Either may stop the walk by reporting
+// false; mergeHosts then reports false.
+func mergeHosts(hosts []VirtualHost, changes []hostChange, unchanged func([]VirtualHost) bool, put func(*VirtualHost) bool) bool {
 	for len(hosts) > 0 || len(changes) > 0 {
 		if len(changes) == 0 || (len(hosts) > 0 && hosts[0].Hostname < changes[0].hostname) {
-			// Unchanged: copy the run up to the next change at once.
 			n := len(hosts)
 			if len(changes) > 0 {
 				n, _ = slices.BinarySearchFunc(hosts, changes[0].hostname, func(vh VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
 			}
-			out = append(out, hosts[:n]...)
-			for range n {
-				marks = append(marks, true)
+			if !unchanged(hosts[:n]) {
+				return false
 			}
 			hosts = hosts[n:]
 			continue
@@ -279,12 +297,11 @@ func patchHosts(hosts []VirtualHost, changes []hostChange) ([]VirtualHost, []boo
 		if len(hosts) > 0 && hosts[0].Hostname == c.hostname {
 			hosts = hosts[1:]
 		}
-		if c.vh != nil {
-			out = append(out, *c.vh)
-			marks = append(marks, false)
+		if c.vh != nil && !put(c.vh) {
+			return false
 		}
 	}
-	return out, marks
+	return true
 }
 
 // patchSets is sets (by name) with changes (by name) put in, in a new

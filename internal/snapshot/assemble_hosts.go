@@ -96,13 +96,13 @@ func (h *HostSource) listenerHosts(lk string) ([]VirtualHost, bool) {
 	return h.s.Listeners[li].VirtualHosts, true
 }
 
-// sourcedHosts is patchHosts(hosts, changes), with its marks, when the
-// source's list of listener lk's hosts can stand for it: that list, with
-// no copy made. It can when it names the same hosts in the same order,
-// and each changed host is the source's own (sameHost). An unchanged host
-// has the body it had, so the source's is as good as the one it replaces;
-// and it is the one a proxy decodes. ok is false otherwise (no source, a
-// host decoded or missing).
+// sourcedHosts is patchHosts(hosts, changes), with its marks (the same
+// walk, mergeHosts), when the source's list of listener lk's hosts can
+// stand for it: that list, with no copy made. It can when it names the
+// same hosts in the same order, and each changed host is the source's own
+// (sameHost). An unchanged host has the body it had, so the source's is
+// as good as the one it replaces; and it is the one a proxy decodes. ok
+// is false otherwise (no source, a host decoded or missing).
 func (a *Assembler) sourcedHosts(lk string, hosts []VirtualHost, changes []hostChange) (out []VirtualHost, marks []bool, ok bool) {
 	if a.Hosts == nil {
 		return nil, nil, false
@@ -121,24 +121,15 @@ func (a *Assembler) sourcedHosts(lk string, hosts []VirtualHost, changes []hostC
 		marks = append(marks, was)
 		return true
 	}
-	for len(hosts) > 0 || len(changes) > 0 {
-		if len(changes) == 0 || (len(hosts) > 0 && hosts[0].Hostname < changes[0].hostname) {
-			if !take(&hosts[0], true) {
-				return nil, nil, false
+	same := mergeHosts(hosts, changes, func(run []VirtualHost) bool {
+		for i := range run {
+			if !take(&run[i], true) {
+				return false
 			}
-			hosts = hosts[1:]
-			continue
 		}
-		c := changes[0]
-		changes = changes[1:]
-		if len(hosts) > 0 && hosts[0].Hostname == c.hostname {
-			hosts = hosts[1:]
-		}
-		if c.vh != nil && !take(c.vh, false) {
-			return nil, nil, false
-		}
-	}
-	if len(next) > 0 {
+		return true
+	}, func(vh *VirtualHost) bool { return take(vh, false) })
+	if !same || len(next) > 0 {
 		return nil, nil, false
 	}
 	return src, marks, true
