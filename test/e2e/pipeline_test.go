@@ -80,12 +80,21 @@ func (p *pipeline) restartController(t testing.TB) (startAgain func() *process) 
 }
 
 // controllerRSS is the resident memory of the controller and the proxy
-// processes, from /proc.
+// processes, from /proc: VmRSS, then how much of it is anonymous (the
+// heap, stacks) and mapped from files (the binary), and the peak.
 func (p *pipeline) controllerRSS() string {
-	return fmt.Sprintf("%s (proxy %s)", vmRSS(p.controller), vmRSS(p.proxy))
+	return fmt.Sprintf("%s (proxy %s)", rssDetail(p.controller), rssDetail(p.proxy))
 }
 
-func vmRSS(pr *process) string {
+func vmRSS(pr *process) string { return procStatus(pr, "VmRSS") }
+
+func rssDetail(pr *process) string {
+	return fmt.Sprintf("%s [anon %s, file %s, peak %s]", procStatus(pr, "VmRSS"),
+		procStatus(pr, "RssAnon"), procStatus(pr, "RssFile"), procStatus(pr, "VmHWM"))
+}
+
+// procStatus is a field of a process's /proc status ("?" when unknown).
+func procStatus(pr *process, field string) string {
 	if pr == nil || pr.cmd.Process == nil {
 		return "?"
 	}
@@ -94,7 +103,7 @@ func vmRSS(pr *process) string {
 		return "?"
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			return strings.TrimSpace(v)
 		}
 	}

@@ -209,7 +209,7 @@ func (p *pipeline) preload(t *testing.T, n int) {
 // profile fetches both heap profiles into dir, then secs-long CPU
 // profiles of the controller and the proxy, in the background; the
 // returned func waits for them, then fetches both heap profiles again
-// (after a GC).
+// (after a GC), both runtimes' MemStats and their goroutines.
 func (p *pipeline) profile(t *testing.T, dir string, secs int) func() {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -231,6 +231,10 @@ func (p *pipeline) profile(t *testing.T, dir string, secs int) func() {
 		wg.Wait()
 		for name, addr := range servers {
 			fetchProfile(t, "http://"+addr+"/debug/pprof/heap?gc=1", filepath.Join(dir, name+".heap.pprof"), 30*time.Second)
+			// The text form ends with the runtime's MemStats: the heap
+			// in use against what the process holds (RSS).
+			fetchProfile(t, "http://"+addr+"/debug/pprof/heap?debug=1", filepath.Join(dir, name+".memstats.txt"), 30*time.Second)
+			fetchProfile(t, "http://"+addr+"/debug/pprof/goroutine?debug=1", filepath.Join(dir, name+".goroutines.txt"), 30*time.Second)
 		}
 	}
 }
