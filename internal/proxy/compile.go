@@ -296,8 +296,6 @@ func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*
 		hostname:    in.Hostname,
 		singleLabel: in.SingleLabelWildcard && strings.HasPrefix(in.Hostname, "*."),
 		routes:      make([]*route, 0, len(in.Routes)),
-		exact:       map[string][]int{},
-		prefix:      map[string][]int{},
 	}
 	var lookups []setLookup
 	c.lookups = &lookups
@@ -311,11 +309,11 @@ func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*
 		vh.routes = append(vh.routes, r)
 		switch {
 		case r.path == nil:
-			vh.prefix[""] = append(vh.prefix[""], idx)
+			vh.prefix.add("", idx)
 		case r.path.Type == snapshot.PathExact:
-			vh.exact[r.path.Value] = append(vh.exact[r.path.Value], idx)
+			vh.exact.add(r.path.Value, idx)
 		case r.path.Type == snapshot.PathPrefix:
-			vh.prefix[r.prefix] = append(vh.prefix[r.prefix], idx)
+			vh.prefix.add(r.prefix, idx)
 			if len(r.prefix) > vh.maxPrefix {
 				vh.maxPrefix = len(r.prefix)
 			}

@@ -129,10 +129,14 @@ type routeStats struct {
 
 func (m *metrics) newRouteStats(listener, route string) *routeStats {
 	rs := &routeStats{m: m, listener: listener, route: route, duration: m.duration.WithLabelValues(listener)}
-	empty := map[uint32]prometheus.Counter{}
-	rs.counters.Store(&empty)
+	rs.counters.Store(&noCounters)
 	return rs
 }
+
+// noCounters is the counters of every routeStats that has counted no
+// request yet: inc never writes to a map it loads, only to its copy, so
+// they share it rather than hold an empty map each.
+var noCounters map[uint32]prometheus.Counter
 
 // methods is an array so that its length, the index of every other method,
 // is a constant.

@@ -84,8 +84,8 @@ type vhost struct {
 	// singleLabel narrows a wildcard to exactly one label (Ingress).
 	singleLabel bool
 	routes      []*route
-	exact       map[string][]int
-	prefix      map[string][]int
+	exact       pathIndex
+	prefix      pathIndex
 	// maxPrefix is the length of the longest prefix, so deep paths stop
 	// probing early.
 	maxPrefix int
@@ -249,13 +249,13 @@ func (v *vhost) match(path string, r *http.Request) *route {
 		path = "/"
 	}
 	best := len(v.routes)
-	if len(v.exact) > 0 {
-		if l, ok := v.exact[path]; ok {
+	if !v.exact.empty() {
+		if l, ok := v.exact.get(path); ok {
 			best = v.first(l, best, r)
 		}
 	}
-	if len(v.prefix) > 0 {
-		if l, ok := v.prefix[""]; ok {
+	if !v.prefix.empty() {
+		if l, ok := v.prefix.get(""); ok {
 			best = v.first(l, best, r)
 		}
 		n := len(path)
@@ -264,13 +264,13 @@ func (v *vhost) match(path string, r *http.Request) *route {
 		}
 		for i := 1; i < n; i++ {
 			if path[i] == '/' {
-				if l, ok := v.prefix[path[:i]]; ok {
+				if l, ok := v.prefix.get(path[:i]); ok {
 					best = v.first(l, best, r)
 				}
 			}
 		}
 		if len(path) <= v.maxPrefix && path[len(path)-1] != '/' {
-			if l, ok := v.prefix[path]; ok {
+			if l, ok := v.prefix.get(path); ok {
 				best = v.first(l, best, r)
 			}
 		}
