@@ -87,7 +87,12 @@ type httpServers struct {
 	port  int32
 	build func(serverSettings) *http.Server
 
-	mu      sync.Mutex
+	// addr is the listener's address (its servers' listeners').
+	addr net.Addr
+
+	mu sync.Mutex
+	// src is what serve accepts from; nil when the fast path hands
+	// connections over itself (handOver).
 	src     net.Listener
 	servers map[serverSettings]*settingsServer
 	current serverSettings
@@ -109,14 +114,26 @@ type settingsServer struct {
 	h2c h2cConns
 }
 
-// newHTTPServers builds a listener's net/http side, fed by src; build
+// newHTTPServers builds a listener's net/http side, fed by src (nil: by
+// the fast path's handOver); build
 // makes the server of one set of settings (listeners.go). handshake:
 // net/http runs the TLS handshake of the connections it is given (else
 // they are cleartext, or TLS connections the fast path shook hands on).
 // Its servers can be had (server) at once, before serve runs: the fast
 // path hands h2c connections to them directly.
-func (d *DataPlane) newHTTPServers(port int32, src net.Listener, handshake bool, build func(serverSettings) *http.Server) *httpServers {
-	return &httpServers{d: d, tls: handshake, port: port, src: src, build: build, servers: map[serverSettings]*settingsServer{}}
+func (d *DataPlane) newHTTPServers(port int32, addr net.Addr, src net.Listener, handshake bool, build func(serverSettings) *http.Server) *httpServers {
+	return &httpServers{d: d, tls: handshake, port: port, addr: addr, src: src, build: build, servers: map[serverSettings]*settingsServer{}}
+}
+
+// handOver gives c to the server of the settings in force, as serve does
+// with what it accepts, for the fast path, which has no listener between
+// it and these servers: net.ErrClosed, c not taken, once they are closed.
+func (hs *httpServers) handOver(c net.Conn) error {
+	if hs.isClosed() {
+		return net.ErrClosed
+	}
+	hs.give(c)
+	return nil
 }
 
 // serve gives every connection accepted from src to the server of the
@@ -188,7 +205,7 @@ func (hs *httpServers) server(s serverSettings) *settingsServer {
 	if ss := hs.servers[s]; ss != nil {
 		return ss
 	}
-	ss := &settingsServer{srv: hs.build(s), ln: newHandoffListener(hs.src.Addr()), stopped: make(chan struct{})}
+	ss := &settingsServer{srv: hs.build(s), ln: newHandoffListener(hs.addr), stopped: make(chan struct{})}
 	hook := ss.srv.ConnState
 	ss.srv.ConnState = func(c net.Conn, cs http.ConnState) {
 		if hook != nil {

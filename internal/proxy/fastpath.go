@@ -20,7 +20,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -39,10 +38,12 @@ import (
 // the h2c preface, ALPN h2 — is handed, with its unread bytes intact, to
 // the listener's net/http server, which then owns it.
 type fastServer struct {
-	d       *DataPlane
-	port    int32
-	ln      net.Listener
-	handoff *handoffListener
+	d    *DataPlane
+	port int32
+	ln   net.Listener
+	// handoff gives a connection to the listener's net/http side, which
+	// then owns it (an error: it is closed, the connection is not given).
+	handoff func(net.Conn) error
 	// tlsConfig is the HTTPS listener's (nil: cleartext).
 	tlsConfig *tls.Config
 	// h2c is the listener's net/http side, which serves a cleartext
@@ -56,7 +57,7 @@ type fastServer struct {
 	wg      sync.WaitGroup
 	// served counts requests the fast path answered (tests read it).
 	served atomic.Uint64
-	// ctl is the accept loop's scratch for arming new sessions.
+	// ctl is the accept loop's scratch for arming new sessions (admit).
 	ctl lotCtl
 }
 
@@ -79,39 +80,33 @@ type fastConn struct {
 const fastIdleTimeout = 120 * time.Second
 
 func newFastServer(d *DataPlane, port int32, ln net.Listener, tlsConfig *tls.Config) *fastServer {
-	return &fastServer{d: d, port: port, ln: ln, tlsConfig: tlsConfig, conns: map[*fastConn]struct{}{},
-		handoff: newHandoffListener(ln.Addr())}
+	return &fastServer{d: d, port: port, ln: ln, tlsConfig: tlsConfig, conns: map[*fastConn]struct{}{}}
 }
 
-func (fs *fastServer) acceptLoop() {
-	var backoff time.Duration
-	for {
-		nc, err := fs.ln.Accept()
-		if err != nil {
-			if fs.closing.Load() || errors.Is(err, net.ErrClosed) {
-				fs.closing.Store(true)
-				fs.wakeIdle()
-				return
-			}
-			if backoff == 0 {
-				backoff = 5 * time.Millisecond
-			} else if backoff < time.Second {
-				backoff *= 2
-			}
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		fc := &fastConn{nc: nc, raw: nc, remote: nc.RemoteAddr().String()}
-		s := &fastSession{fs: fs, fc: fc}
-		fc.s = s
-		fs.mu.Lock()
-		fs.conns[fc] = struct{}{}
-		fs.wg.Add(1)
-		fs.mu.Unlock()
-		fs.d.m.activeConns.Inc()
-		s.start()
+// admit serves a connection the listener accepted: loop says it comes
+// from the accept loop's goroutine, whose scratch (ctl) it may use; a
+// connection past its PROXY header comes from that header's goroutine.
+func (fs *fastServer) admit(nc net.Conn, loop bool) {
+	fc := &fastConn{nc: nc, raw: nc, remote: nc.RemoteAddr().String()}
+	s := &fastSession{fs: fs, fc: fc}
+	fc.s = s
+	fs.mu.Lock()
+	fs.conns[fc] = struct{}{}
+	fs.wg.Add(1)
+	fs.mu.Unlock()
+	fs.d.m.activeConns.Inc()
+	ctl := &fs.ctl
+	if !loop {
+		ctl = new(lotCtl)
 	}
+	s.start(ctl)
+}
+
+// acceptStopped is told that the listener no longer accepts (its socket
+// closed): connections waiting for a request notice it.
+func (fs *fastServer) acceptStopped() {
+	fs.closing.Store(true)
+	fs.wakeIdle()
 }
 
 // wakeIdle makes connections waiting for a request notice the drain: a
@@ -219,7 +214,7 @@ type fastSession struct {
 
 // start starts serving an accepted connection, on the accept loop: its
 // first request is waited for as a parked session's next one is.
-func (s *fastSession) start() {
+func (s *fastSession) start(ctl *lotCtl) {
 	if s.fs.tlsConfig != nil {
 		go s.handshake()
 		return
@@ -229,7 +224,7 @@ func (s *fastSession) start() {
 		cw := &clientWatch{s: s}
 		cw.state.Store(watchParked)
 		s.armIdleTimer(cw)
-		if s.armLot(cw, &s.fs.ctl) {
+		if s.armLot(cw, ctl) {
 			return
 		}
 		s.idleTimer.Stop()
@@ -539,7 +534,7 @@ func (s *fastSession) handOff(br *bufio.Reader, headDeadline time.Time) {
 		}
 	}
 	pc := &peekedConn{Conn: s.fc.nc, r: br, src: &s.src, headDeadline: headDeadline}
-	s.handedOff = s.fs.handoff.give(s.handedOffConn(pc)) == nil
+	s.handedOff = s.fs.handoff(s.handedOffConn(pc)) == nil
 }
 
 // keepAlive turns TCP keep-alive probes on for a connection that may now

@@ -74,7 +74,7 @@ func (s *fastSession) handshake() {
 	fs.mu.Unlock()
 	if cs.NegotiatedProtocol == "h2" {
 		s.keepAlive()
-		s.handedOff = fs.handoff.give(tc) == nil
+		s.handedOff = fs.handoff(tc) == nil
 		s.end()
 		return
 	}

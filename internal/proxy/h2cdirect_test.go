@@ -206,13 +206,13 @@ func TestH2CDrainWaitsForStreams(t *testing.T) {
 }
 
 // TestH2CServerBeforeServe: a listener's net/http servers can take an h2c
-// connection straight away, before the goroutine that feeds them from the
-// listener has run: the first connections after a bind are served
-// directly too (they went through an HTTP/1 connection before, and
-// TestH2CServedDirectly failed when its request came first).
+// connection straight away, before any connection was handed over to
+// them: the first connections after a bind are served directly too (they
+// went through an HTTP/1 connection before, and TestH2CServedDirectly
+// failed when its request came first).
 func TestH2CServerBeforeServe(t *testing.T) {
 	p := newTestPlane(t)
-	hs := p.newHTTPServers(testkit.FreePortInt32(t), newHandoffListener(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}), false,
+	hs := p.newHTTPServers(testkit.FreePortInt32(t), &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil, false,
 		func(serverSettings) *http.Server {
 			var pr http.Protocols
 			pr.SetHTTP1(true)

@@ -23,7 +23,9 @@ import (
 	"time"
 )
 
-// handoffListener feeds connections from the fast path to net/http.
+// handoffListener feeds connections to one of a listener's net/http
+// servers (clienttraffic_servers.go): from the fast path, or accepted
+// without it.
 type handoffListener struct {
 	addr net.Addr
 	ch   chan net.Conn

@@ -266,10 +266,10 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 	var src net.Listener = ln
 	if fast {
 		bl.fast = newFastServer(d, bl.port, ln, tlsConfig)
-		src = bl.fast.handoff
+		src = nil // the fast path hands connections over (handOver)
 	}
 	// net/http runs the TLS handshake only when the fast path does not.
-	srv := d.newHTTPServers(bl.port, src, isTLS && !fast, func(cs serverSettings) *http.Server {
+	srv := d.newHTTPServers(bl.port, ln.Addr(), src, isTLS && !fast, func(cs serverSettings) *http.Server {
 		var p http.Protocols
 		p.SetHTTP1(true)
 		if isTLS {
@@ -297,9 +297,18 @@ func (d *DataPlane) serveListener(bl *boundListener) {
 	})
 	bl.srv = srv
 	if fast {
+		// One goroutine a listener: the socket's accept loop hands each
+		// connection to the fast path, which hands what it does not serve
+		// to net/http.
 		bl.fast.h2c = srv
-		go bl.fast.acceptLoop()
+		bl.fast.handoff = srv.handOver
+		ln.start(bl.fast.admit, func() {
+			bl.fast.acceptStopped()
+			close(bl.done)
+		})
+		return
 	}
+	ln.start(nil, nil)
 	go func() {
 		defer close(bl.done)
 		if err := srv.serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {

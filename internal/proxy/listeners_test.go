@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -179,4 +180,53 @@ func TestProtocolSwitchRestoresOnFailure(t *testing.T) {
 	r.p.mustApply(t, r.snapshot(map[int32]bool{a: true, c: true}))
 	r.serves(a, true, "after a retried switch")
 	r.serves(c, true, "after a retried switch")
+}
+
+// TestHTTPListenerOneGoroutine: an HTTP listener that the fast path
+// serves costs one goroutine, its socket's accept loop (a shared pool of
+// 1,000 Gateways binds 1,000 ports, and each took three). Every port
+// still answers, on the fast path and on net/http after a hand-over (an
+// HTTP/1.0 request).
+func TestHTTPListenerOneGoroutine(t *testing.T) {
+	const n = 40
+	p := newTestPlane(t)
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
+	ports := make([]int32, n)
+	taken := map[int32]bool{}
+	for i := range ports {
+		for ports[i] == 0 || taken[ports[i]] { // free ports may repeat
+			ports[i] = testkit.FreePortInt32(t)
+		}
+		taken[ports[i]] = true
+		s.Listeners = append(s.Listeners, snapshot.Listener{Name: fmt.Sprintf("gateway/default/gw%d/80", i), Port: ports[i], ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
+			VirtualHosts: []snapshot.VirtualHost{{Hostname: "app.example.com", Routes: []snapshot.Route{
+				{ID: "direct", Match: prefix("/"), DirectResponse: &snapshot.DirectResponse{StatusCode: 200, Body: "ok"}}}}}})
+	}
+	before := runtime.NumGoroutine()
+	p.mustApply(t, s)
+	if grew := runtime.NumGoroutine() - before; grew > n+5 {
+		t.Errorf("%d HTTP listeners started %d goroutines, want at most %d", n, grew, n+5)
+	}
+	c := client()
+	for _, port := range ports {
+		if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/", port), "Host", "app.example.com"); r.code != 200 || strings.TrimSpace(r.body) != "ok" {
+			t.Fatalf("port %d: %d %q", port, r.code, r.body)
+		}
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(waitFor))
+		if _, err := io.WriteString(conn, "GET / HTTP/1.0\r\nHost: app.example.com\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(conn)
+		_ = conn.Close()
+		if !strings.HasPrefix(string(b), "HTTP/1.") || !strings.Contains(string(b), " 200 ") || !strings.HasSuffix(strings.TrimSpace(string(b)), "ok") {
+			t.Fatalf("port %d: HTTP/1.0 answered %q", port, b)
+		}
+	}
+	if served := p.fastServed(ports[0]); served != 1 {
+		t.Errorf("the fast path served %d requests on port %d, want 1 (the HTTP/1.0 one is net/http's)", served, ports[0])
+	}
 }

@@ -37,7 +37,9 @@ import (
 // net/http on TLS ports or without the fast path, accept from it); the
 // PROXY header comes before anything else, the TLS ClientHello included.
 //
-// Design: the wrapper's own goroutine accepts from the socket and, for
+// Design: the wrapper's own goroutine accepts from the socket (the only
+// one between the socket and the fast path, which it hands connections to
+// directly) and, for
 // each connection, reads the port's ClientTraffic in the state in force
 // (so a policy change applies to the next connection, without a rebind):
 //
@@ -127,17 +129,31 @@ type proxyProtocolListener struct {
 
 	mu      sync.Mutex
 	reading map[net.Conn]struct{}
+
+	// sink, when set, is given every connection ready to be served, on
+	// the goroutine that made it ready (loop: the accept loop's; else a
+	// header read's), instead of Accept: the fast path takes connections
+	// without a goroutine of its own waiting on Accept (at 1,000
+	// listeners, a thousand goroutines fewer). stopped is called once,
+	// when the accept loop ends with the socket's close.
+	sink    func(c net.Conn, loop bool)
+	stopped func()
 }
 
-// newProxyProtocolListener wraps a bound socket and starts accepting.
+// newProxyProtocolListener wraps a bound socket; start begins accepting.
 func (d *DataPlane) newProxyProtocolListener(port int32, inner net.Listener) *proxyProtocolListener {
-	l := &proxyProtocolListener{
+	return &proxyProtocolListener{
 		d: d, port: port, inner: inner,
 		ch: make(chan accepted), done: make(chan struct{}),
 		sem: make(chan struct{}, maxProxyHeaderReads), reading: map[net.Conn]struct{}{},
 	}
+}
+
+// start begins accepting: for Accept, or with sink and stopped set (see
+// above), for the sink.
+func (l *proxyProtocolListener) start(sink func(c net.Conn, loop bool), stopped func()) {
+	l.sink, l.stopped = sink, stopped
 	go l.acceptLoop()
-	return l
 }
 
 // Accept returns the next connection ready to be served.
@@ -173,8 +189,18 @@ func (l *proxyProtocolListener) shut() {
 	})
 }
 
-// deliver hands a result to Accept; false once the listener is closed.
-func (l *proxyProtocolListener) deliver(a accepted) bool {
+// deliver hands a result to Accept, or a connection to the sink (loop:
+// from the accept loop); false once the listener is closed.
+func (l *proxyProtocolListener) deliver(a accepted, loop bool) bool {
+	if l.sink != nil {
+		select {
+		case <-l.done:
+			return false
+		default:
+		}
+		l.sink(a.c, loop)
+		return true
+	}
 	select {
 	case l.ch <- a:
 		return true
@@ -185,22 +211,41 @@ func (l *proxyProtocolListener) deliver(a accepted) bool {
 
 // acceptLoop accepts from the socket until it closes. Errors other than
 // the socket's close go to Accept, whose caller backs off before it asks
-// again.
+// again; with a sink, the loop backs off itself.
 func (l *proxyProtocolListener) acceptLoop() {
+	if l.stopped != nil {
+		defer l.stopped()
+	}
+	var backoff time.Duration
 	for {
 		c, err := l.inner.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) || !l.deliver(accepted{err: err}) {
+			if errors.Is(err, net.ErrClosed) {
+				l.shut()
+				return
+			}
+			if l.sink != nil {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				l.d.log.Debug("accept failed", "port", l.port, "error", err, "retry", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-l.done:
+					return
+				}
+				continue
+			}
+			if !l.deliver(accepted{err: err}, true) {
 				l.shut()
 				return
 			}
 			continue
 		}
+		backoff = 0
 		ct := l.d.portTraffic(l.port)
 		pp := ct.ppPolicy()
 		switch {
 		case pp == nil:
-			if !l.deliver(accepted{c: c}) {
+			if !l.deliver(accepted{c: c}, true) {
 				_ = c.Close()
 			}
 		case !pp.trusts(c.RemoteAddr()):
@@ -254,7 +299,7 @@ func (l *proxyProtocolListener) readHeader(c net.Conn, timeout time.Duration) {
 		_ = c.Close()
 		return
 	}
-	if !l.deliver(accepted{c: pc}) {
+	if !l.deliver(accepted{c: pc}, false) {
 		_ = pc.Close()
 	}
 }
