@@ -188,10 +188,10 @@ func validate(s *Snapshot, known *validated) error {
 			return fmt.Errorf("endpointSets[%d] (%s): tls.clientCertificate refers to unknown certificate %q", i, es.Name, es.TLS.ClientCertificate)
 		}
 	}
-	ports := map[string]bool{}
+	ports := make(map[string]bool, len(s.Listeners))
 	for i := range s.Listeners {
 		l := &s.Listeners[i]
-		where := fmt.Sprintf("listeners[%d] (%s)", i, l.Name)
+		where := listenerAt{i, l.Name} // formatted only in an error
 		if l.Name == "" {
 			return fmt.Errorf("listeners[%d]: name is empty", i)
 		}
@@ -226,6 +226,14 @@ func validate(s *Snapshot, known *validated) error {
 	}
 	return nil
 }
+
+// listenerAt names listeners[i] of a snapshot in an error.
+type listenerAt struct {
+	i    int
+	name string
+}
+
+func (w listenerAt) String() string { return fmt.Sprintf("listeners[%d] (%s)", w.i, w.name) }
 
 // endpointSetNames tells whether a snapshot has an endpoint set of a name:
 // by a binary search of its list while that is in order by name, as a

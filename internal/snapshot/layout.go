@@ -113,6 +113,10 @@ type Encoder struct {
 	// listeners, which no result keeps.
 	spare map[string]encodedListener
 	bare  []Listener
+	// free is the map spare was before the last call, emptied: the next
+	// call's listeners (at 2,000 listeners a new map was an eighth of
+	// what a change allocated in the controller).
+	free map[string]encodedListener
 	// rest are the encodings of the rest of the last snapshot (its
 	// listeners without hosts, endpoint sets, certificates and Gateways:
 	// encode_rest.go), restSpare the storage of the call before the
@@ -276,7 +280,11 @@ func (e *Encoder) Resources(s *Snapshot) ([]Resource, error) {
 // twice (a snapshot that would make one, such as two listeners of a key,
 // fails), so that its callers need not walk them to check it.
 func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
-	next := make(map[string]encodedListener, len(s.Listeners))
+	next := e.free
+	e.free = nil // a failed call leaves no map in two places
+	if next == nil {
+		next = make(map[string]encodedListener, len(s.Listeners))
+	}
 	bare := lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)] // the listeners without hosts
 	runs := make([]HostRun, 0, len(s.Listeners))
 	// taken are the listeners whose last encoding was taken over: their
@@ -328,6 +336,10 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 	// Listeners come in port order, which is not their keys' string
 	// order.
 	slices.SortFunc(runs, func(a, b HostRun) int { return strings.Compare(a.Prefix, b.Prefix) })
+	if e.spare != nil {
+		clear(e.spare) // it keeps no list alive
+		e.free = e.spare
+	}
 	e.spare, e.listeners = e.listeners, next
 	for _, lk := range taken {
 		delete(e.spare, lk)

@@ -58,6 +58,9 @@ func (t *translator) buildGatewayScopes() {
 						ref.Ports = append(ref.Ports, internal)
 					}
 				}
+				if sb.gateways == nil { // at most all of them, at once rather than grown
+					sb.gateways = make([]snapshot.GatewayRef, 0, len(t.gwOrder))
+				}
 				sb.gateways = append(sb.gateways, ref)
 			}
 			if gi.servedDedicated() {

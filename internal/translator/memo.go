@@ -81,6 +81,10 @@ type Memo struct {
 	// endpoint sets.
 	hostOrder map[listenerID]hostOrder
 	setOrder  map[snapshot.Scope][]string
+	// spareHostOrder is the map hostOrder was before the last
+	// translation, emptied: the next one fills it (at 2,000 listeners a
+	// new map was a twelfth of what a change allocated).
+	spareHostOrder map[listenerID]hostOrder
 	// sizes are the last translation's list lengths, for the next to
 	// allocate at once rather than grow: the routes of each listener by
 	// ord and the sources of the endpoint sets.
@@ -353,8 +357,13 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if !sameEnv {
 		ports = nil
 	}
+	nextHostOrder := m.spareHostOrder
+	m.spareHostOrder = nil // a pass that never ends keeps no map in two places
+	if nextHostOrder == nil {
+		nextHostOrder = make(map[listenerID]hostOrder, len(m.hostOrder))
+	}
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks,
-		lastHostOrder: m.hostOrder, nextHostOrder: make(map[listenerID]hostOrder, len(m.hostOrder)),
+		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
@@ -386,6 +395,10 @@ func (m *Memo) Translate(res *Resources) *Result {
 	m.lastHits, m.lastMisses, m.lastPatched, m.lastCarried = pass.hits, pass.misses, pass.patched, pass.carried
 	m.lastKeptGateways = pass.keptGatewaysUsed
 	m.sizes = pass.sizes
+	if m.hostOrder != nil {
+		clear(m.hostOrder) // it keeps no host list alive
+		m.spareHostOrder = m.hostOrder
+	}
 	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder
 	return out
 }
