@@ -350,29 +350,43 @@ func BenchmarkCompile(b *testing.B) {
 
 // redirectHosts is a snapshot of one listener with n virtual hosts of one
 // redirect route each (the routes of test/e2e's propagation test).
-func redirectHosts(n int) *snapshot.Snapshot {
-	l := snapshot.Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP}
+func redirectHosts(n int) *snapshot.Snapshot { return redirectListeners(n, 1) }
+
+// redirectListeners is redirectHosts's n hosts spread over listeners
+// listeners (one Gateway's each, as test/e2e's SPREAD=1 makes them).
+func redirectListeners(n, listeners int) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
+	for j := 0; j < listeners; j++ {
+		s.Listeners = append(s.Listeners, snapshot.Listener{Name: "gateway/default/web" + strconv.Itoa(j) + "/80",
+			Port: int32(30000 + j), ExternalPort: 80, Protocol: snapshot.ProtocolHTTP})
+	}
 	for i := 0; i < n; i++ {
 		h := "r" + strconv.Itoa(i) + ".example.com"
+		l := &s.Listeners[i%listeners]
 		l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
 			ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
 			Redirect: &snapshot.Redirect{Hostname: "moved-" + h, StatusCode: 301},
 		}}})
 	}
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
 	snapshot.Normalize(s)
 	return s
 }
 
 // BenchmarkCompileRetained reports what the routing state of n virtual
-// hosts keeps on the heap beside the snapshot it was compiled from, per
-// host (retained-B/host), its routes' metric handles included: the proxy
+// hosts (on one listener, or spread over many) keeps on the heap beside
+// the snapshot it was compiled from, per host (retained-B/host), its
+// routes' metric handles included: the proxy
 // holds it for as long as that snapshot is in force. A B/op figure would
 // count the compile's garbage too; this is what a GC leaves.
 func BenchmarkCompileRetained(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		b.Run("hosts="+strconv.Itoa(n), func(b *testing.B) {
-			s := redirectHosts(n)
+	for _, shape := range []struct{ hosts, listeners int }{{1000, 1}, {10000, 1}, {10000, 1000}} {
+		n := shape.hosts
+		name := "hosts=" + strconv.Itoa(n)
+		if shape.listeners > 1 {
+			name += ",listeners=" + strconv.Itoa(shape.listeners)
+		}
+		b.Run(name, func(b *testing.B) {
+			s := redirectListeners(n, shape.listeners)
 			var retained int64
 			for b.Loop() {
 				var before, after runtime.MemStats

@@ -184,9 +184,10 @@ func TestProtocolSwitchRestoresOnFailure(t *testing.T) {
 
 // TestHTTPListenerOneGoroutine: an HTTP listener that the fast path
 // serves costs one goroutine, its socket's accept loop (a shared pool of
-// 1,000 Gateways binds 1,000 ports, and each took three). Every port
-// still answers, on the fast path and on net/http after a hand-over (an
-// HTTP/1.0 request).
+// 1,000 Gateways binds 1,000 ports, and each took three), and no request
+// duration histogram until its first request. Every port still answers,
+// on the fast path and on net/http after a hand-over (an HTTP/1.0
+// request).
 func TestHTTPListenerOneGoroutine(t *testing.T) {
 	const n = 40
 	p := newTestPlane(t)
@@ -207,8 +208,22 @@ func TestHTTPListenerOneGoroutine(t *testing.T) {
 	if grew := runtime.NumGoroutine() - before; grew > n+5 {
 		t.Errorf("%d HTTP listeners started %d goroutines, want at most %d", n, grew, n+5)
 	}
+	// A listener's request duration histogram appears at its first
+	// request: 40 idle listeners, none.
+	if m := scrape(t, p); strings.Contains(m, "coxswain_proxy_request_duration_seconds") {
+		t.Errorf("idle listeners have request duration series:\n%s", m)
+	}
 	c := client()
-	for _, port := range ports {
+	for i, port := range ports {
+		if i == n/2 {
+			m := scrape(t, p)
+			for j := range ports {
+				series := fmt.Sprintf(`coxswain_proxy_request_duration_seconds_count{listener="gateway/default/gw%d/80"}`, j)
+				if has := strings.Contains(m, series); has != (j < i) {
+					t.Errorf("after requests to the first %d listeners, listener %d has its duration series: %v", i, j, has)
+				}
+			}
+		}
 		if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/", port), "Host", "app.example.com"); r.code != 200 || strings.TrimSpace(r.body) != "ok" {
 			t.Fatalf("port %d: %d %q", port, r.code, r.body)
 		}

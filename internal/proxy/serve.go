@@ -276,7 +276,7 @@ func (d *DataPlane) record(start time.Time, r *http.Request, ex *exchange, lr *l
 	}
 	if stats != nil {
 		stats.inc(r.Method, ex.status)
-		stats.duration.Observe(time.Since(start).Seconds())
+		stats.observe(time.Since(start).Seconds())
 	}
 	if d.alog != nil && !logOff {
 		d.alog.log(start, listener, r, ex, id)
