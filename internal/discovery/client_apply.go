@@ -62,7 +62,8 @@ func (c *Client) apply(m *discoveryv1.Snapshot) (applied bool, err error) {
 	}
 	if a == nil || a.Layout != layout {
 		// The decoded resources of one layout are of no use in another.
-		a = &snapshot.Assembler{Scope: c.opts.Scope, Layout: layout}
+		// Bodies are the message's: only their digests are kept.
+		a = &snapshot.Assembler{Scope: c.opts.Scope, Layout: layout, DigestsOnly: true}
 	} else {
 		// Assembled on a copy, kept only once the snapshot is applied: a
 		// delta is patched onto the assembler's last snapshot, which must

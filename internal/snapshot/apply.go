@@ -19,6 +19,7 @@ package snapshot
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -44,11 +45,16 @@ func (a *Assembler) Apply(upserts []Resource, removed []string) (*Snapshot, stri
 	if !a.Layout.PerHost() || a.last == nil {
 		return nil, "", errNoBaseline
 	}
+	for _, r := range upserts {
+		if len(r.Body) == 0 { // nothing decodes; and the merge's nil means kept
+			return nil, "", fmt.Errorf("resource %q: no body", r.Key)
+		}
+	}
 	changes := deltaChanges(upserts, removed)
 	if s, version, ok := a.patch(changes); ok {
 		return s, version, nil
 	}
-	return a.Assemble(a.mergedWith(changes))
+	return a.assemble(a.mergedWith(changes), a.DigestsOnly)
 }
 
 // change is one key of a delta: its new body, or its removal.
@@ -82,7 +88,8 @@ func deltaChanges(upserts []Resource, removed []string) []change {
 }
 
 // mergedWith is the resources last assembled with changes made, in key
-// order: what Apply assembles in full.
+// order: what Apply assembles in full. A resource whose body is not kept
+// (DigestsOnly) comes without one: assemble takes it as kept.
 func (a *Assembler) mergedWith(changes []change) []Resource {
 	out := make([]Resource, 0, len(a.decoded)+len(changes))
 	prev := a.decoded
@@ -165,9 +172,14 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 			hosts = append(hosts, hostChange{listener: li, hostname: host})
 			continue
 		}
-		if old != nil && SameBody(old.body, c.body) {
-			next = append(next, keptResource{c.key, old})
-			continue
+		var digest *[sha256.Size]byte
+		if old != nil {
+			same, sum := old.sameBody(c.body)
+			if same {
+				next = append(next, keptResource{c.key, old})
+				continue
+			}
+			digest = sum
 		}
 		if kind != vhostKind && kind != "endpoints" {
 			return nil, "", false
@@ -176,7 +188,7 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 		if err != nil {
 			return nil, "", false
 		}
-		d := &decodedResource{body: c.body, digest: sha256.Sum256(c.body), value: v}
+		d := a.keep(c.body, digest, v)
 		differs(c.key, d)
 		next = append(next, keptResource{c.key, d})
 		switch v := d.value.(type) {

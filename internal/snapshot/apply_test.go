@@ -74,109 +74,125 @@ func applyHost(host, set, tag string) VirtualHost {
 // the merged resources: the same error or none, and then the same
 // snapshot and version. A refused delta is dropped, as a proxy keeps its
 // last good resources, and the next delta applies to what was before it.
+// Both with the bodies kept and with digests only (DigestsOnly, which
+// tells an unchanged body by hashing it and assembles a merge whose kept
+// resources come without theirs).
 func TestApplyEqualsAssemble(t *testing.T) {
 	for _, layout := range perHostLayouts {
-		t.Run(layout.String(), func(t *testing.T) {
-			rng := rand.New(rand.NewSource(29))
-			good := applyFixture(t)
-			body := func(v any) []byte {
-				b, err := json.Marshal(v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
+		for _, digestsOnly := range []bool{false, true} {
+			name := layout.String()
+			if digestsOnly {
+				name += "/digests-only"
 			}
-			ports := []string{"80", "8080", "800", "443"}
-			setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(10)) }
-			host := func() string { return fmt.Sprintf("h%d.example.com", rng.Intn(12)) }
-			a := &Assembler{Scope: SharedPool(), Layout: layout}
-			if _, _, err := a.Apply(nil, nil); err == nil {
-				t.Fatal("Apply without a baseline succeeded")
-			}
-			if _, _, err := a.Assemble(good); err != nil {
-				t.Fatal(err)
-			}
-			var failures, fast int
-			for step := 0; step < 1500; step++ {
-				var upserts []Resource
-				var removed []string
-				for range 1 + rng.Intn(5) {
-					switch rng.Intn(12) {
-					case 0, 1, 2: // reroute or add a host
-						h := host()
-						upserts = append(upserts, Resource{Key: VirtualHostKey(ports[rng.Intn(len(ports))], h), Body: body(applyHost(h, setName(), fmt.Sprint(step)))})
-					case 3, 4: // remove a host
-						removed = append(removed, VirtualHostKey(ports[rng.Intn(len(ports))], host()))
-					case 5: // change or add a set
-						name := setName()
-						addr := fmt.Sprintf("10.1.0.%d", step%250)
-						if rng.Intn(8) == 0 {
-							addr = "not-an-address"
-						}
-						upserts = append(upserts, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
-					case 6: // remove a set
-						removed = append(removed, "endpoints|"+setName())
-					case 7: // a listener changed
-						upserts = append(upserts, Resource{Key: "listener|9090", Body: body(Listener{Name: "l9090", Port: 9090, Protocol: ProtocolHTTP})})
-					case 8: // a body that does not decode, or a host on no listener
-						if rng.Intn(2) == 0 {
-							upserts = append(upserts, Resource{Key: VirtualHostKey("80", host()), Body: []byte(`{"hostname":`)})
-						} else {
-							h := host()
-							upserts = append(upserts, Resource{Key: VirtualHostKey("7070", h), Body: body(applyHost(h, setName(), "x"))})
-						}
-					case 9: // a key upserted twice, and both upserted and removed
-						h, p := host(), ports[rng.Intn(len(ports))]
-						upserts = append(upserts,
-							Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "first"))},
-							Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "second"))})
-						if rng.Intn(2) == 0 {
-							removed = append(removed, VirtualHostKey(p, h))
-						}
-					case 10: // an unchanged body in fresh memory
-						r := good[rng.Intn(len(good))]
-						upserts = append(upserts, Resource{Key: r.Key, Body: bytes.Clone(r.Body)})
-					case 11: // removing what is not there
-						removed = append(removed, VirtualHostKey("80", "absent.example.com"))
-					}
-				}
-				next := mergeDelta(good, upserts, removed)
-				want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: layout}).Assemble(next)
-				before, index := a.last, reflect.ValueOf(a.listenerAt).Pointer()
-				beforeJSON := encodeOrFail(t, before)
-				got, gotV, gotErr := a.Apply(slices.Clone(upserts), slices.Clone(removed))
-				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-					t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
-				}
-				if wantErr != nil {
-					if a.last != before {
-						t.Fatalf("step %d: a refused delta changed the baseline", step)
-					}
-					failures++
-					continue
-				}
-				if gotV != wantV || !reflect.DeepEqual(got, want) {
-					t.Fatalf("step %d: the snapshot differs from a fresh Assembler's:\n got %s\nwant %s", step, encodeOrFail(t, got), encodeOrFail(t, want))
-				}
-				if !bytes.Equal(beforeJSON, encodeOrFail(t, before)) {
-					t.Fatalf("step %d: Apply modified the snapshot it patched", step)
-				}
-				if !applyFallsBack(upserts, removed) {
-					// Patched, not assembled in full (which indexes the
-					// listeners anew).
-					if reflect.ValueOf(a.listenerAt).Pointer() != index {
-						t.Fatalf("step %d: a delta of hosts and sets was assembled in full", step)
-					}
-					fast++
-				}
-				good = next
-			}
-			if failures == 0 || failures > 900 || fast < 300 {
-				t.Fatalf("%d of 1500 deltas failed, %d patched: the test exercises too little", failures, fast)
-			}
-			t.Logf("%d of 1500 deltas were refused; %d could be patched", failures, fast)
-		})
+			t.Run(name, func(t *testing.T) { testApplyEqualsAssemble(t, layout, digestsOnly) })
+		}
 	}
+}
+
+func testApplyEqualsAssemble(t *testing.T, layout Layout, digestsOnly bool) {
+	rng := rand.New(rand.NewSource(29))
+	good := applyFixture(t)
+	body := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ports := []string{"80", "8080", "800", "443"}
+	setName := func() string { return fmt.Sprintf("default/svc-%d:80", rng.Intn(10)) }
+	host := func() string { return fmt.Sprintf("h%d.example.com", rng.Intn(12)) }
+	a := &Assembler{Scope: SharedPool(), Layout: layout, DigestsOnly: digestsOnly}
+	if _, _, err := a.Apply(nil, nil); err == nil {
+		t.Fatal("Apply without a baseline succeeded")
+	}
+	if _, _, err := a.Assemble(good); err != nil {
+		t.Fatal(err)
+	}
+	var failures, fast int
+	for step := 0; step < 1500; step++ {
+		var upserts []Resource
+		var removed []string
+		for range 1 + rng.Intn(5) {
+			switch rng.Intn(12) {
+			case 0, 1, 2: // reroute or add a host
+				h := host()
+				upserts = append(upserts, Resource{Key: VirtualHostKey(ports[rng.Intn(len(ports))], h), Body: body(applyHost(h, setName(), fmt.Sprint(step)))})
+			case 3, 4: // remove a host
+				removed = append(removed, VirtualHostKey(ports[rng.Intn(len(ports))], host()))
+			case 5: // change or add a set
+				name := setName()
+				addr := fmt.Sprintf("10.1.0.%d", step%250)
+				if rng.Intn(8) == 0 {
+					addr = "not-an-address"
+				}
+				upserts = append(upserts, Resource{Key: "endpoints|" + name, Body: body(EndpointSet{Name: name, Endpoints: []Endpoint{{Address: addr, Port: 8080}}})})
+			case 6: // remove a set
+				removed = append(removed, "endpoints|"+setName())
+			case 7: // a listener changed
+				upserts = append(upserts, Resource{Key: "listener|9090", Body: body(Listener{Name: "l9090", Port: 9090, Protocol: ProtocolHTTP})})
+			case 8: // a body that does not decode, or a host on no listener
+				if rng.Intn(2) == 0 {
+					upserts = append(upserts, Resource{Key: VirtualHostKey("80", host()), Body: []byte(`{"hostname":`)})
+				} else {
+					h := host()
+					upserts = append(upserts, Resource{Key: VirtualHostKey("7070", h), Body: body(applyHost(h, setName(), "x"))})
+				}
+			case 9: // a key upserted twice, and both upserted and removed
+				h, p := host(), ports[rng.Intn(len(ports))]
+				upserts = append(upserts,
+					Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "first"))},
+					Resource{Key: VirtualHostKey(p, h), Body: body(applyHost(h, setName(), "second"))})
+				if rng.Intn(2) == 0 {
+					removed = append(removed, VirtualHostKey(p, h))
+				}
+			case 10: // an unchanged body in fresh memory
+				r := good[rng.Intn(len(good))]
+				upserts = append(upserts, Resource{Key: r.Key, Body: bytes.Clone(r.Body)})
+			case 11: // removing what is not there
+				removed = append(removed, VirtualHostKey("80", "absent.example.com"))
+			}
+		}
+		next := mergeDelta(good, upserts, removed)
+		want, wantV, wantErr := (&Assembler{Scope: SharedPool(), Layout: layout}).Assemble(next)
+		before, index := a.last, reflect.ValueOf(a.listenerAt).Pointer()
+		beforeJSON := encodeOrFail(t, before)
+		got, gotV, gotErr := a.Apply(slices.Clone(upserts), slices.Clone(removed))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("step %d: error %v, a fresh Assembler's %v", step, gotErr, wantErr)
+		}
+		if wantErr != nil {
+			if a.last != before {
+				t.Fatalf("step %d: a refused delta changed the baseline", step)
+			}
+			failures++
+			continue
+		}
+		if gotV != wantV || !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: the snapshot differs from a fresh Assembler's:\n got %s\nwant %s", step, encodeOrFail(t, got), encodeOrFail(t, want))
+		}
+		if !bytes.Equal(beforeJSON, encodeOrFail(t, before)) {
+			t.Fatalf("step %d: Apply modified the snapshot it patched", step)
+		}
+		if !applyFallsBack(upserts, removed) {
+			// Patched, not assembled in full (which indexes the
+			// listeners anew).
+			if reflect.ValueOf(a.listenerAt).Pointer() != index {
+				t.Fatalf("step %d: a delta of hosts and sets was assembled in full", step)
+			}
+			fast++
+		}
+		good = next
+	}
+	if failures == 0 || failures > 900 || fast < 300 {
+		t.Fatalf("%d of 1500 deltas failed, %d patched: the test exercises too little", failures, fast)
+	}
+	for _, k := range a.decoded {
+		if kept := k.d.body != nil; kept == digestsOnly {
+			t.Fatalf("%s: body kept %v with DigestsOnly %v", k.key, kept, digestsOnly)
+		}
+	}
+	t.Logf("%d of 1500 deltas were refused; %d could be patched", failures, fast)
 }
 
 // applyFallsBack reports a delta Apply assembles in full whatever the
@@ -473,6 +489,32 @@ func TestApplyVersionResumesItsHash(t *testing.T) {
 		}
 		if want := ResourceVersion(res); got != want {
 			t.Fatalf("step %d: version %s, want %s", step, got, want)
+		}
+	}
+}
+
+// TestApplyRefusesAnEmptyBody: an upsert without a body is refused, with
+// the bodies kept or not (with digests only, a merged resource without
+// its body is one kept as it was: a delta's must never pass for one), and
+// the baseline stays.
+func TestApplyRefusesAnEmptyBody(t *testing.T) {
+	for _, digestsOnly := range []bool{false, true} {
+		good := applyFixture(t)
+		a := &Assembler{Scope: SharedPool(), Layout: LayoutVirtualHosts, DigestsOnly: digestsOnly}
+		if _, _, err := a.Assemble(good); err != nil {
+			t.Fatal(err)
+		}
+		before := a.last
+		for _, body := range [][]byte{nil, {}} {
+			// With a listener changed too, which Apply assembles in full.
+			_, _, err := a.Apply([]Resource{{Key: good[len(good)-1].Key, Body: body},
+				{Key: "listener|9090", Body: []byte(`{"name":"l9090","port":9090,"protocol":"HTTP"}`)}}, nil)
+			if err == nil || !strings.Contains(err.Error(), "no body") {
+				t.Errorf("DigestsOnly %v: an upsert with body %q: error %v, want no body", digestsOnly, body, err)
+			}
+			if a.last != before {
+				t.Errorf("DigestsOnly %v: a refused delta changed the baseline", digestsOnly)
+			}
 		}
 	}
 }
