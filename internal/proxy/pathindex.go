@@ -18,9 +18,9 @@ package proxy
 
 // pathIndexMapAt is how many paths a pathIndex holds before it indexes
 // them in a map: up to it, comparing each one costs less than hashing
-// the request's path, and a list of them is a tenth of a map's memory
-// (most virtual hosts have one or two; at 10,000 hosts the maps were a
-// third of the compiled routes' heap).
+// the request's path, and a list of them takes an eighth of a map's
+// memory (most virtual hosts have one or two paths; at 10,000 hosts the
+// maps were a third of the compiled routes' heap).
 const pathIndexMapAt = 8
 
 // pathIndex is a virtual host's routes by exact path or by prefix: for

@@ -33,13 +33,12 @@ import (
 // The PROXY protocol (v1 text, v2 binary; github.com/pires/go-proxyproto
 // parses it) on HTTP and HTTPS listeners. Every connection of such a
 // listener enters through a proxyProtocolListener wrapped around its
-// socket, the one place connections are accepted (the fast path, and
-// net/http on TLS ports or without the fast path, accept from it); the
-// PROXY header comes before anything else, the TLS ClientHello included.
+// socket, the one place connections are accepted (it hands them to the
+// fast path; without the fast path, net/http accepts from it); the PROXY
+// header comes before anything else, the TLS ClientHello included.
 //
-// Design: the wrapper's own goroutine accepts from the socket (the only
-// one between the socket and the fast path, which it hands connections to
-// directly) and, for
+// Design: the wrapper's own goroutine, the listener's only one, accepts
+// from the socket and, for
 // each connection, reads the port's ClientTraffic in the state in force
 // (so a policy change applies to the next connection, without a rebind):
 //
