@@ -125,12 +125,10 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 		if cr.resolvedReason != "" {
 			res = status.ResolvedRefs(false, cr.resolvedReason, cr.resolvedMsg, gen)
 		}
-		conds := []metav1.Condition{acc, res}
-		sortConds(conds)
 		out = append(out, gwv1.RouteParentStatus{
 			ParentRef:      *ref.DeepCopy(),
 			ControllerName: gwv1.GatewayController(names.ControllerName),
-			Conditions:     conds,
+			Conditions:     t.memo.routeConds(acc, res),
 		})
 	}
 	return out

@@ -102,6 +102,10 @@ type Memo struct {
 	// walks are the route walks' scratch lists by memo kind
 	// (*routeWalk[R]).
 	walks map[string]any
+	// conds are route parents' condition lists by their conditions
+	// (routeConds), shared by every status that has them: most routes
+	// have the same two, and each kept its own (6 MB at 10,000 routes).
+	conds map[[2]metav1.Condition][]metav1.Condition
 	// routeLists are the listeners' route lists (listenerState.routes)
 	// of the last translation by ord, spareRoutes those of the one
 	// before, whose arrays the next fills again: the last translation's
@@ -285,8 +289,9 @@ type memoPass struct {
 	// sameEnv says the environment is the last translation's (envDigest):
 	// what its listeners emitted may be patched (emitPatched).
 	sameEnv bool
-	// walks are the Memo's.
+	// walks and conds are the Memo's.
 	walks map[string]any
+	conds map[[2]metav1.Condition][]metav1.Condition
 	// spareRoutes are, on entry, the Memo's, and, on exit, this
 	// translation's route lists by ord (in the same storage).
 	spareRoutes [][]attachment
@@ -337,6 +342,10 @@ func (m *Memo) Translate(res *Resources) *Result {
 		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
 		m.byMeta, m.gateways = map[*metav1.ObjectMeta]*memoRoute{}, map[nn]*memoGatewayStatus{}
 		m.walks = map[string]any{}
+		m.conds = map[[2]metav1.Condition][]metav1.Condition{}
+	}
+	if len(m.conds) >= maxSharedConds {
+		clear(m.conds) // generations and messages come and go
 	}
 	sameEnv := ok && env == m.env
 	if !sameEnv {
@@ -362,7 +371,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if nextHostOrder == nil {
 		nextHostOrder = make(map[listenerID]hostOrder, len(m.hostOrder))
 	}
-	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks,
+	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
@@ -1301,4 +1310,24 @@ func metadataDigest(o metav1.Object) string {
 		h.Write([]byte(t.UTC().Format(time.RFC3339)))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// maxSharedConds bounds the Memo's shared condition lists.
+const maxSharedConds = 4096
+
+// routeConds is a route parent's conditions, a and b in type order: the
+// list of the Memo's any status with these conditions has (statuses are
+// never modified), else a new one.
+func (p *memoPass) routeConds(a, b metav1.Condition) []metav1.Condition {
+	pair := [2]metav1.Condition{a, b}
+	sortConds(pair[:])
+	if p == nil || p.conds == nil {
+		return pair[:]
+	}
+	if c, ok := p.conds[pair]; ok {
+		return c
+	}
+	c := pair[:]
+	p.conds[pair] = c
+	return c
 }

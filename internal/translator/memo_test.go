@@ -934,3 +934,59 @@ func TestMemoRepeatedRouteNames(t *testing.T) {
 		check(fmt.Sprintf("new route %d twice, again", step), &next)
 	}
 }
+
+// TestMemoSharesRouteConditions: with a Memo, route parents whose
+// conditions are the same share one list (most routes have the same two),
+// also across translations, and parents whose conditions differ do not;
+// without a Memo each has its own. Statuses are never modified, so the
+// Result is what a translation without a Memo makes (TestMemoEqualsTranslate).
+func TestMemoSharesRouteConditions(t *testing.T) {
+	res := generate(40, 2, 2)
+	// lists is the condition lists of a Result's route parents, by what
+	// they say.
+	lists := func(r *Result) (map[string]map[*metav1.Condition]bool, int) {
+		out, parents := map[string]map[*metav1.Condition]bool{}, 0
+		for _, rs := range r.HTTPRoutes {
+			for i := range rs.Parents {
+				c := rs.Parents[i].Conditions
+				k := fmt.Sprint(c)
+				if out[k] == nil {
+					out[k] = map[*metav1.Condition]bool{}
+				}
+				out[k][&c[0]] = true
+				parents++
+			}
+		}
+		return out, parents
+	}
+	m := NewMemo()
+	shared, parents := lists(m.Translate(res))
+	if parents < 40 || len(shared) < 2 {
+		t.Fatalf("%d parents with %d kinds of conditions: the test needs more", parents, len(shared))
+	}
+	for k, ls := range shared {
+		if len(ls) != 1 {
+			t.Errorf("%d lists of the conditions %s", len(ls), k)
+		}
+	}
+	// A route changed: the next translation's parents share the lists of
+	// the last.
+	res.HTTPRoutes[0] = res.HTTPRoutes[0].DeepCopy()
+	res.HTTPRoutes[0].Spec.Hostnames = append(res.HTTPRoutes[0].Spec.Hostnames, "another.example.com")
+	again, _ := lists(m.Translate(res))
+	for k, ls := range again {
+		for l := range ls {
+			if !shared[k][l] {
+				t.Errorf("a new list of the conditions %s", k)
+			}
+		}
+	}
+	own, parents := lists(Translate(res))
+	n := 0
+	for _, ls := range own {
+		n += len(ls)
+	}
+	if n != parents {
+		t.Errorf("without a Memo, %d condition lists for %d parents", n, parents)
+	}
+}
