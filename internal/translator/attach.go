@@ -131,7 +131,7 @@ func (t *translator) attach(cr *compiledRoute, refs []gwv1.ParentReference) []gw
 			Conditions:     t.memo.routeConds(acc, res),
 		})
 	}
-	return out
+	return t.memo.routeParents(out)
 }
 
 // parentRefKey identifies a parentRef, so a repeated one counts once.

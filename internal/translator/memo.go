@@ -106,6 +106,9 @@ type Memo struct {
 	// (routeConds), shared by every status that has them: most routes
 	// have the same two, and each kept its own (6 MB at 10,000 routes).
 	conds map[[2]metav1.Condition][]metav1.Condition
+	// parents are the same for the status of a route with one parent
+	// (routeParents).
+	parents map[parentKey][]gwv1.RouteParentStatus
 	// routeLists are the listeners' route lists (listenerState.routes)
 	// of the last translation by ord, spareRoutes those of the one
 	// before, whose arrays the next fills again: the last translation's
@@ -289,9 +292,10 @@ type memoPass struct {
 	// sameEnv says the environment is the last translation's (envDigest):
 	// what its listeners emitted may be patched (emitPatched).
 	sameEnv bool
-	// walks and conds are the Memo's.
-	walks map[string]any
-	conds map[[2]metav1.Condition][]metav1.Condition
+	// walks, conds and parents are the Memo's.
+	walks   map[string]any
+	conds   map[[2]metav1.Condition][]metav1.Condition
+	parents map[parentKey][]gwv1.RouteParentStatus
 	// spareRoutes are, on entry, the Memo's, and, on exit, this
 	// translation's route lists by ord (in the same storage).
 	spareRoutes [][]attachment
@@ -343,9 +347,13 @@ func (m *Memo) Translate(res *Resources) *Result {
 		m.byMeta, m.gateways = map[*metav1.ObjectMeta]*memoRoute{}, map[nn]*memoGatewayStatus{}
 		m.walks = map[string]any{}
 		m.conds = map[[2]metav1.Condition][]metav1.Condition{}
+		m.parents = map[parentKey][]gwv1.RouteParentStatus{}
 	}
 	if len(m.conds) >= maxSharedConds {
 		clear(m.conds) // generations and messages come and go
+	}
+	if len(m.parents) >= maxSharedConds {
+		clear(m.parents)
 	}
 	sameEnv := ok && env == m.env
 	if !sameEnv {
@@ -371,7 +379,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if nextHostOrder == nil {
 		nextHostOrder = make(map[listenerID]hostOrder, len(m.hostOrder))
 	}
-	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds,
+	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
 	if ok {
@@ -1312,7 +1320,7 @@ func metadataDigest(o metav1.Object) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// maxSharedConds bounds the Memo's shared condition lists.
+// maxSharedConds bounds the Memo's shared condition and parent lists.
 const maxSharedConds = 4096
 
 // routeConds is a route parent's conditions, a and b in type order: the
@@ -1330,4 +1338,44 @@ func (p *memoPass) routeConds(a, b metav1.Condition) []metav1.Condition {
 	c := pair[:]
 	p.conds[pair] = c
 	return c
+}
+
+// parentKey is what a route's status of one parent says: its parentRef
+// (set says which of its optional fields are), and its conditions' list.
+type parentKey struct {
+	group, kind, namespace, name, section string
+	port                                  int32
+	set                                   uint8
+	conds                                 *metav1.Condition
+}
+
+// routeParents is the status of a route with one parent, ps: the list of
+// the Memo's any route with the very same has (statuses are never
+// modified), else ps. The conditions must be routeConds's.
+func (p *memoPass) routeParents(ps []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
+	if p == nil || p.parents == nil || len(ps) != 1 || len(ps[0].Conditions) == 0 {
+		return ps
+	}
+	ref := &ps[0].ParentRef
+	k := parentKey{name: string(ref.Name), conds: &ps[0].Conditions[0]}
+	if ref.Group != nil {
+		k.group, k.set = string(*ref.Group), k.set|1
+	}
+	if ref.Kind != nil {
+		k.kind, k.set = string(*ref.Kind), k.set|2
+	}
+	if ref.Namespace != nil {
+		k.namespace, k.set = string(*ref.Namespace), k.set|4
+	}
+	if ref.SectionName != nil {
+		k.section, k.set = string(*ref.SectionName), k.set|8
+	}
+	if ref.Port != nil {
+		k.port, k.set = int32(*ref.Port), k.set|16
+	}
+	if shared, ok := p.parents[k]; ok && shared[0].ControllerName == ps[0].ControllerName && len(shared[0].Conditions) == len(ps[0].Conditions) {
+		return shared
+	}
+	p.parents[k] = ps
+	return ps
 }

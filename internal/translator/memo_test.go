@@ -19,6 +19,7 @@ package translator
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -937,7 +938,8 @@ func TestMemoRepeatedRouteNames(t *testing.T) {
 
 // TestMemoSharesRouteConditions: with a Memo, route parents whose
 // conditions are the same share one list (most routes have the same two),
-// also across translations, and parents whose conditions differ do not;
+// and so do routes with one parent whose statuses are the same, also
+// across translations; parents whose conditions differ do not share;
 // without a Memo each has its own. Statuses are never modified, so the
 // Result is what a translation without a Memo makes (TestMemoEqualsTranslate).
 func TestMemoSharesRouteConditions(t *testing.T) {
@@ -967,6 +969,29 @@ func TestMemoSharesRouteConditions(t *testing.T) {
 	for k, ls := range shared {
 		if len(ls) != 1 {
 			t.Errorf("%d lists of the conditions %s", len(ls), k)
+		}
+	}
+	// So do routes whose one parent's status is the same.
+	statuses := map[string]map[*gwv1.RouteParentStatus]bool{}
+	for _, rs := range m.Translate(res).HTTPRoutes {
+		if len(rs.Parents) == 1 {
+			b, err := json.Marshal(rs.Parents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := string(b)
+			if statuses[k] == nil {
+				statuses[k] = map[*gwv1.RouteParentStatus]bool{}
+			}
+			statuses[k][&rs.Parents[0]] = true
+		}
+	}
+	if len(statuses) == 0 || len(statuses) >= 40 {
+		t.Errorf("%d kinds of one-parent statuses: the test needs routes that have the same", len(statuses))
+	}
+	for k, ls := range statuses {
+		if len(ls) != 1 {
+			t.Errorf("%d lists of the parent status %s", len(ls), k)
 		}
 	}
 	// A route changed: the next translation's parents share the lists of
