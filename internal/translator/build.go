@@ -89,6 +89,10 @@ type vhostBuilder struct {
 type entry struct {
 	route *snapshot.Route
 	key   *precKey
+	// one, when set, is route as a list of one that the virtual host may
+	// share (a compiled route's, compiledRoute.entry); compiled routes are
+	// never modified once made.
+	one []snapshot.Route
 }
 
 // scopeIDs numbers scope builders.
@@ -166,7 +170,7 @@ func (sb *scopeBuilder) useCompiled(cr *compiledRoute) {
 	p := sb.memo
 	if p == nil {
 		for i := range cr.entries {
-			sb.use(&cr.entries[i].route)
+			sb.use(&cr.routes[i])
 		}
 		return
 	}
@@ -199,7 +203,7 @@ func (sb *scopeBuilder) useSet(u *setUse) {
 func usesOf(cr *compiledRoute) []setUse {
 	out := []setUse{}
 	for i := range cr.entries {
-		routeSets(&cr.entries[i].route, func(name string) {
+		routeSets(&cr.routes[i], func(name string) {
 			if !slices.ContainsFunc(out, func(u setUse) bool { return u.name == name }) {
 				out = append(out, setUse{name: name})
 			}

@@ -190,8 +190,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 					// Listed, with its entries (a route may have none).
 					es := entries[h]
 					for i := range cr.entries {
-						e := &cr.entries[i]
-						es = append(es, entry{route: &e.route, key: &e.key})
+						es = append(es, cr.entry(i))
 					}
 					entries[h] = es
 				}

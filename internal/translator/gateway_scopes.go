@@ -187,18 +187,21 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 				// it, and each plain one after it records its own.
 				used, plain := cr.usedBy == sb.id, true
 				for i := range cr.entries {
-					e := &cr.entries[i]
+					e := cr.entry(i)
 					if cr.kind == kindGRPCRoute {
-						t.markH2C(&e.route)
+						t.markH2C(e.route)
 					}
-					rt := t.withClientCertificate(sb, gi, &e.route)
-					rt = t.withPolicies(gi, li, cr, e.rule, rt)
-					vh.entries = append(vh.entries, entry{route: rt, key: &e.key})
+					rt := t.withClientCertificate(sb, gi, e.route)
+					rt = t.withPolicies(gi, li, cr, cr.entries[i].rule, rt)
+					if rt != e.route {
+						e.route, e.one = rt, nil
+					}
+					vh.entries = append(vh.entries, e)
 					switch {
-					case rt != &e.route:
+					case rt != &cr.routes[i]:
 						if plain && !used {
 							for j := range i {
-								sb.use(&cr.entries[j].route)
+								sb.use(&cr.routes[j])
 							}
 						}
 						plain = false

@@ -745,6 +745,9 @@ func (t *translator) hostRoutes(last *builtListener, at *int, h string, entries 
 			from[i] = entries[i].route
 		}
 	}
+	if len(entries) == 1 && entries[0].one != nil {
+		return entries[0].one, from
+	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return a.key.compare(b.key) })
 	routes = make([]snapshot.Route, len(entries))
 	for i := range entries {

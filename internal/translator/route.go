@@ -32,6 +32,10 @@ type compiledRoute struct {
 	meta      *metav1.ObjectMeta
 	hostnames []string
 	entries   []routeEntry
+	// routes are the entries' compiled routes (routes[i] is entries[i]'s),
+	// in a list of their own: a virtual host that one entry serves takes
+	// routes[i:i+1] as its route list (entry.one) instead of a copy.
+	routes []snapshot.Route
 	// err makes the route Accepted=False UnsupportedValue on every parent.
 	err string
 	// resolved* is the ResolvedRefs condition (first failure wins).
@@ -53,7 +57,6 @@ type compiledRoute struct {
 }
 
 type routeEntry struct {
-	route       snapshot.Route
 	rule, match int
 	key         precKey
 }
@@ -64,7 +67,13 @@ func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
 	k.created, k.namespace, k.name, k.kind = cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind
 	k.rule, k.match = rule, match
 	k.finalize()
-	cr.entries = append(cr.entries, routeEntry{route: route, rule: rule, match: match, key: k})
+	cr.entries = append(cr.entries, routeEntry{rule: rule, match: match, key: k})
+	cr.routes = append(cr.routes, route)
+}
+
+// entry is entries[i] as a virtual host's entry, its route as is.
+func (cr *compiledRoute) entry(i int) entry {
+	return entry{route: &cr.routes[i], key: &cr.entries[i].key, one: cr.routes[i : i+1 : i+1]}
 }
 
 // newCompiledRoute starts compiling a route of kind: its hostnames, an
