@@ -105,7 +105,11 @@ func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 		if t.memo != nil && s == snapshot.SharedPool() {
 			n = t.memo.sizes.sharedListeners
 		}
-		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: make(map[string]*listenerBuilder, n), sets: map[string]bool{}, certs: map[string]bool{}, memo: t.memo}
+		sets := map[string]bool{}
+		if s == snapshot.SharedPool() && t.poolSets != nil {
+			sets, t.poolSets = t.poolSets, nil
+		}
+		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: make(map[string]*listenerBuilder, n), sets: sets, certs: map[string]bool{}, memo: t.memo}
 		t.scopes[s] = sb
 	}
 	return sb

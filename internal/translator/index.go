@@ -17,7 +17,7 @@ limitations under the License.
 package translator
 
 import (
-	"sort"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -45,10 +45,11 @@ type index struct {
 	vip        map[nn]*corev1.Service
 }
 
-// buildIndex indexes res by the keys the translation looks objects up by.
-func buildIndex(res *Resources) *index {
+// buildIndex indexes res by the keys the translation looks objects up by,
+// its EndpointSlices into slices, an empty map (nil: a new one).
+func buildIndex(res *Resources, slices map[nn][]*discoveryv1.EndpointSlice) *index {
 	ix := buildEnvIndex(res)
-	ix.indexSlices(res.EndpointSlices)
+	ix.indexSlices(res.EndpointSlices, slices)
 	return ix
 }
 
@@ -56,16 +57,20 @@ func buildIndex(res *Resources) *index {
 // (envDigest), with res's EndpointSlices indexed: at 1,000 Gateways,
 // indexing their VIP Services and every other object again was a tenth of
 // a translation that changed one route.
-func (ix *index) withSlices(res *Resources) *index {
+func (ix *index) withSlices(res *Resources, into map[nn][]*discoveryv1.EndpointSlice) *index {
 	out := *ix
-	out.indexSlices(res.EndpointSlices)
+	out.indexSlices(res.EndpointSlices, into)
 	return &out
 }
 
-// indexSlices indexes EndpointSlices by their Service, into a new map.
-func (ix *index) indexSlices(slices []*discoveryv1.EndpointSlice) {
-	ix.slices = make(map[nn][]*discoveryv1.EndpointSlice, len(slices))
-	for _, s := range slices {
+// indexSlices indexes EndpointSlices by their Service, into into, an
+// empty map (nil: a new one).
+func (ix *index) indexSlices(list []*discoveryv1.EndpointSlice, into map[nn][]*discoveryv1.EndpointSlice) {
+	if into == nil {
+		into = make(map[nn][]*discoveryv1.EndpointSlice, len(list))
+	}
+	ix.slices = into
+	for _, s := range list {
 		if s == nil {
 			continue
 		}
@@ -77,7 +82,9 @@ func (ix *index) indexSlices(slices []*discoveryv1.EndpointSlice) {
 		ix.slices[k] = append(ix.slices[k], s)
 	}
 	for _, list := range ix.slices {
-		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		if len(list) > 1 {
+			slices.SortFunc(list, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ func SharedPortKeys(res *Resources) []portalloc.Key {
 	if res == nil {
 		return nil
 	}
-	t := &translator{res: res, ix: buildIndex(res), out: &Result{}}
+	t := &translator{res: res, ix: buildIndex(res, nil), out: &Result{}}
 	t.processGatewayClasses()
 	gws := classifyGateways(res, t.ix, t.classes)
 	byName := make(map[nn]*gatewayInfo, len(gws))

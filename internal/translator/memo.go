@@ -85,6 +85,8 @@ type Memo struct {
 	// translation, emptied: the next one fills it (at 2,000 listeners a
 	// new map was a twelfth of what a change allocated).
 	spareHostOrder map[listenerID]hostOrder
+	// spare is the last translation's scratch maps, emptied, for the next.
+	spare *scratch
 	// sizes are the last translation's list lengths, for the next to
 	// allocate at once rather than grow: the routes of each listener by
 	// ord and the sources of the endpoint sets.
@@ -304,6 +306,9 @@ type memoPass struct {
 	// keptGatewaysUsed says processGateways started from it.
 	keptGateways     *keptGateways
 	keptGatewaysUsed bool
+	// scratch is, on entry, the Memo's spare maps (nil: none) and, on
+	// exit, this translation's (scratchFor).
+	scratch *scratch
 }
 
 // walkOf is the scratch lists of the route walk of memo kind kind, kept
@@ -322,15 +327,16 @@ func walkOf[R any](p *memoPass, kind string) *routeWalk[R] {
 }
 
 // index is the translation's index of res: the Memo's index of the same
-// environment with res's EndpointSlices, when it has one, else built.
-func (p *memoPass) index(res *Resources) *index {
+// environment with res's EndpointSlices, when it has one, else built;
+// the EndpointSlices are indexed into slices, an empty map.
+func (p *memoPass) index(res *Resources, slices map[nn][]*discoveryv1.EndpointSlice) *index {
 	if p == nil {
-		return buildIndex(res)
+		return buildIndex(res, slices)
 	}
 	if p.envIndex == nil {
 		p.envIndex = buildEnvIndex(res)
 	}
-	return p.envIndex.withSlices(res)
+	return p.envIndex.withSlices(res, slices)
 }
 
 // Translate is Translate(res), reusing the compiled routes the Memo holds
@@ -374,14 +380,14 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if !sameEnv {
 		ports = nil
 	}
-	nextHostOrder := m.spareHostOrder
-	m.spareHostOrder = nil // a pass that never ends keeps no map in two places
+	nextHostOrder, spare := m.spareHostOrder, m.spare
+	m.spareHostOrder, m.spare = nil, nil // a pass that never ends keeps no map in two places
 	if nextHostOrder == nil {
 		nextHostOrder = make(map[listenerID]hostOrder, len(m.hostOrder))
 	}
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
-		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder))}
+		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder)), scratch: spare}
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
 		pass.keptGateways = gatewaysKept
@@ -417,6 +423,8 @@ func (m *Memo) Translate(res *Resources) *Result {
 		m.spareHostOrder = m.hostOrder
 	}
 	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder
+	pass.scratch.empty()
+	m.spare = pass.scratch
 	return out
 }
 

@@ -1062,3 +1062,33 @@ func TestMemoSharesRouteConditions(t *testing.T) {
 		t.Errorf("without a Memo, %d condition lists for %d parents", n, parents)
 	}
 }
+
+// TestMemoReusesItsScratchMaps: a Memo's translations work in the same
+// scratch maps, emptied after each (scratch), rather than in new ones;
+// TestMemoEqualsTranslate holds them to translating as a fresh one does.
+func TestMemoReusesItsScratchMaps(t *testing.T) {
+	res := generate(50, 2, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	first := m.spare
+	if first == nil {
+		t.Fatal("the Memo kept no scratch maps")
+	}
+	mapOf := func(s *scratch) []uintptr {
+		return []uintptr{reflect.ValueOf(s.endpointSets).Pointer(), reflect.ValueOf(s.setNames).Pointer(),
+			reflect.ValueOf(s.slices).Pointer(), reflect.ValueOf(s.poolSets).Pointer()}
+	}
+	before := mapOf(first)
+	out := m.Translate(res)
+	if len(out.Snapshots) == 0 || len(out.Snapshots[0].EndpointSets) == 0 {
+		t.Fatal("the translation made no endpoint sets")
+	}
+	if !slices.Equal(mapOf(m.spare), before) {
+		t.Error("the second translation worked in new scratch maps")
+	}
+	if s := m.spare; len(s.endpointSets)+len(s.setNames)+len(s.slices)+len(s.poolSets) > 0 {
+		t.Error("the scratch maps were kept with what a translation put in them")
+	}
+}

@@ -129,6 +129,8 @@ type translator struct {
 	// endpointSets is every endpoint set any route resolved, by name.
 	endpointSets map[string]*snapshot.EndpointSet
 	setNames     map[setKey]string
+	// poolSets is the shared pool's scope builder's sets, empty.
+	poolSets map[string]bool
 	// certs is every valid certificate, by "<ns>/<name>".
 	certs map[string]*snapshot.Certificate
 	// badCerts says why each unusable certificate is, by "<ns>/<name>".
@@ -168,17 +170,15 @@ func Translate(res *Resources) *Result {
 
 // translate is Translate with an optional Memo pass.
 func translate(res *Resources, memo *memoPass) *Result {
-	sets := 0 // as many endpoint sets as last time, when a Memo knows
-	if memo != nil {
-		sets = memo.sizes.sources
-	}
+	sc := memo.scratchFor(res)
 	t := &translator{
 		memo:         memo,
 		res:          res,
-		ix:           memo.index(res),
+		ix:           memo.index(res, sc.slices),
 		out:          &Result{},
-		endpointSets: make(map[string]*snapshot.EndpointSet, sets),
-		setNames:     make(map[setKey]string, sets),
+		endpointSets: sc.endpointSets,
+		setNames:     sc.setNames,
+		poolSets:     sc.poolSets,
 		certs:        map[string]*snapshot.Certificate{},
 		badCerts:     map[string]error{},
 		scopes:       map[snapshot.Scope]*scopeBuilder{},

@@ -1,0 +1,68 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
+)
+
+// scratch is the maps a translation works in and its Result does not
+// keep: the endpoint sets it made by name and by source, the
+// EndpointSlices by Service, and the endpoint sets the shared pool lists.
+// A Memo hands the last translation's, emptied, to the next one: made
+// anew, and grown, at every change they were a third of what a change
+// to one of 10,000 routes allocated.
+type scratch struct {
+	endpointSets map[string]*snapshot.EndpointSet
+	setNames     map[setKey]string
+	slices       map[nn][]*discoveryv1.EndpointSlice
+	poolSets     map[string]bool
+}
+
+// newScratch makes empty maps for about sets endpoint sets and slices
+// EndpointSlices.
+func newScratch(sets, slices int) *scratch {
+	return &scratch{
+		endpointSets: make(map[string]*snapshot.EndpointSet, sets),
+		setNames:     make(map[setKey]string, sets),
+		slices:       make(map[nn][]*discoveryv1.EndpointSlice, slices),
+		poolSets:     make(map[string]bool, sets),
+	}
+}
+
+// empty clears the maps, which keep their room, and with it nothing of
+// the translation that filled them.
+func (s *scratch) empty() {
+	clear(s.endpointSets)
+	clear(s.setNames)
+	clear(s.slices)
+	clear(s.poolSets)
+}
+
+// scratchFor is the maps a translation of res works in: the Memo's spare
+// ones when it has them, else new ones (always, without a Memo).
+func (p *memoPass) scratchFor(res *Resources) *scratch {
+	if p == nil {
+		return newScratch(0, len(res.EndpointSlices))
+	}
+	if p.scratch == nil {
+		p.scratch = newScratch(p.sizes.sources, len(res.EndpointSlices))
+	}
+	return p.scratch
+}
