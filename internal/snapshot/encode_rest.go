@@ -106,17 +106,20 @@ var bareListeners = restKind[Listener]{
 	},
 }
 
-// endpointSets compares the endpoint lists and the policy settings by
-// identity.
 var endpointSets = restKind[EndpointSet]{
 	key:     func(s *EndpointSet) string { return "endpoints|" + s.Name },
 	compare: func(a, b *EndpointSet) int { return strings.Compare(a.Name, b.Name) },
-	same: func(a, b *EndpointSet) bool {
-		return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.LoadBalancer == b.LoadBalancer &&
-			lists.Same(a.Endpoints, b.Endpoints) && a.TLS == b.TLS && a.Hash == b.Hash &&
-			a.ConnectTimeout == b.ConnectTimeout && a.IdleTimeout == b.IdleTimeout &&
-			a.CircuitBreaker == b.CircuitBreaker && a.Outlier == b.Outlier && a.HealthCheck == b.HealthCheck
-	},
+	same:    SameEndpointSet,
+}
+
+// SameEndpointSet reports whether a and b are the same set: equal names
+// and settings, and the very endpoint list and policy settings (compared
+// by identity: a snapshot's are never modified).
+func SameEndpointSet(a, b *EndpointSet) bool {
+	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.LoadBalancer == b.LoadBalancer &&
+		lists.Same(a.Endpoints, b.Endpoints) && a.TLS == b.TLS && a.Hash == b.Hash &&
+		a.ConnectTimeout == b.ConnectTimeout && a.IdleTimeout == b.IdleTimeout &&
+		a.CircuitBreaker == b.CircuitBreaker && a.Outlier == b.Outlier && a.HealthCheck == b.HealthCheck
 }
 
 var certificates = restKind[Certificate]{

@@ -165,7 +165,8 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	if proto == snapshot.AppProtocolH2C && grpcOnly(sp.AppProtocol) {
 		proto = snapshot.AppProtocolHTTP // upgraded by markH2C once served
 	}
-	es := &snapshot.EndpointSet{Name: name, AppProtocol: proto}
+	es := t.scratch.newSet()
+	es.Name, es.AppProtocol = name, proto
 	t.applyTLSPolicy(es, svc, sp)
 	t.applyBackendPolicy(es, svc.Namespace, svc.Name, sp.Name)
 	src := endpointSource{service: key(&svc.ObjectMeta), portName: sp.Name, protocol: sp.Protocol}

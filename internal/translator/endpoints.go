@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -34,16 +35,29 @@ type endpointSource struct {
 	protocol corev1.Protocol
 }
 
-// recordSource notes the source of endpoint set name in the Result.
+// recordSource notes the source of endpoint set name, for the Result
+// (keepSources).
 func (t *translator) recordSource(name string, src endpointSource) {
-	if t.out.endpointSources == nil {
-		n := 0
-		if t.memo != nil {
-			n = t.memo.sizes.sources
-		}
-		t.out.endpointSources = make(map[string]endpointSource, n)
+	t.sources[name] = src
+}
+
+// keepSources is the Result's endpoint sources, this translation's
+// (sources, in its scratch): the very map of the last translation when
+// the two are equal, which a route change leaves them (at 10,000 routes a
+// new map at every change was a fifth of what it allocated). Otherwise
+// the Result keeps sources, and the next scratch has a new map.
+func (p *memoPass) keepSources(sources map[string]endpointSource) map[string]endpointSource {
+	switch {
+	case len(sources) == 0:
+		return nil
+	case p == nil:
+		return sources
+	case maps.Equal(p.lastSources, sources):
+		p.nextSources = p.lastSources
+	default:
+		p.scratch.sources, p.nextSources = nil, sources
 	}
-	t.out.endpointSources[name] = src
+	return p.nextSources
 }
 
 // RefreshEndpoints is Translate(res) for a res that differs from the

@@ -229,7 +229,7 @@ func (t *translator) clientCertSet(es *snapshot.EndpointSet, cert string) string
 		cp.TLS = &u
 		cp.Name = name
 		t.endpointSets[name] = &cp
-		if src, ok := t.out.endpointSources[es.Name]; ok {
+		if src, ok := t.sources[es.Name]; ok {
 			t.recordSource(name, src)
 		}
 		if pols := t.setPolicies[es.Name]; len(pols) > 0 {

@@ -81,6 +81,10 @@ type Memo struct {
 	// endpoint sets.
 	hostOrder map[listenerID]hostOrder
 	setOrder  map[snapshot.Scope][]string
+	// setLists is each scope's endpoint set list in the last translation,
+	// sources the sources of its endpoint sets (keepSources).
+	setLists map[snapshot.Scope][]snapshot.EndpointSet
+	sources  map[string]endpointSource
 	// spareHostOrder is the map hostOrder was before the last
 	// translation, emptied: the next one fills it (at 2,000 listeners a
 	// new map was a twelfth of what a change allocated).
@@ -288,6 +292,8 @@ type memoPass struct {
 	// last* are the Memo's orders; next* this translation's.
 	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
+	lastSetLists, nextSetLists   map[snapshot.Scope][]snapshot.EndpointSet
+	lastSources, nextSources     map[string]endpointSource
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
 	envIndex *index
@@ -387,7 +393,8 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
-		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder)), scratch: spare}
+		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder)), scratch: spare,
+		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources}
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
 		pass.keptGateways = gatewaysKept
@@ -422,7 +429,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		clear(m.hostOrder) // it keeps no host list alive
 		m.spareHostOrder = m.hostOrder
 	}
-	m.hostOrder, m.setOrder = pass.nextHostOrder, pass.nextSetOrder
+	m.hostOrder, m.setOrder, m.setLists, m.sources = pass.nextHostOrder, pass.nextSetOrder, pass.nextSetLists, pass.nextSources
 	pass.scratch.empty()
 	m.spare = pass.scratch
 	return out
@@ -594,6 +601,21 @@ func (p *memoPass) setOrder(scope snapshot.Scope) []string {
 func (p *memoPass) keepSetOrder(scope snapshot.Scope, sets []string) {
 	if p != nil {
 		p.nextSetOrder[scope] = sets
+	}
+}
+
+// setList is scope's endpoint set list in the last translation.
+func (p *memoPass) setList(scope snapshot.Scope) []snapshot.EndpointSet {
+	if p == nil {
+		return nil
+	}
+	return p.lastSetLists[scope]
+}
+
+// keepSetList keeps scope's endpoint set list for the next translation.
+func (p *memoPass) keepSetList(scope snapshot.Scope, sets []snapshot.EndpointSet) {
+	if p != nil {
+		p.nextSetLists[scope] = sets
 	}
 }
 
@@ -810,7 +832,7 @@ func (t *translator) noteSizes() {
 	for i := range t.states {
 		p.spareRoutes = append(p.spareRoutes, t.states[i].routes)
 	}
-	p.sizes.sources = len(t.out.endpointSources)
+	p.sizes.sources = len(t.sources)
 }
 
 // readyEndpoints is readyEndpoints(slices, src) for endpoint set name,

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/portalloc"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
@@ -1090,5 +1091,41 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 	}
 	if s := m.spare; len(s.endpointSets)+len(s.setNames)+len(s.slices)+len(s.poolSets) > 0 {
 		t.Error("the scratch maps were kept with what a translation put in them")
+	}
+}
+
+// TestMemoSharesUnchangedEndpointSets: a route change that changes no
+// endpoint set leaves the scope's endpoint set list and the Result's
+// endpoint sources the very ones of the last translation; a changed
+// EndpointSlice gets a new list.
+func TestMemoSharesUnchangedEndpointSets(t *testing.T) {
+	before, after, _ := translateOneChange(t, generate(400, 5, 1), func(r *gwv1.HTTPRoute) {
+		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
+	})
+	b, a := before.Snapshots[0].EndpointSets, after.Snapshots[0].EndpointSets
+	if len(a) == 0 || !lists.Same(a, b) {
+		t.Errorf("a route change gave a new endpoint set list (%d sets)", len(a))
+	}
+	if len(after.endpointSources) == 0 || reflect.ValueOf(after.endpointSources).Pointer() != reflect.ValueOf(before.endpointSources).Pointer() {
+		t.Errorf("a route change gave new endpoint sources (%d)", len(after.endpointSources))
+	}
+
+	res := generate(400, 5, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	first := m.Translate(res)
+	next := *res
+	next.EndpointSlices = append(res.EndpointSlices[:0:0], res.EndpointSlices...)
+	sl := next.EndpointSlices[3].DeepCopy()
+	sl.Endpoints = sl.Endpoints[:1]
+	v.stamp(sl)
+	next.EndpointSlices[3] = sl
+	second := m.Translate(&next)
+	if g, w := mustJSON(t, second), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
+	}
+	if lists.Same(first.Snapshots[0].EndpointSets, second.Snapshots[0].EndpointSets) {
+		t.Error("a changed EndpointSlice left the endpoint set list as it was")
 	}
 }

@@ -24,7 +24,9 @@ import (
 
 // scratch is the maps a translation works in and its Result does not
 // keep: the endpoint sets it made by name and by source, the
-// EndpointSlices by Service, and the endpoint sets the shared pool lists.
+// EndpointSlices by Service, the endpoint sets the shared pool lists, and
+// the sources of the endpoint sets (unless the Result keeps them,
+// keepSources).
 // A Memo hands the last translation's, emptied, to the next one: made
 // anew, and grown, at every change they were a third of what a change
 // to one of 10,000 routes allocated.
@@ -33,6 +35,26 @@ type scratch struct {
 	setNames     map[setKey]string
 	slices       map[nn][]*discoveryv1.EndpointSlice
 	poolSets     map[string]bool
+	sources      map[string]endpointSource
+	// sets holds the endpoint sets endpointSets points to, used of them
+	// in use: a snapshot takes copies, so they are refilled from the start
+	// by the next translation. Chunks of a fixed size keep every pointer
+	// valid while more are added.
+	sets [][]snapshot.EndpointSet
+	used int
+}
+
+// setChunk is how many endpoint sets a chunk of scratch.sets holds.
+const setChunk = 256
+
+// newSet is an endpoint set of the scratch, zero.
+func (s *scratch) newSet() *snapshot.EndpointSet {
+	c, i := s.used/setChunk, s.used%setChunk
+	if c == len(s.sets) {
+		s.sets = append(s.sets, make([]snapshot.EndpointSet, setChunk))
+	}
+	s.used++
+	return &s.sets[c][i]
 }
 
 // newScratch makes empty maps for about sets endpoint sets and slices
@@ -43,6 +65,7 @@ func newScratch(sets, slices int) *scratch {
 		setNames:     make(map[setKey]string, sets),
 		slices:       make(map[nn][]*discoveryv1.EndpointSlice, slices),
 		poolSets:     make(map[string]bool, sets),
+		sources:      make(map[string]endpointSource, sets),
 	}
 }
 
@@ -53,6 +76,11 @@ func (s *scratch) empty() {
 	clear(s.setNames)
 	clear(s.slices)
 	clear(s.poolSets)
+	clear(s.sources)
+	for c := 0; c*setChunk < s.used; c++ {
+		clear(s.sets[c]) // nothing of the sets kept alive
+	}
+	s.used = 0
 }
 
 // scratchFor is the maps a translation of res works in: the Memo's spare
@@ -63,6 +91,9 @@ func (p *memoPass) scratchFor(res *Resources) *scratch {
 	}
 	if p.scratch == nil {
 		p.scratch = newScratch(p.sizes.sources, len(res.EndpointSlices))
+	}
+	if p.scratch.sources == nil { // the last Result kept them
+		p.scratch.sources = make(map[string]endpointSource, p.sizes.sources)
 	}
 	return p.scratch
 }

@@ -131,6 +131,10 @@ type translator struct {
 	setNames     map[setKey]string
 	// poolSets is the shared pool's scope builder's sets, empty.
 	poolSets map[string]bool
+	// sources is the source of each endpoint set made (recordSource).
+	sources map[string]endpointSource
+	// scratch holds the endpoint sets of endpointSets.
+	scratch *scratch
 	// certs is every valid certificate, by "<ns>/<name>".
 	certs map[string]*snapshot.Certificate
 	// badCerts says why each unusable certificate is, by "<ns>/<name>".
@@ -179,6 +183,8 @@ func translate(res *Resources, memo *memoPass) *Result {
 		endpointSets: sc.endpointSets,
 		setNames:     sc.setNames,
 		poolSets:     sc.poolSets,
+		sources:      sc.sources,
+		scratch:      sc,
 		certs:        map[string]*snapshot.Certificate{},
 		badCerts:     map[string]error{},
 		scopes:       map[snapshot.Scope]*scopeBuilder{},
@@ -194,6 +200,7 @@ func translate(res *Resources, memo *memoPass) *Result {
 	t.policyStatuses()
 	t.parametersStatuses()
 	t.finish()
+	t.out.endpointSources = memo.keepSources(t.sources)
 	return t.out
 }
 
