@@ -173,12 +173,17 @@ func BenchmarkTranslate(b *testing.B) {
 // TestPropagationLatency with GATEWAYS=1000 (make bench-scale's run),
 // every route on one Gateway and 999 idle ones (idle=999).
 func BenchmarkTranslateOneRouteChange(b *testing.B) {
-	type size struct{ routes, gateways, idle int }
+	// own: every route has a hostname of its own, as those of
+	// TestPropagationLatency (make bench-scale).
+	type size struct {
+		routes, gateways, idle int
+		own                    bool
+	}
 	var sizes []size
 	for _, n := range benchSizes() {
-		sizes = append(sizes, size{n, 1, 0})
+		sizes = append(sizes, size{n, 1, 0, false})
 	}
-	sizes = append(sizes, size{10000, 1000, 0}, size{10000, 1, 999})
+	sizes = append(sizes, size{10000, 1000, 0, false}, size{10000, 1, 999, false}, size{10000, 1, 0, true})
 	for _, sz := range sizes {
 		n := sz.routes
 		// memo changes one route; memo-add adds one (last in name order,
@@ -186,6 +191,8 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 		for _, mode := range []string{"full", "memo", "memo-add"} {
 			name := fmt.Sprintf("routes=%d/%s", n, mode)
 			switch {
+			case sz.own:
+				name = fmt.Sprintf("routes=%d,hosts=%d/%s", n, n, mode)
 			case sz.idle > 0:
 				name = fmt.Sprintf("routes=%d,idle=%d/%s", n, sz.idle, mode)
 			case sz.gateways > 1:
@@ -194,6 +201,11 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				a := generate(n, 50, sz.gateways)
 				addIdleGateways(a, sz.idle)
+				if sz.own {
+					for i, r := range a.HTTPRoutes {
+						r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("r%d.example.com", i))}
+					}
+				}
 				v := &versioner{}
 				v.stampAll(a)
 				c := *a

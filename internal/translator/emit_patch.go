@@ -266,13 +266,16 @@ func hostSet(set map[string]bool) func(string) bool {
 // entries, or a listener's claim; any other is dropped).
 func (t *translator) patchHosts(last *builtListener, hosts []string, entries map[string][]entry, claims map[string]bool) *builtListener {
 	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(last.hosts)+len(hosts)), from: make([][]*snapshot.Route, 0, len(last.hosts)+len(hosts))}
-	at := 0 // hostRoutes' walk of last
-	i := 0  // the next of last's hosts to copy
+	i := 0 // the next of last's hosts to copy
 	for _, h := range hosts {
 		n, _ := slices.BinarySearchFunc(last.hosts[i:], h, func(vh snapshot.VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
 		b.hosts = append(b.hosts, last.hosts[i:i+n]...)
 		b.from = append(b.from, last.from[i:i+n]...)
 		i += n
+		// Where h is in last, if it is: hostRoutes looks there, not
+		// through every host before it (at 10,000 hosts, a twentieth of
+		// a route change's CPU).
+		at := i
 		if i < len(last.hosts) && last.hosts[i].Hostname == h {
 			i++
 		}
