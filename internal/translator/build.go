@@ -37,8 +37,9 @@ type scopeBuilder struct {
 	sets     map[string]bool
 	certs    map[string]bool
 	gateways []snapshot.GatewayRef
-	// memo is the translation's (nil: none).
-	memo *memoPass
+	// memo is the translation's (nil: none), scratch its scratch maps.
+	memo    *memoPass
+	scratch *scratch
 }
 
 type listenerBuilder struct {
@@ -106,10 +107,15 @@ func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 			n = t.memo.sizes.sharedListeners
 		}
 		sets := map[string]bool{}
+		var listeners map[string]*listenerBuilder
 		if s == snapshot.SharedPool() && t.poolSets != nil {
 			sets, t.poolSets = t.poolSets, nil
+			listeners = t.scratch.poolListeners
 		}
-		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: make(map[string]*listenerBuilder, n), sets: sets, certs: map[string]bool{}, memo: t.memo}
+		if listeners == nil {
+			listeners = make(map[string]*listenerBuilder, n)
+		}
+		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: listeners, sets: sets, certs: map[string]bool{}, memo: t.memo, scratch: t.scratch}
 		t.scopes[s] = sb
 	}
 	return sb
@@ -120,7 +126,8 @@ func (sb *scopeBuilder) listener(port int32, name string, proto snapshot.Protoco
 	k := snapshot.ListenerKey(&l)
 	lb := sb.listeners[k]
 	if lb == nil {
-		lb = &listenerBuilder{l: l, hint: sb.memo.hostCount(sb.scope, k)}
+		lb = sb.scratch.newListenerBuilder()
+		lb.l, lb.hint = l, sb.memo.hostCount(sb.scope, k)
 		sb.listeners[k] = lb
 	}
 	return lb

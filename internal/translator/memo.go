@@ -734,7 +734,7 @@ func (t *translator) numberListeners() {
 // each ord (and an eighth more, for routes being added), in the arrays of
 // the spare route lists.
 func (t *translator) listenerStates() {
-	t.states = make([]listenerState, len(t.byOrd))
+	t.states = t.scratch.listenerStates(len(t.byOrd))
 	if p := t.memo; p != nil {
 		for i := range t.states {
 			var spare []attachment

@@ -1065,7 +1065,8 @@ func TestMemoSharesRouteConditions(t *testing.T) {
 }
 
 // TestMemoReusesItsScratchMaps: a Memo's translations work in the same
-// scratch maps, emptied after each (scratch), rather than in new ones;
+// scratch maps and lists, emptied after each (scratch), rather than in
+// new ones;
 // TestMemoEqualsTranslate holds them to translating as a fresh one does.
 func TestMemoReusesItsScratchMaps(t *testing.T) {
 	res := generate(50, 2, 1)
@@ -1078,8 +1079,12 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 		t.Fatal("the Memo kept no scratch maps")
 	}
 	mapOf := func(s *scratch) []uintptr {
+		if len(s.sets) == 0 || len(s.builders) == 0 || cap(s.states) == 0 {
+			t.Fatal("the scratch holds no endpoint sets, listener builders or listener states")
+		}
 		return []uintptr{reflect.ValueOf(s.endpointSets).Pointer(), reflect.ValueOf(s.setNames).Pointer(),
-			reflect.ValueOf(s.slices).Pointer(), reflect.ValueOf(s.poolSets).Pointer()}
+			reflect.ValueOf(s.slices).Pointer(), reflect.ValueOf(s.poolSets).Pointer(), reflect.ValueOf(s.poolListeners).Pointer(),
+			reflect.ValueOf(s.sets[0]).Pointer(), reflect.ValueOf(s.builders[0]).Pointer(), reflect.ValueOf(s.states).Pointer()}
 	}
 	before := mapOf(first)
 	out := m.Translate(res)
@@ -1089,8 +1094,9 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 	if !slices.Equal(mapOf(m.spare), before) {
 		t.Error("the second translation worked in new scratch maps")
 	}
-	if s := m.spare; len(s.endpointSets)+len(s.setNames)+len(s.slices)+len(s.poolSets) > 0 {
-		t.Error("the scratch maps were kept with what a translation put in them")
+	if s := m.spare; len(s.endpointSets)+len(s.setNames)+len(s.slices)+len(s.poolSets)+len(s.poolListeners)+s.used+s.buildersUsed > 0 ||
+		s.sets[0][0].Name != "" || s.builders[0][0].l.Name != "" || s.states[0].routes != nil {
+		t.Error("the scratch was kept with what a translation put in it")
 	}
 }
 

@@ -42,30 +42,70 @@ type scratch struct {
 	// valid while more are added.
 	sets [][]snapshot.EndpointSet
 	used int
+	// builders holds the listener builders (as sets holds the endpoint
+	// sets), buildersUsed of them in use; poolListeners is the shared
+	// pool's scope builder's map of them, and states the room of the
+	// listener states. At 2,000 listeners, each made anew at every change
+	// was a quarter of what the change allocated.
+	builders      [][]listenerBuilder
+	buildersUsed  int
+	poolListeners map[string]*listenerBuilder
+	states        []listenerState
 }
 
-// setChunk is how many endpoint sets a chunk of scratch.sets holds.
+// setChunk is how many elements a chunk of scratch.sets or
+// scratch.builders holds.
 const setChunk = 256
 
 // newSet is an endpoint set of the scratch, zero.
 func (s *scratch) newSet() *snapshot.EndpointSet {
-	c, i := s.used/setChunk, s.used%setChunk
-	if c == len(s.sets) {
-		s.sets = append(s.sets, make([]snapshot.EndpointSet, setChunk))
+	return next(&s.sets, &s.used)
+}
+
+// newListenerBuilder is a listener builder of the scratch, zero.
+func (s *scratch) newListenerBuilder() *listenerBuilder {
+	return next(&s.builders, &s.buildersUsed)
+}
+
+// listenerStates is n zero listener states, in the room of the last
+// translation's when it has enough.
+func (s *scratch) listenerStates(n int) []listenerState {
+	if cap(s.states) < n {
+		s.states = make([]listenerState, n+n/8)
 	}
-	s.used++
-	return &s.sets[c][i]
+	return s.states[:n] // zeroed by empty
+}
+
+// next is the next unused element of chunks (setChunk each), *used of
+// them in use, with a chunk added when all are.
+func next[T any](chunks *[][]T, used *int) *T {
+	c, i := *used/setChunk, *used%setChunk
+	if c == len(*chunks) {
+		*chunks = append(*chunks, make([]T, setChunk))
+	}
+	*used++
+	return &(*chunks)[c][i]
+}
+
+// emptyChunks zeroes the elements of chunks in use, of which nothing is
+// then kept alive.
+func emptyChunks[T any](chunks [][]T, used *int) {
+	for c := 0; c*setChunk < *used; c++ {
+		clear(chunks[c])
+	}
+	*used = 0
 }
 
 // newScratch makes empty maps for about sets endpoint sets and slices
 // EndpointSlices.
 func newScratch(sets, slices int) *scratch {
 	return &scratch{
-		endpointSets: make(map[string]*snapshot.EndpointSet, sets),
-		setNames:     make(map[setKey]string, sets),
-		slices:       make(map[nn][]*discoveryv1.EndpointSlice, slices),
-		poolSets:     make(map[string]bool, sets),
-		sources:      make(map[string]endpointSource, sets),
+		endpointSets:  make(map[string]*snapshot.EndpointSet, sets),
+		setNames:      make(map[setKey]string, sets),
+		slices:        make(map[nn][]*discoveryv1.EndpointSlice, slices),
+		poolSets:      make(map[string]bool, sets),
+		sources:       make(map[string]endpointSource, sets),
+		poolListeners: map[string]*listenerBuilder{},
 	}
 }
 
@@ -77,10 +117,10 @@ func (s *scratch) empty() {
 	clear(s.slices)
 	clear(s.poolSets)
 	clear(s.sources)
-	for c := 0; c*setChunk < s.used; c++ {
-		clear(s.sets[c]) // nothing of the sets kept alive
-	}
-	s.used = 0
+	emptyChunks(s.sets, &s.used)
+	emptyChunks(s.builders, &s.buildersUsed)
+	clear(s.poolListeners)
+	clear(s.states)
 }
 
 // scratchFor is the maps a translation of res works in: the Memo's spare
