@@ -344,21 +344,23 @@ func (t *translator) buildHosts(sb *scopeBuilder, lk string, lb *listenerBuilder
 	hosts := sortedHosts(lb.vhosts, t.memo.hostOrder(sb.scope, lk))
 	t.memo.keepHostOrder(sb.scope, lk, hosts)
 	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(hosts)), emit: lb.emit}
-	if t.memo != nil && t.memo.built != nil {
-		b.from = make([][]*snapshot.Route, 0, len(hosts))
-	}
 	last, at := t.memo.lastBuilt(sb.scope, lk), 0
+	if t.memo != nil && t.memo.built != nil {
+		b.from = &hostSources{}
+		if last != nil && last.from != nil {
+			b.from = last.from
+		}
+	}
 	for _, h := range hosts {
 		vb := lb.vhosts[h]
 		vh := snapshot.VirtualHost{Hostname: h, SingleLabelWildcard: vb.single}
-		var from []*snapshot.Route
 		if len(vb.entries) > 0 {
-			vh.Routes, from = t.hostRoutes(last, &at, h, vb.entries)
+			vh.Routes = t.hostRoutes(last, b.from, &at, h, vb.entries)
 		}
 		b.hosts = append(b.hosts, vh)
-		if b.from != nil {
-			b.from = append(b.from, from)
-		}
+	}
+	if b.from != nil {
+		b.from.prune(b.hosts)
 	}
 	return b
 }

@@ -98,7 +98,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	}
 	lk := snapshot.ListenerKey(&lb.l)
 	last := t.memo.lastBuilt(sb.scope, lk)
-	if last == nil || last.emit == nil || len(last.emit.ords) != len(serv) || len(last.from) != len(last.hosts) {
+	if last == nil || last.emit == nil || len(last.emit.ords) != len(serv) || last.from == nil {
 		return false
 	}
 	for i, li := range serv {
@@ -265,12 +265,11 @@ func hostSet(set map[string]bool) func(string) bool {
 // anew from their entries (a host some attachment lists, with or without
 // entries, or a listener's claim; any other is dropped).
 func (t *translator) patchHosts(last *builtListener, hosts []string, entries map[string][]entry, claims map[string]bool) *builtListener {
-	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(last.hosts)+len(hosts)), from: make([][]*snapshot.Route, 0, len(last.hosts)+len(hosts))}
+	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(last.hosts)+len(hosts)), from: last.from}
 	i := 0 // the next of last's hosts to copy
 	for _, h := range hosts {
 		n, _ := slices.BinarySearchFunc(last.hosts[i:], h, func(vh snapshot.VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
 		b.hosts = append(b.hosts, last.hosts[i:i+n]...)
-		b.from = append(b.from, last.from[i:i+n]...)
 		i += n
 		// Where h is in last, if it is: hostRoutes looks there, not
 		// through every host before it (at 10,000 hosts, a twentieth of
@@ -284,15 +283,13 @@ func (t *translator) patchHosts(last *builtListener, hosts []string, entries map
 			continue
 		}
 		vh := snapshot.VirtualHost{Hostname: h}
-		var from []*snapshot.Route
 		if len(es) > 0 {
-			vh.Routes, from = t.hostRoutes(last, &at, h, es)
+			vh.Routes = t.hostRoutes(last, b.from, &at, h, es)
 		}
 		b.hosts = append(b.hosts, vh)
-		b.from = append(b.from, from)
 	}
 	b.hosts = append(b.hosts, last.hosts[i:]...)
-	b.from = append(b.from, last.from[i:]...)
+	b.from.prune(b.hosts)
 	return b
 }
 

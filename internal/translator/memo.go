@@ -215,8 +215,10 @@ type listenerID struct {
 // emitted the hosts (emitPatched).
 type builtListener struct {
 	hosts []snapshot.VirtualHost
-	from  [][]*snapshot.Route
-	emit  *emission
+	// from is what the hosts' route lists were made from (nil: not
+	// recorded, without a Memo); the listener's translations share it.
+	from *hostSources
+	emit *emission
 	gen   uint64 // the last translation that built it
 }
 
@@ -752,51 +754,42 @@ func (t *translator) listenerStates() {
 }
 
 // hostRoutes is the route list of host h of a listener: its entries, in
-// emission order, sorted by precedence, and the routes it was built from
-// (nil without a memo to keep them). It is the list of the last
+// emission order, sorted by precedence. It is the list of the last
 // translation's host h (last, whose hosts the caller's successive calls,
-// in hostname order, walk with at) if that was built from the same
-// compiled routes in the same order (which sort the same way), else a new
-// one.
-func (t *translator) hostRoutes(last *builtListener, at *int, h string, entries []entry) (routes []snapshot.Route, from []*snapshot.Route) {
+// in hostname order, walk with at) if that was made from the same
+// compiled routes in the same order (which sort the same way), else the
+// list of the one compiled route of entries, else a new one, whose
+// routes are recorded in from (nil: not recorded, without a Memo).
+func (t *translator) hostRoutes(last *builtListener, from *hostSources, at *int, h string, entries []entry) []snapshot.Route {
 	if last != nil {
 		// Equal first: an unchanged host's name is the very string, which
 		// equality tells at once and ordering compares byte by byte.
 		for *at < len(last.hosts) && last.hosts[*at].Hostname != h && last.hosts[*at].Hostname < h {
 			*at++
 		}
-		if *at < len(last.hosts) && last.hosts[*at].Hostname == h && sameRoutes(last.from[*at], entries) {
-			return last.hosts[*at].Routes, last.from[*at]
-		}
-	}
-	if t.memo != nil && t.memo.built != nil {
-		from = make([]*snapshot.Route, len(entries))
-		for i := range entries {
-			from[i] = entries[i].route
+		if *at < len(last.hosts) && last.hosts[*at].Hostname == h && last.from.made(last.hosts[*at].Routes, entries) {
+			return last.hosts[*at].Routes
 		}
 	}
 	if len(entries) == 1 && entries[0].one != nil {
-		return entries[0].one, from
+		return entries[0].one
+	}
+	var made []*snapshot.Route
+	if from != nil {
+		made = make([]*snapshot.Route, len(entries))
+		for i := range entries {
+			made[i] = entries[i].route
+		}
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return a.key.compare(b.key) })
-	routes = make([]snapshot.Route, len(entries))
+	routes := make([]snapshot.Route, len(entries))
 	for i := range entries {
 		routes[i] = *entries[i].route
 	}
-	return routes, from
-}
-
-// sameRoutes reports whether entries are from's routes, in order.
-func sameRoutes(from []*snapshot.Route, entries []entry) bool {
-	if len(from) != len(entries) {
-		return false
+	if from != nil {
+		from.add(routes, made)
 	}
-	for i := range entries {
-		if from[i] != entries[i].route {
-			return false
-		}
-	}
-	return true
+	return routes
 }
 
 // lastBuilt is what the last translation built for listener of scope (nil:
