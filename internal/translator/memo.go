@@ -219,7 +219,7 @@ type builtListener struct {
 	// recorded, without a Memo); the listener's translations share it.
 	from *hostSources
 	emit *emission
-	gen   uint64 // the last translation that built it
+	gen  uint64 // the last translation that built it
 }
 
 // memoEndpoints is the endpoint list of one endpoint set, and the
