@@ -168,6 +168,8 @@ type memoRoute struct {
 	attached bool
 	atts     []memoAtt
 	parents  []gwv1.RouteParentStatus
+	// state is the route's status in the last Result (routeState).
+	state *RouteState
 	// att1 holds atts when the route matched one listener, as most do:
 	// a walk of 10,000 unchanged routes then finds each one's attachment
 	// in its entry rather than in an allocation of its own (a cache miss
@@ -278,7 +280,10 @@ type memoPass struct {
 	// cur is the entry the compilation just made or reused was kept as
 	// (nil: not kept); atts collects the attachment in progress, and
 	// attsOK stays true while every listener it touches has an ord.
-	cur    *memoRoute
+	cur *memoRoute
+	// stated is the entry of the route reattach or attachRoute last
+	// handled, for routeState (nil: none).
+	stated *memoRoute
 	atts   *[]memoAtt
 	attsOK bool
 	// current counts the route entries this pass used or made: when it
@@ -652,7 +657,11 @@ func (mr *memoRoute) lend(meta *metav1.ObjectMeta) *compiledRoute {
 // environment's Gateways, ListenerSets and Namespaces, never another
 // route, so in an unchanged environment it is the same again.
 func (p *memoPass) reattach(t *translator, kept *memoRoute, meta *metav1.ObjectMeta) (parents []gwv1.RouteParentStatus, reused bool) {
-	if p == nil || kept == nil || !kept.attached {
+	if p == nil {
+		return nil, false
+	}
+	p.stated = nil
+	if kept == nil || !kept.attached {
 		return nil, false
 	}
 	for _, a := range kept.atts {
@@ -675,7 +684,29 @@ func (p *memoPass) reattach(t *translator, kept *memoRoute, meta *metav1.ObjectM
 			st.routes = append(st.routes, attachment{cr: cr, hosts: a.hosts})
 		}
 	}
+	p.stated = mr
 	return mr.parents, true
+}
+
+// routeState is the RouteState of route k of generation gen with parents:
+// the one of the last Result when its entry has it (the route that
+// reattach or attachRoute just handled), else a new one, kept in the
+// entry. Without a Memo it is taken from states, a list with room.
+func (p *memoPass) routeState(states *[]RouteState, k nn, gen int64, parents []gwv1.RouteParentStatus) *RouteState {
+	if p == nil {
+		*states = append(*states, RouteState{NamespacedName: k, Generation: gen, Parents: parents})
+		return &(*states)[len(*states)-1]
+	}
+	mr := p.stated
+	p.stated = nil
+	if mr != nil && mr.state != nil && mr.state.NamespacedName == k && mr.state.Generation == gen && lists.Same(mr.state.Parents, parents) {
+		return mr.state
+	}
+	s := &RouteState{NamespacedName: k, Generation: gen, Parents: parents}
+	if mr != nil {
+		mr.state = s
+	}
+	return s
 }
 
 // attachRoute is attach(cr, refs), kept with the Memo's entry of cr's
@@ -686,7 +717,7 @@ func (t *translator) attachRoute(cr *compiledRoute, refs []gwv1.ParentReference)
 		return t.attach(cr, refs)
 	}
 	mr := p.cur
-	p.cur = nil
+	p.cur, p.stated = nil, mr
 	var rec []memoAtt
 	p.atts, p.attsOK = &rec, true
 	parents := t.attach(cr, refs)

@@ -1135,3 +1135,33 @@ func TestMemoSharesUnchangedEndpointSets(t *testing.T) {
 		t.Error("a changed EndpointSlice left the endpoint set list as it was")
 	}
 }
+
+// TestMemoSharesUnchangedRouteStates: after one route changes, every
+// other route's status is the very RouteState of the last Result, and
+// the changed route's is a new one.
+func TestMemoSharesUnchangedRouteStates(t *testing.T) {
+	before, after, changed := translateOneChange(t, generate(400, 5, 1), func(r *gwv1.HTTPRoute) {
+		r.Generation++
+		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To("/changed")
+	})
+	old := map[nn]*RouteState{}
+	for _, rs := range before.HTTPRoutes {
+		old[rs.NamespacedName] = rs.RouteState
+	}
+	shared := 0
+	for _, rs := range after.HTTPRoutes {
+		switch same := old[rs.NamespacedName] == rs.RouteState; {
+		case rs.Name == changed.Name && rs.Namespace == changed.Namespace:
+			if same {
+				t.Error("the changed route kept its RouteState")
+			}
+		case !same:
+			t.Fatalf("route %s, unchanged, got a new RouteState", rs.NamespacedName)
+		default:
+			shared++
+		}
+	}
+	if shared != len(after.HTTPRoutes)-1 {
+		t.Fatalf("%d of %d route states shared", shared, len(after.HTTPRoutes))
+	}
+}

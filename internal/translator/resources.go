@@ -165,10 +165,18 @@ type GatewayStatus struct {
 	Scope snapshot.Scope
 }
 
-// RouteStatus holds only the parents this controller owns
+// RouteStatus is the desired status of one route, a RouteState that a
+// Memo's translations share while it does not change: at 10,000 routes a
+// list of the states themselves was a quarter of what a route change
+// allocated. Neither is ever modified.
+type RouteStatus struct {
+	*RouteState
+}
+
+// RouteState holds only the parents this controller owns
 // (controllerName == names.ControllerName); the writer merges them into the
 // object's status.parents without touching other controllers' entries.
-type RouteStatus struct {
+type RouteState struct {
 	types.NamespacedName
 	Generation int64
 	Parents    []gwv1.RouteParentStatus

@@ -152,6 +152,10 @@ func processRouteKind[R any, PR interface {
 	}
 	sorted = walk.sort(sorted)
 	var out []RouteStatus // nil when none: the Result says null
+	var states []RouteState
+	if t.memo == nil {
+		states = make([]RouteState, 0, len(sorted))
+	}
 	var last nn
 	for i, n := range sorted {
 		meta := n.meta
@@ -173,7 +177,7 @@ func processRouteKind[R any, PR interface {
 			if out == nil {
 				out = make([]RouteStatus, 0, len(sorted)-i)
 			}
-			out = append(out, RouteStatus{NamespacedName: k, Generation: gen, Parents: parents})
+			out = append(out, RouteStatus{t.memo.routeState(&states, k, gen, parents)})
 		}
 	}
 	return out

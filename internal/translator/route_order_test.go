@@ -114,17 +114,17 @@ func TestSortedHostsWhateverTheHint(t *testing.T) {
 func TestSortStableByNameLeavesSortedListsAlone(t *testing.T) {
 	sorted := make([]RouteStatus, 100)
 	for i := range sorted {
-		sorted[i].NamespacedName = nn{Namespace: fmt.Sprintf("ns%d", i/10), Name: fmt.Sprintf("r%02d", i%10)}
+		sorted[i].RouteState = &RouteState{NamespacedName: nn{Namespace: fmt.Sprintf("ns%d", i/10), Name: fmt.Sprintf("r%02d", i%10)}}
 	}
 	name := func(r RouteStatus) nn { return r.NamespacedName }
 	if allocs := testing.AllocsPerRun(10, func() { sortStableByName(sorted, name) }); allocs != 0 {
 		t.Errorf("checking a sorted list allocated %v times", allocs)
 	}
-	shuffled := slices.Clone(sorted)
+	shuffled := make([]RouteStatus, len(sorted))
 	for i := range shuffled {
-		shuffled[i].Generation = int64(i % 2) // tells equal names apart
+		shuffled[i].RouteState = &RouteState{NamespacedName: sorted[i].NamespacedName, Generation: int64(i % 2)} // tells equal names apart
 	}
-	shuffled = append(shuffled, RouteStatus{NamespacedName: shuffled[0].NamespacedName, Generation: 7})
+	shuffled = append(shuffled, RouteStatus{&RouteState{NamespacedName: shuffled[0].NamespacedName, Generation: 7}})
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled)-1, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	want := slices.Clone(shuffled)
 	slices.SortStableFunc(want, func(a, b RouteStatus) int {

@@ -34,7 +34,7 @@ import (
 // desired ones) are forgotten, and only those.
 func TestRouteWalkSettlesOnlyTheSameLists(t *testing.T) {
 	status := func(name string, parents []gwv1.RouteParentStatus) translator.RouteStatus {
-		return translator.RouteStatus{NamespacedName: types.NamespacedName{Namespace: "apps", Name: name}, Generation: 1, Parents: parents}
+		return translator.RouteStatus{RouteState: &translator.RouteState{NamespacedName: types.NamespacedName{Namespace: "apps", Name: name}, Generation: 1, Parents: parents}}
 	}
 	parents := func() []gwv1.RouteParentStatus {
 		return []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "web"}}}

@@ -107,10 +107,10 @@ func routeStatusSettled(t *testing.T, f *fixture, synced func()) {
 	}
 	key := types.NamespacedName{Namespace: route.Namespace, Name: route.Name}
 	desired := func(msg string) *translator.Result {
-		return &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: key, Generation: 1, Parents: []gwv1.RouteParentStatus{{
+		return &translator.Result{HTTPRoutes: []translator.RouteStatus{{RouteState: &translator.RouteState{NamespacedName: key, Generation: 1, Parents: []gwv1.RouteParentStatus{{
 			ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: names.ControllerName,
 			Conditions: []metav1.Condition{status.Accepted(true, status.ReasonAccepted, msg, 1)},
-		}}}}}
+		}}}}}}
 	}
 	get := func() *gwv1.HTTPRoute {
 		t.Helper()
@@ -234,7 +234,7 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 	write := func() {
 		t.Helper()
 		synced()
-		if err := f.w.Write(f.ctx, &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: key, Generation: 1, Parents: parents}}}); err != nil {
+		if err := f.w.Write(f.ctx, &translator.Result{HTTPRoutes: []translator.RouteStatus{{RouteState: &translator.RouteState{NamespacedName: key, Generation: 1, Parents: parents}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -319,7 +319,7 @@ func TestRouteStatusUnreadUntilItChanges(t *testing.T) {
 func TestRouteRoundSkippedForTheSameLists(t *testing.T) {
 	tr := newTrackedRoute(t, "same-lists")
 	f := tr.fixture
-	first := &translator.Result{HTTPRoutes: []translator.RouteStatus{{NamespacedName: tr.key, Generation: 1, Parents: tr.parents}}}
+	first := &translator.Result{HTTPRoutes: []translator.RouteStatus{{RouteState: &translator.RouteState{NamespacedName: tr.key, Generation: 1, Parents: tr.parents}}}}
 	// Every round gets a copy of first: a new Result with its lists.
 	write := func() {
 		t.Helper()
