@@ -84,3 +84,31 @@ func TestRouteWalkSettlesOnlyTheSameLists(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteWalkSettlesTheSameStates: a desired status that is the very
+// RouteState of the last list's entry it meets is settled without a look
+// at it, unless an event marked the route; a new state goes the long way.
+func TestRouteWalkSettlesTheSameStates(t *testing.T) {
+	status := func(name string) translator.RouteStatus {
+		return translator.RouteStatus{RouteState: &translator.RouteState{NamespacedName: types.NamespacedName{Namespace: "apps", Name: name}, Generation: 1,
+			Parents: []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "web"}}}}}
+	}
+	last := []translator.RouteStatus{status("a"), status("b"), status("c"), status("d"), status("e")}
+	var s settledStatuses
+	s.begin()
+	for _, r := range last {
+		s.record(settledKey{"HTTPRoute", r.NamespacedName}, "1", statusDigest{}, parentsID(r.Parents))
+	}
+	s.end(true, true)
+	cur := []translator.RouteStatus{last[0], last[1], status("c"), last[3], last[4]}
+	walk := newRouteWalk("HTTPRoute", last, map[settledKey]struct{}{{"HTTPRoute", last[3].NamespacedName}: {}})
+	var settled []string
+	for i := range cur {
+		if walk.settled(&s, &cur[i]) {
+			settled = append(settled, cur[i].Name)
+		}
+	}
+	if want := []string{"a", "b", "e"}; !slices.Equal(settled, want) {
+		t.Errorf("settled %v, want %v", settled, want)
+	}
+}
