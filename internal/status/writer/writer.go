@@ -252,7 +252,6 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	// The Gateways of this round keep their coxswain_gateway_programmed
 	// series (one that failed to read keeps its last value); the others
 	// are dropped once every Gateway was tried.
-	gateways := make(map[types.NamespacedName]bool, len(res.Gateways))
 	w.settledGateways.begin()
 	readGateway := w.reader(ctx, func() client.Object { return &gwv1.Gateway{} })
 	desired := w.desiredDigests(res)
@@ -261,7 +260,6 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	settled := make([]bool, len(res.Gateways))
 	for i := range res.Gateways {
 		d := &res.Gateways[i]
-		gateways[d.NamespacedName] = true
 		if walk != nil && walk.skip(&w.settledGateways, d) {
 			settled[i] = true
 			continue
@@ -281,7 +279,7 @@ func (w *Writer) Write(ctx context.Context, res *translator.Result) error {
 	if len(errs) == 0 {
 		w.gatewaysDone = &gatewayRound{res: res, epoch: epoch, settled: settled}
 	}
-	w.programmed.prune(gateways)
+	w.programmed.prune(res.Gateways)
 	if !again && !sameRoutes && !record(w.routes(ctx, res)) {
 		return errors.Join(errs...)
 	}
