@@ -22,14 +22,14 @@ import (
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
-// scratch is the maps a translation works in and its Result does not
-// keep: the endpoint sets it made by name and by source, the
-// EndpointSlices by Service, the endpoint sets the shared pool lists, and
-// the sources of the endpoint sets (unless the Result keeps them,
-// keepSources).
-// A Memo hands the last translation's, emptied, to the next one: made
-// anew, and grown, at every change they were a third of what a change
-// to one of 10,000 routes allocated.
+// scratch is what a translation works in and its Result does not keep:
+// maps of the endpoint sets it made by name and by source, of the
+// EndpointSlices by Service, of the endpoint sets the shared pool lists
+// and of the sets' sources (unless the Result keeps them, keepSources),
+// and room for endpoint sets, listener builders and listener states. A
+// Memo hands the last translation's, emptied, to the next one: made anew,
+// and grown, at every change they were a third of what a change to one
+// of 10,000 routes allocated.
 type scratch struct {
 	endpointSets map[string]*snapshot.EndpointSet
 	setNames     map[setKey]string
@@ -53,18 +53,18 @@ type scratch struct {
 	states        []listenerState
 }
 
-// setChunk is how many elements a chunk of scratch.sets or
+// scratchChunk is how many elements a chunk of scratch.sets or
 // scratch.builders holds.
-const setChunk = 256
+const scratchChunk = 256
 
 // newSet is an endpoint set of the scratch, zero.
 func (s *scratch) newSet() *snapshot.EndpointSet {
-	return next(&s.sets, &s.used)
+	return nextInChunks(&s.sets, &s.used)
 }
 
 // newListenerBuilder is a listener builder of the scratch, zero.
 func (s *scratch) newListenerBuilder() *listenerBuilder {
-	return next(&s.builders, &s.buildersUsed)
+	return nextInChunks(&s.builders, &s.buildersUsed)
 }
 
 // listenerStates is n zero listener states, in the room of the last
@@ -76,12 +76,12 @@ func (s *scratch) listenerStates(n int) []listenerState {
 	return s.states[:n] // zeroed by empty
 }
 
-// next is the next unused element of chunks (setChunk each), *used of
-// them in use, with a chunk added when all are.
-func next[T any](chunks *[][]T, used *int) *T {
-	c, i := *used/setChunk, *used%setChunk
+// nextInChunks is the next unused element of chunks (scratchChunk
+// each), *used of them in use, with a chunk added when all are.
+func nextInChunks[T any](chunks *[][]T, used *int) *T {
+	c, i := *used/scratchChunk, *used%scratchChunk
 	if c == len(*chunks) {
-		*chunks = append(*chunks, make([]T, setChunk))
+		*chunks = append(*chunks, make([]T, scratchChunk))
 	}
 	*used++
 	return &(*chunks)[c][i]
@@ -90,7 +90,7 @@ func next[T any](chunks *[][]T, used *int) *T {
 // emptyChunks zeroes the elements of chunks in use, of which nothing is
 // then kept alive.
 func emptyChunks[T any](chunks [][]T, used *int) {
-	for c := 0; c*setChunk < *used; c++ {
+	for c := 0; c*scratchChunk < *used; c++ {
 		clear(chunks[c])
 	}
 	*used = 0
