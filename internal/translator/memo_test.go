@@ -1066,8 +1066,8 @@ func TestMemoSharesRouteConditions(t *testing.T) {
 
 // TestMemoReusesItsScratchMaps: a Memo's translations work in the same
 // scratch maps and lists, emptied after each (scratch), rather than in
-// new ones;
-// TestMemoEqualsTranslate holds them to translating as a fresh one does.
+// new ones; TestMemoEqualsTranslate holds them to translating as a fresh
+// one does.
 func TestMemoReusesItsScratchMaps(t *testing.T) {
 	res := generate(50, 2, 1)
 	v := &versioner{}
