@@ -122,25 +122,33 @@ type Encoder struct {
 	// encode_rest.go), restSpare the storage of the call before the
 	// last's.
 	rest, restSpare encodedRest
+	// run is the scratch list a listener's resources are encoded into
+	// before they are cut into chunks (host_chunks.go); mask, when set,
+	// is the chunk mask instead of the default (tests).
+	run  []Resource
+	mask uint32
 }
 
 // Encoded is a snapshot's resources in a layout PerHost as an Encoder
 // makes them: Rest, every resource but the virtual hosts, in key order,
 // then the virtual hosts of each listener, Runs in the order of their key
-// prefixes. Every key of Rest sorts before every virtual host key ("cert",
-// "endpoints", "gateway" and "listener" before "vhost"), and no listener
-// key makes a prefix of another's, so Rest followed by the runs is the
-// list in key order, one per key. A run the Encoder took over is the very
-// slice of its last call: an unchanged listener costs nothing to hand on,
-// and a comparison of two Encoded (Diff) skips it at once. Never modified
-// once made.
+// prefixes; a listener's hosts are a run of consecutive chunks
+// (host_chunks.go), each a HostRun with the listener's prefix. Every key
+// of Rest sorts before every virtual host key ("cert", "endpoints",
+// "gateway" and "listener" before "vhost"), and no listener key makes a
+// prefix of another's, so Rest followed by the runs is the list in key
+// order, one per key. A chunk the Encoder took over is the very slice of
+// its last call: an unchanged listener, or an unchanged part of one, costs
+// nothing to hand on, and a comparison of two Encoded (Diff) skips it at
+// once. Never modified once made.
 type Encoded struct {
 	Rest []Resource
 	Runs []HostRun
 }
 
-// HostRun is the resources of one listener's virtual hosts, in key order,
-// all under Prefix (VirtualHostKey(listener key, "")).
+// HostRun is resources of one listener's virtual hosts, in key order, all
+// under Prefix (VirtualHostKey(listener key, "")): all of them, or one
+// chunk of them.
 type HostRun struct {
 	Prefix    string
 	Resources []Resource
@@ -185,24 +193,23 @@ func (e Encoded) Flat() []Resource {
 
 // Diff is what changed from prev to cur: the resources of cur that prev
 // lacks or has with another body, and the keys of prev that cur lacks,
-// both in key order. A run of cur that is prev's very run is skipped
+// both in key order. A chunk of cur that is prev's very chunk is skipped
 // without a look at its resources.
 func Diff(prev, cur Encoded) (upserts []Resource, removed []string) {
 	upserts, removed = diffLists(prev.Rest, cur.Rest, upserts, removed)
 	p, c := prev.Runs, cur.Runs
 	for len(p) > 0 || len(c) > 0 {
 		switch {
-		case len(c) == 0 || (len(p) > 0 && p[0].Prefix < c[0].Prefix):
+		case len(c) == 0 || (len(p) > 0 && p[0].Prefix != c[0].Prefix && p[0].Prefix < c[0].Prefix):
 			upserts, removed = diffLists(p[0].Resources, nil, upserts, removed)
 			p = p[1:]
-		case len(p) == 0 || c[0].Prefix < p[0].Prefix:
+		case len(p) == 0 || (p[0].Prefix != c[0].Prefix && c[0].Prefix < p[0].Prefix):
 			upserts, removed = diffLists(nil, c[0].Resources, upserts, removed)
 			c = c[1:]
 		default:
-			if !lists.Same(p[0].Resources, c[0].Resources) {
-				upserts, removed = diffLists(p[0].Resources, c[0].Resources, upserts, removed)
-			}
-			p, c = p[1:], c[1:]
+			pn, cn := prefixRuns(p), prefixRuns(c)
+			upserts, removed = diffChunks(p[:pn], c[:cn], upserts, removed)
+			p, c = p[pn:], c[cn:]
 		}
 	}
 	return upserts, removed
@@ -231,11 +238,12 @@ func diffLists(prev, cur []Resource, upserts []Resource, removed []string) ([]Re
 
 // encodedListener is the encoding of one listener's virtual hosts: from
 // is the first of the host list encoded (the snapshot's own array, which
-// it keeps alive), run its resources in key order under prefix.
+// it keeps alive), chunks its resources in key order under prefix, cut
+// into chunks.
 type encodedListener struct {
 	hosts  []encodedHost
 	from   *VirtualHost
-	run    []Resource
+	chunks [][]Resource
 	prefix string
 	// ordered: hosts are in strict key order (the run's order); else
 	// the run was sorted.
@@ -250,12 +258,14 @@ func (el *encodedListener) takesOver(hosts []VirtualHost) bool {
 }
 
 // encodedHost is one virtual host's hostname, resource key and body and
-// the route list it encoded.
+// the route list it encoded; ends says a chunk ends after it (chunkEnds
+// of its key).
 type encodedHost struct {
 	hostname string
 	routes   *Route
 	n        int
 	single   bool
+	ends     bool
 	key      string
 	body     []byte
 }
@@ -316,8 +326,9 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 		default:
 			next[lk] = encodedListener{}
 		}
-		if el := next[lk]; len(el.run) > 0 {
-			runs = append(runs, HostRun{Prefix: el.prefix, Resources: el.run})
+		el := next[lk]
+		for _, c := range el.chunks {
+			runs = append(runs, HostRun{Prefix: el.prefix, Resources: c})
 		}
 		l.VirtualHosts = nil
 		bare[i] = l
@@ -334,8 +345,8 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 		return Encoded{}, fmt.Errorf("resource %q sorts among the virtual hosts", rest[n-1].Key)
 	}
 	// Listeners come in port order, which is not their keys' string
-	// order.
-	slices.SortFunc(runs, func(a, b HostRun) int { return strings.Compare(a.Prefix, b.Prefix) })
+	// order; a listener's chunks stay in theirs.
+	slices.SortStableFunc(runs, func(a, b HostRun) int { return strings.Compare(a.Prefix, b.Prefix) })
 	if e.spare != nil {
 		clear(e.spare) // it keeps no list alive
 		e.free = e.spare
@@ -348,11 +359,13 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 }
 
 // encodeHosts encodes listener lk's hosts (keys under prefix), those last
-// (lk's last encoding) does not hold anew, into a new run; the list of
-// their encodings is the spare storage of lk.
+// (lk's last encoding) does not hold anew, into chunks, each one of last's
+// when its resources are; the list of their encodings is the spare
+// storage of lk.
 func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encodedListener) (encodedListener, error) {
 	encoded := lists.Reuse(e.spare[lk].hosts, len(hosts))
-	run := make([]Resource, 0, len(hosts))
+	run := lists.Reuse(e.run, len(hosts))
+	mask := e.chunkMask()
 	prev := last.hosts // by hostname, from the first not yet passed
 	// Keys are checked for strict order where a host was encoded anew:
 	// two hosts taken over one after the other are in the order they had
@@ -382,9 +395,10 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encod
 			}
 			eh = encodedHost{hostname: vh.Hostname, n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
 			if len(prev) > 0 && prev[0].hostname == vh.Hostname {
-				eh.key = prev[0].key
+				eh.key, eh.ends = prev[0].key, prev[0].ends
 			} else {
 				eh.key = VirtualHostKey(lk, vh.Hostname)
+				eh.ends = chunkEnds(eh.key, mask)
 			}
 			if len(vh.Routes) > 0 {
 				eh.routes = &vh.Routes[0]
@@ -402,13 +416,21 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encod
 		encoded = append(encoded, eh)
 		run = append(run, Resource{Key: eh.key, Body: eh.body})
 	}
+	ends := func(j int) bool { return encoded[j].ends }
 	// A normalized snapshot lists a listener's hosts by hostname.
 	if !ordered {
-		if err := sortUnique(run); err != nil {
+		err := sortUnique(run)
+		if err != nil {
+			clear(run)
+			e.run = run[:0]
 			return encodedListener{}, err
 		}
+		ends = func(j int) bool { return chunkEnds(run[j].Key, mask) }
 	}
-	return encodedListener{hosts: encoded, from: &hosts[0], run: run, prefix: prefix, ordered: ordered}, nil
+	chunks := chunkRun(run, ends, last.chunks)
+	clear(run) // the scratch keeps no body alive
+	e.run = run[:0]
+	return encodedListener{hosts: encoded, from: &hosts[0], chunks: chunks, prefix: prefix, ordered: ordered}, nil
 }
 
 // compareKeys orders resources by key.

@@ -302,6 +302,13 @@ func BenchmarkAssembleDelta(b *testing.B) {
 // encoded body. A hostname twice is refused, also when both share the
 // list of a host encoded the step before.
 func TestEncoderEqualsResourcesIn(t *testing.T) {
+	// One chunk for the 30 hosts, mostly, and chunks of 4 on average.
+	for _, mask := range []uint32{0, 3} {
+		t.Run(fmt.Sprintf("mask=%d", mask), func(t *testing.T) { encoderEqualsResourcesIn(t, mask) })
+	}
+}
+
+func encoderEqualsResourcesIn(t *testing.T, mask uint32) {
 	rng := rand.New(rand.NewSource(5))
 	s := scaled(30)
 	// A second listener, first by port but last by key ("vhost|4000|"
@@ -309,7 +316,7 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 	quiet := Listener{Name: "gateway/default/quiet/4000", Port: 4000, ExternalPort: 4000, Protocol: ProtocolHTTP,
 		VirtualHosts: []VirtualHost{{Hostname: "a.quiet.example"}, {Hostname: "b.quiet.example"}}}
 	s.Listeners = append([]Listener{quiet}, s.Listeners...)
-	e := &Encoder{}
+	e := &Encoder{mask: mask}
 	var prev map[string][]byte
 	var prevEnc Encoded
 	prevUnsorted := false
@@ -372,9 +379,14 @@ func TestEncoderEqualsResourcesIn(t *testing.T) {
 		if step > 0 {
 			checkDiff(t, step, prevEnc, enc)
 		}
-		if len(enc.Runs) != 2 || &enc.Runs[1].Resources[0] != &e.listeners["4000"].run[0] ||
-			(step > 0 && &enc.Runs[1].Resources[0] != &prevEnc.Runs[1].Resources[0]) {
+		quietRun := enc.Runs[len(enc.Runs)-1]
+		if len(enc.Runs) < 2 || quietRun.Prefix != VirtualHostKey("4000", "") || len(e.listeners["4000"].chunks) != 1 ||
+			&quietRun.Resources[0] != &e.listeners["4000"].chunks[0][0] ||
+			(step > 0 && &quietRun.Resources[0] != &prevEnc.Runs[len(prevEnc.Runs)-1].Resources[0]) {
 			t.Fatalf("step %d: the quiet listener's run is not the one encoded first", step)
+		}
+		if mask != 0 && len(enc.Runs) < 4 {
+			t.Fatalf("step %d: %d runs: the busy listener is not cut into chunks", step, len(enc.Runs))
 		}
 		want, err := ResourcesIn(LayoutVirtualHosts, &next)
 		if err != nil {
@@ -690,5 +702,66 @@ func TestEncoderReusesItsScratchLists(t *testing.T) {
 		if perHost > limit {
 			t.Errorf("calls %d to %d: encoding allocated %.1f bytes a host, want at most %.0f", i, i+calls-1, perHost, limit)
 		}
+	}
+}
+
+// TestEncoderHandsOnUnchangedChunks: at 10,000 hosts a change to one host
+// makes new chunks for that host's part of the listener only (one, or
+// two when a chunk ends at the host added); every other chunk is the
+// very list of the last encoding, and Diff finds the one host.
+func TestEncoderHandsOnUnchangedChunks(t *testing.T) {
+	s := scaled(10000)
+	e := &Encoder{}
+	prev, err := e.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(prev.Runs); n < 20 || n > 400 {
+		t.Fatalf("10,000 hosts in %d chunks, want about 78", n)
+	}
+	rng := rand.New(rand.NewSource(7))
+	for step := 0; step < 60; step++ {
+		next := *s
+		next.Listeners = slices.Clone(s.Listeners)
+		l := &next.Listeners[0]
+		l.VirtualHosts = slices.Clone(l.VirtualHosts)
+		i := rng.Intn(len(l.VirtualHosts))
+		switch step % 3 {
+		case 0: // a new route list
+			routes := slices.Clone(l.VirtualHosts[i].Routes)
+			routes[0].ID += "x"
+			l.VirtualHosts[i].Routes = routes
+		case 1: // added
+			added := l.VirtualHosts[i]
+			added.Hostname = fmt.Sprintf("added%d.example.com", step)
+			l.VirtualHosts = append(l.VirtualHosts, added)
+			sortVirtualHosts(l.VirtualHosts)
+		case 2: // removed
+			l.VirtualHosts = slices.Delete(l.VirtualHosts, i, i+1)
+		}
+		cur, err := e.Encode(&next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := map[*Resource]bool{}
+		for _, r := range prev.Runs {
+			old[&r.Resources[0]] = true
+		}
+		fresh, freshHosts := 0, 0
+		for _, r := range cur.Runs {
+			if !old[&r.Resources[0]] {
+				fresh++
+				freshHosts += len(r.Resources)
+			}
+		}
+		if fresh < 1 || fresh > 2 || freshHosts > 2*maxHostChunk {
+			t.Fatalf("step %d: %d new chunks of %d hosts in all, want one or two", step, fresh, freshHosts)
+		}
+		up, rm := Diff(prev, cur)
+		if len(up)+len(rm) != 1 {
+			t.Fatalf("step %d: Diff found %d upserts and %d removals, want one change", step, len(up), len(rm))
+		}
+		checkDiff(t, step, prev, cur)
+		prev, s = cur, &next
 	}
 }
