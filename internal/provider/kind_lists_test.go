@@ -17,10 +17,15 @@ limitations under the License.
 package provider
 
 import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -97,4 +102,95 @@ func TestGatherHandsOverUnchangedLists(t *testing.T) {
 // in the same array.
 func sameArray[T any](a, b []*T) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// TestPatchListEqualsTheStore drives a real informer store through random
+// adds, updates and deletes, with the handler's notes, and checks that
+// each gather's list is the store's objects in key order: patched while
+// few keys were noted, listed whole after more than maxNotedKeys.
+func TestPatchListEqualsTheStore(t *testing.T) {
+	ix := toolscache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.Indexers{})
+	kl := &kindList{whole: true}
+	rng := rand.New(rand.NewSource(3))
+	rv := 0
+	object := func(i int) *gwv1.HTTPRoute {
+		rv++
+		return &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%7), Name: fmt.Sprintf("r-%d", i), ResourceVersion: strconv.Itoa(rv)}}
+	}
+	for i := 0; i < 500; i++ {
+		o := object(i)
+		if err := ix.Add(o); err != nil {
+			t.Fatal(err)
+		}
+		kl.note(o)
+	}
+	gather := func() []*gwv1.HTTPRoute {
+		t.Helper()
+		keys, whole := kl.take()
+		if last, ok := kl.list.([]*gwv1.HTTPRoute); ok && !whole {
+			out, ok := patchList(ix, last, keys)
+			if !ok {
+				t.Fatal("patchList refused a store of HTTPRoutes")
+			}
+			kl.list = out
+			return out
+		}
+		var out []*gwv1.HTTPRoute
+		for _, o := range ix.List() {
+			out = append(out, o.(*gwv1.HTTPRoute))
+		}
+		slices.SortFunc(out, byKey[gwv1.HTTPRoute])
+		kl.list = out
+		return out
+	}
+	patched := 0
+	for step := 0; step < 300; step++ {
+		if !kl.whole {
+			patched++
+		}
+		before, _ := kl.list.([]*gwv1.HTTPRoute)
+		got := gather()
+		want := make([]*gwv1.HTTPRoute, 0, len(ix.List()))
+		for _, o := range ix.List() {
+			want = append(want, o.(*gwv1.HTTPRoute))
+		}
+		slices.SortFunc(want, byKey[gwv1.HTTPRoute])
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: %d objects gathered, not the store's %d in key order", step, len(got), len(want))
+		}
+		if len(before) > 0 && len(got) > 0 && &before[0] == &got[0] {
+			t.Fatalf("step %d: the new list is the last one's array", step)
+		}
+		n := 1 + rng.Intn(6)
+		if step%50 == 49 {
+			n = maxNotedKeys + 1 // a relist's worth: listed whole
+		}
+		for j := 0; j < n; j++ {
+			i := rng.Intn(800)
+			o := object(i)
+			old, exists, _ := ix.Get(o)
+			switch {
+			case exists && rng.Intn(3) == 0:
+				if err := ix.Delete(old); err != nil {
+					t.Fatal(err)
+				}
+				if rng.Intn(2) == 0 {
+					kl.note(toolscache.DeletedFinalStateUnknown{Key: o.Namespace + "/" + o.Name, Obj: old})
+					continue
+				}
+			case exists:
+				if err := ix.Update(o); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				if err := ix.Add(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			kl.note(o)
+		}
+	}
+	if patched < 250 {
+		t.Fatalf("only %d of 300 gathers patched the list", patched)
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,10 +229,12 @@ func (p *Provider) Start(ctx context.Context) error {
 	handler := func(kl *kindList) toolscache.ResourceEventHandlerFuncs {
 		return toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
+				kl.note(obj)
 				kl.changed.Store(true)
 				p.changed(obj)
 			},
 			UpdateFunc: func(oldObj, newObj any) {
+				kl.note(newObj)
 				kl.changed.Store(true)
 				if statusOnly(oldObj, newObj) {
 					return
@@ -239,6 +242,7 @@ func (p *Provider) Start(ctx context.Context) error {
 				p.changed(newObj)
 			},
 			DeleteFunc: func(obj any) {
+				kl.note(obj)
 				kl.changed.Store(true)
 				p.changed(obj)
 			},
@@ -596,7 +600,8 @@ func list[T any, L any, PL interface {
 // cache or the informer is missing or not synced yet.
 //
 // Given a gather's reader, it hands over the kind's last list while no
-// event came for the kind (kindLists).
+// event came for the kind, and makes it again with the objects of the
+// keys events named while they are few (kindLists).
 func fromStore[T any](ctx context.Context, c client.Reader) ([]*T, bool) {
 	var kept *kindList
 	if g, ok := c.(gatherReader); ok {
@@ -619,19 +624,29 @@ func fromStore[T any](ctx context.Context, c client.Reader) ([]*T, bool) {
 			return out, true
 		}
 	}
+	if kept != nil {
+		keys, whole := kept.take()
+		if last, ok := kept.list.([]*T); ok && !whole && len(keys) <= len(last)/4+16 {
+			if out, ok := patchList(ix, last, keys); ok {
+				kept.list = out
+				return out, true
+			}
+		}
+	}
 	stored := ix.List()
 	out := make([]*T, 0, len(stored))
 	for _, o := range stored {
 		t, ok := o.(*T)
 		if !ok {
 			if kept != nil {
-				kept.changed.Store(true)
+				kept.relist()
 			}
 			return nil, false
 		}
 		out = append(out, t)
 	}
 	if kept != nil {
+		slices.SortFunc(out, byKey[T])
 		kept.list = out
 	}
 	return out, true
