@@ -139,8 +139,8 @@ func TestClientPatchesDeltasOntoItsLastGoodState(t *testing.T) {
 			}
 			s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
 			l := snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP}
-			host := func(h, set string) snapshot.VirtualHost {
-				return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":0",
+			host := func(h, set string) *snapshot.VirtualHost {
+				return &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":0",
 					Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, Backends: []snapshot.Backend{{EndpointSet: set, Weight: 1}}}}}
 			}
 			for i := range 5 {

@@ -477,7 +477,7 @@ func (s *fanoutState) snapshot() *snapshot.Snapshot {
 		app := fmt.Sprintf("app-%04d", i)
 		set := ns + "/" + app + ":80"
 		l := &snap.Listeners[g]
-		l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: app + "." + ns + ".example.com", Routes: []snapshot.Route{{
+		l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: app + "." + ns + ".example.com", Routes: []snapshot.Route{{
 			ID:             "httproute/" + ns + "/" + app + ":0",
 			Match:          snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
 			RequestHeaders: &snapshot.HeaderModifier{Set: []snapshot.Header{{Name: "x-coxswain-generation", Value: gen}}},

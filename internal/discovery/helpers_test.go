@@ -290,7 +290,7 @@ func snap(scope snapshot.Scope, gw string, gen int64, ports []int32, addrs ...st
 	for _, p := range ports {
 		s.Listeners = append(s.Listeners, snapshot.Listener{
 			Name: "gateway/apps/" + gw + "/" + itoa(p), Port: p, Protocol: snapshot.ProtocolHTTP,
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{
 				ID: "httproute/apps/r:0", Backends: []snapshot.Backend{{EndpointSet: "apps/svc:80", Weight: 1}},
 			}}}},
 		})

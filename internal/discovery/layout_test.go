@@ -34,7 +34,7 @@ func hosts(gen int64, path string, names ...string) *snapshot.Snapshot {
 	s := snap(shared, "gw", gen, nil, "10.0.0.1")
 	l := snapshot.Listener{Name: "gateway/apps/gw/80", Port: 18090, Protocol: snapshot.ProtocolHTTP}
 	for _, n := range names {
-		l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: n, Routes: []snapshot.Route{{
+		l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: n, Routes: []snapshot.Route{{
 			ID:       "httproute/apps/" + n + ":0",
 			Match:    snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: path}},
 			Backends: []snapshot.Backend{{EndpointSet: "apps/svc:80", Weight: 1}},

@@ -129,7 +129,7 @@ func TestPublishedMessagesAreShared(t *testing.T) {
 func TestPublishedListenerLayoutOnDemand(t *testing.T) {
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{{
 		Name: "l", Port: 30080, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
-		VirtualHosts: []snapshot.VirtualHost{{Hostname: "a.example.com"}, {Hostname: "b.example.com"}},
+		VirtualHosts: []*snapshot.VirtualHost{{Hostname: "a.example.com"}, {Hostname: "b.example.com"}},
 	}}}
 	p, err := (&Server{codecs: map[snapshot.Scope]*scopeCodec{}}).toPublished(s)
 	if err != nil {
@@ -237,7 +237,7 @@ func BenchmarkPublish(b *testing.B) {
 						case !shared:
 							rs = routes(h, "moved-"+h)
 						}
-						l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: rs})
+						l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: h, Routes: rs})
 					}
 					s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
 					s.Gateways = []snapshot.GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{30000}}}
@@ -245,7 +245,7 @@ func BenchmarkPublish(b *testing.B) {
 						port := int32(30001 + i)
 						s.Listeners = append(s.Listeners, snapshot.Listener{
 							Name: fmt.Sprintf("gateway/default/idle-%d/80", i), Port: port, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
-							VirtualHosts: []snapshot.VirtualHost{{Hostname: fmt.Sprintf("idle-%d.example.org", i)}},
+							VirtualHosts: []*snapshot.VirtualHost{{Hostname: fmt.Sprintf("idle-%d.example.org", i)}},
 						})
 						s.Gateways = append(s.Gateways, snapshot.GatewayRef{Namespace: "default", Name: fmt.Sprintf("idle-%d", i), Generation: 1, Ports: []int32{port}})
 					}
@@ -295,7 +295,7 @@ func TestPublishPatchesTheLastSnapshot(t *testing.T) {
 		s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
 		l := snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP}
 		for _, h := range slices.Sorted(maps.Keys(hosts)) {
-			l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
+			l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
 				ID: "httproute/apps/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
 				Backends: []snapshot.Backend{{EndpointSet: hosts[h], Weight: 1}},
 			}}})

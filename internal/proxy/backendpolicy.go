@@ -111,15 +111,14 @@ func validateBackendPolicies(s, validated *snapshot.Snapshot) error {
 	}
 	for li := range s.Listeners {
 		hosts := s.Listeners[li].VirtualHosts
-		var old []snapshot.VirtualHost // validated's, by hostname, from the first not yet passed
+		var old []*snapshot.VirtualHost // validated's, by hostname, from the first not yet passed
 		if validated != nil && li < len(validated.Listeners) {
 			old = validated.Listeners[li].VirtualHosts
 			if lists.Same(old, hosts) {
 				continue
 			}
 		}
-		for vi := range hosts {
-			vh := &hosts[vi]
+		for _, vh := range hosts {
 			// Equal first: an unchanged host's name is the very string,
 			// which equality tells at once.
 			for len(old) > 0 && old[0].Hostname != vh.Hostname && old[0].Hostname < vh.Hostname {

@@ -55,7 +55,7 @@ func newRouterFixture(b testing.TB, shape string, n int) *routerFixture {
 	case "exact-host":
 		for i := 0; i < n; i++ {
 			h := "host-" + strconv.Itoa(i) + ".example.com"
-			l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, Match: prefix("/"), DirectResponse: direct}}})
+			l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, Match: prefix("/"), DirectResponse: direct}}})
 		}
 		for i := 0; i < benchRequests; i++ {
 			k := "host-" + strconv.Itoa(i*7919%n) + ".example.com"
@@ -64,20 +64,20 @@ func newRouterFixture(b testing.TB, shape string, n int) *routerFixture {
 	case "wildcard-host":
 		for i := 0; i < n; i++ {
 			h := "*.tenant-" + strconv.Itoa(i) + ".example.com"
-			l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, Match: prefix("/"), DirectResponse: direct}}})
+			l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, Match: prefix("/"), DirectResponse: direct}}})
 		}
 		for i := 0; i < benchRequests; i++ {
 			suffix := "tenant-" + strconv.Itoa(i*7919%n) + ".example.com"
 			hosts, paths, keys = append(hosts, "app.eu."+suffix), append(paths, "/"), append(keys, suffix)
 		}
 	case "deep-prefix":
-		vh := snapshot.VirtualHost{Hostname: "api.example.com"}
+		vh := &snapshot.VirtualHost{Hostname: "api.example.com"}
 		for i := 0; i < n; i++ {
 			p := "/api/v1/tenants/t-" + strconv.Itoa(i) + "/resources"
 			vh.Routes = append(vh.Routes, snapshot.Route{ID: p, Match: prefix(p), DirectResponse: direct})
 		}
 		vh.Routes = append(vh.Routes, snapshot.Route{ID: "fallback", Match: prefix("/"), DirectResponse: direct})
-		l.VirtualHosts = []snapshot.VirtualHost{vh}
+		l.VirtualHosts = []*snapshot.VirtualHost{vh}
 		for i := 0; i < benchRequests; i++ {
 			p := "/api/v1/tenants/t-" + strconv.Itoa(i*7919%n) + "/resources"
 			hosts, paths, keys = append(hosts, "api.example.com"), append(paths, p+"/items/42/details"), append(keys, p)
@@ -272,7 +272,7 @@ func BenchmarkFastPathGet(b *testing.B) {
 			s := &snapshot.Snapshot{Scope: snapshot.SharedPool(),
 				EndpointSets: []snapshot.EndpointSet{{Name: "ns/up:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up}}}},
 				Listeners: []snapshot.Listener{{Name: "bench", Port: port, Protocol: snapshot.ProtocolHTTP,
-					VirtualHosts: []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{rt}}}}}}
+					VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{rt}}}}}}
 			if err := dp.Apply(s); err != nil {
 				b.Skipf("Apply: %v", err) // a Retry the proxy does not know yet
 			}
@@ -326,7 +326,9 @@ func BenchmarkCompile(b *testing.B) {
 				if mode == "one-changed" {
 					// The second shares every host's list but one.
 					hosts := slices.Clone(inputs[0].Listeners[0].VirtualHosts)
-					hosts[n/2].Routes = slices.Clone(hosts[n/2].Routes)
+					h := *hosts[n/2] // hosts are shared: a new one
+					h.Routes = slices.Clone(h.Routes)
+					hosts[n/2] = &h
 					inputs[1].Listeners[0].VirtualHosts = hosts
 				}
 				m := newMetrics(nil)
@@ -363,7 +365,7 @@ func redirectListeners(n, listeners int) *snapshot.Snapshot {
 	for i := 0; i < n; i++ {
 		h := "r" + strconv.Itoa(i) + ".example.com"
 		l := &s.Listeners[i%listeners]
-		l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
+		l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{
 			ID: "httproute/default/" + h + ":0", Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}},
 			Redirect: &snapshot.Redirect{Hostname: "moved-" + h, StatusCode: 301},
 		}}})

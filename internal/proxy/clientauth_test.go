@@ -79,7 +79,7 @@ func clientCertSeen(t testing.TB, e echo) string {
 }
 
 func clientValidationSnapshot(port, open int32, b *testBackend, srv snapshot.Certificate, cv *snapshot.ClientValidation) *snapshot.Snapshot {
-	vhs := []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}
+	vhs := []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{srv},
 		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
 		Listeners: []snapshot.Listener{
@@ -210,7 +210,7 @@ func TestSNIClientCertificateValidation(t *testing.T) {
 				{Hostname: "mtls.example", Certificate: srv.Name, ClientValidation: cv},
 				{Hostname: "open.example", Certificate: srv.Name},
 			}},
-			VirtualHosts: []snapshot.VirtualHost{
+			VirtualHosts: []*snapshot.VirtualHost{
 				{Hostname: "mtls.example", Routes: []snapshot.Route{{ID: "mtls", Backends: to("ns/b:80"), RequireClientCertificate: true}}},
 				{Hostname: "open.example", Routes: []snapshot.Route{{ID: "open", Backends: to("ns/b:80")}}},
 			}}}}

@@ -216,8 +216,7 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		lr.exact, lr.wild = newHostTable(0), newHostTable(0)
 	}
 	lr.vhosts = make([]*vhost, len(l.VirtualHosts))
-	for vi := range l.VirtualHosts {
-		in := &l.VirtualHosts[vi]
+	for vi, in := range l.VirtualHosts {
 		vh := c.reusableVHost(in, old)
 		if vh == nil {
 			var err error
@@ -228,7 +227,7 @@ func (c *compiler) compileListener(l *snapshot.Listener) (*listenerRouter, error
 		lr.put(vh)
 		lr.vhosts[vi] = vh
 	}
-	if slices.IsSortedFunc(l.VirtualHosts, func(a, b snapshot.VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) }) {
+	if slices.IsSortedFunc(l.VirtualHosts, func(a, b *snapshot.VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) }) {
 		lr.src = l.VirtualHosts
 	}
 	return lr, nil
@@ -292,7 +291,7 @@ func (c *compiler) routeStats(listener, id string) *routeStats {
 // match kind (router.go).
 func (c *compiler) compileVHost(in *snapshot.VirtualHost, lr *listenerRouter) (*vhost, error) {
 	vh := &vhost{
-		src:         *in,
+		src:         in,
 		hostname:    in.Hostname,
 		singleLabel: in.SingleLabelWildcard && strings.HasPrefix(in.Hostname, "*."),
 		routes:      make([]*route, 0, len(in.Routes)),

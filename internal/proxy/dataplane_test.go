@@ -60,7 +60,7 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 		},
 		Listeners: []snapshot.Listener{{
 			Name: "gw/80", Port: port, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "app.example.com", Routes: []snapshot.Route{
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "app.example.com", Routes: []snapshot.Route{
 				{ID: "headers", Match: prefix("/headers"),
 					RequestHeaders:  &snapshot.HeaderModifier{Set: []snapshot.Header{{Name: "x-set", Value: "set"}}, Add: []snapshot.Header{{Name: "X-Add", Value: "added"}}, Remove: []string{"x-drop"}},
 					ResponseHeaders: &snapshot.HeaderModifier{Set: []snapshot.Header{{Name: "X-Resp", Value: "r"}}, Remove: []string{"X-Remove-Me"}},

@@ -54,7 +54,7 @@ func TestDebugEndpoints(t *testing.T) {
 		s.Certificates = []snapshot.Certificate{srv}
 		s.Listeners = append(s.Listeners, snapshot.Listener{Name: "tls", Port: tlsPort, Protocol: snapshot.ProtocolHTTPS,
 			TLS:          &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: srv.Name}}},
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "t", Backends: to("ns/b:80")}}}}})
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "t", Backends: to("ns/b:80")}}}}})
 		s.Gateways = []snapshot.GatewayRef{{Namespace: "ns", Name: "web", Generation: 7, Ports: []int32{port}}}
 		snapshot.Normalize(s)
 		p.mustApply(t, s)

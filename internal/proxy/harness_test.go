@@ -146,7 +146,11 @@ func prefix(p string) snapshot.Match {
 }
 
 func httpListener(port int32, vhs ...snapshot.VirtualHost) snapshot.Listener {
-	return snapshot.Listener{Name: "test/" + strconv.Itoa(int(port)), Port: port, Protocol: snapshot.ProtocolHTTP, VirtualHosts: vhs}
+	hosts := make([]*snapshot.VirtualHost, len(vhs))
+	for i := range vhs {
+		hosts[i] = &vhs[i]
+	}
+	return snapshot.Listener{Name: "test/" + strconv.Itoa(int(port)), Port: port, Protocol: snapshot.ProtocolHTTP, VirtualHosts: hosts}
 }
 
 // client is an HTTP/1.1 client that never follows redirects.

@@ -200,7 +200,7 @@ func TestHTTPListenerOneGoroutine(t *testing.T) {
 		}
 		taken[ports[i]] = true
 		s.Listeners = append(s.Listeners, snapshot.Listener{Name: fmt.Sprintf("gateway/default/gw%d/80", i), Port: ports[i], ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "app.example.com", Routes: []snapshot.Route{
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "app.example.com", Routes: []snapshot.Route{
 				{ID: "direct", Match: prefix("/"), DirectResponse: &snapshot.DirectResponse{StatusCode: 200, Body: "ok"}}}}}})
 	}
 	before := runtime.NumGoroutine()

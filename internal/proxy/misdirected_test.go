@@ -44,7 +44,7 @@ func misdirectedSnapshot(port int32, cert snapshot.Certificate, v1, v2, v3 *test
 				{Hostname: "*.wildcard.org", Certificate: cert.Name},
 				{Hostname: "fourth-example.wildcard.org", Certificate: cert.Name},
 			}},
-			VirtualHosts: []snapshot.VirtualHost{
+			VirtualHosts: []*snapshot.VirtualHost{
 				{Hostname: "example.org", Routes: route("test-1", "ns/v1:8080")},
 				{Hostname: "second-example.org", Routes: route("test-2", "ns/v2:8080")},
 				{Hostname: "*.wildcard.org", Routes: route("test-3", "ns/v3:8080")},
@@ -127,7 +127,7 @@ func TestMisdirectedNeedsSeveralListeners(t *testing.T) {
 		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
 		Listeners: []snapshot.Listener{{Name: "gw/443", Port: port, Protocol: snapshot.ProtocolHTTPS,
 			TLS:          &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Hostname: "a.example", Certificate: cert.Name}}},
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}}}})
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}}}})
 	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/", port), nil)
 	req.Host = "b.example"
 	resp, err := httpsClient("a.example", nil, true).Do(req)

@@ -61,7 +61,7 @@ func tlsSnapshot(port int32, set snapshot.EndpointSet, certs []snapshot.Certific
 		EndpointSets: []snapshot.EndpointSet{set},
 		Certificates: certs,
 		Listeners: []snapshot.Listener{{Name: "tls", Port: port, Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: sni},
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "tls-route", Backends: to(set.Name)}}}}}},
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "tls-route", Backends: to(set.Name)}}}}}},
 	}
 	snapshot.Normalize(s)
 	return s
@@ -204,7 +204,7 @@ func TestGRPCThroughProxy(t *testing.T) {
 	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "grpcroute/ns/health:0", Backends: to(set.Name)}}}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set}, Certificates: []snapshot.Certificate{cert},
 		Listeners: []snapshot.Listener{httpListener(plain, vh),
-			{Name: "tls", Port: secure, Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: cert.Name}}}, VirtualHosts: []snapshot.VirtualHost{vh}}}}
+			{Name: "tls", Port: secure, Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: cert.Name}}}, VirtualHosts: []*snapshot.VirtualHost{&vh}}}}
 	snapshot.Normalize(s)
 	p.mustApply(t, s)
 

@@ -495,17 +495,17 @@ func TestRetryUsesTheEndpointsOfTheStateInForce(t *testing.T) {
 // the snapshot in force, wherever they sit in the list, and takes the
 // others (the very route lists) as checked then.
 func TestValidateRetriesOfChangedHostsOnly(t *testing.T) {
-	host := func(name string, backoff snapshot.Duration) snapshot.VirtualHost {
-		return snapshot.VirtualHost{Hostname: name, Routes: []snapshot.Route{{ID: "httproute/default/" + name + ":0", Retry: &snapshot.Retry{Attempts: 1, Backoff: backoff}}}}
+	host := func(name string, backoff snapshot.Duration) *snapshot.VirtualHost {
+		return &snapshot.VirtualHost{Hostname: name, Routes: []snapshot.Route{{ID: "httproute/default/" + name + ":0", Retry: &snapshot.Retry{Attempts: 1, Backoff: backoff}}}}
 	}
-	listener := func(hosts ...snapshot.VirtualHost) snapshot.Listener {
+	listener := func(hosts ...*snapshot.VirtualHost) snapshot.Listener {
 		return snapshot.Listener{Name: "web", Port: 30000, Protocol: snapshot.ProtocolHTTP, VirtualHosts: hosts}
 	}
 	// In force: b's retry is invalid (never the case in a proxy, which
 	// refused it; here it shows which hosts are read again).
 	inForce := &snapshot.Snapshot{Listeners: []snapshot.Listener{listener(host("a.example", 0), host("b.example", -1), host("d.example", 0))}}
 	old := inForce.Listeners[0].VirtualHosts
-	kept := func(hosts ...snapshot.VirtualHost) *snapshot.Snapshot {
+	kept := func(hosts ...*snapshot.VirtualHost) *snapshot.Snapshot {
 		return &snapshot.Snapshot{Listeners: []snapshot.Listener{listener(hosts...)}}
 	}
 

@@ -115,7 +115,7 @@ func (c *compiler) reusableVHost(in *snapshot.VirtualHost, old *listenerRouter) 
 		return nil
 	}
 	vh := old.byHostname(in.Hostname)
-	if vh == nil || !sameVirtualHostInput(in, &vh.src) {
+	if vh == nil || (in != vh.src && !sameVirtualHostInput(in, vh.src)) {
 		return nil
 	}
 	for _, l := range vh.sets {
@@ -190,7 +190,7 @@ func (c *compiler) patchListener(l *snapshot.Listener, lr, old *listenerRouter) 
 			j++
 		default:
 			ov := old.vhosts[j]
-			if sameVirtualHostInput(&hosts[i], &prev[j]) && !c.looksUpChangedSet(ov) {
+			if (hosts[i] == prev[j] || sameVirtualHostInput(hosts[i], prev[j])) && !c.looksUpChangedSet(ov) {
 				vhosts[i] = ov
 			} else {
 				c.keepStats(ov)
@@ -205,7 +205,7 @@ func (c *compiler) patchListener(l *snapshot.Listener, lr, old *listenerRouter) 
 	}
 	compiled := make([]*vhost, len(compileAt))
 	for k, at := range compileAt {
-		vh, err := c.compileVHost(&hosts[at], lr)
+		vh, err := c.compileVHost(hosts[at], lr)
 		if err != nil {
 			return false, fmt.Errorf("listener %s host %q: %w", l.Name, hosts[at].Hostname, err)
 		}
@@ -243,7 +243,7 @@ func (c *compiler) patchSetUsers(l *snapshot.Listener, lr, old *listenerRouter, 
 	compiled := make([]*vhost, len(at))
 	for k, i := range at {
 		c.keepStats(old.vhosts[i])
-		vh, err := c.compileVHost(&hosts[i], lr)
+		vh, err := c.compileVHost(hosts[i], lr)
 		if err != nil {
 			return false, fmt.Errorf("listener %s host %q: %w", l.Name, hosts[i].Hostname, err)
 		}

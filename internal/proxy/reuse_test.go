@@ -141,7 +141,7 @@ func (w *reuseWorld) snapshot() *snapshot.Snapshot {
 		l.ClientTraffic = &snapshot.ClientTraffic{ClientIP: &snapshot.ClientIPDetection{TrustedHops: w.clientIP}}
 	}
 	for h, routes := range w.hosts {
-		l.VirtualHosts = append(l.VirtualHosts, snapshot.VirtualHost{Hostname: h, Routes: routes})
+		l.VirtualHosts = append(l.VirtualHosts, &snapshot.VirtualHost{Hostname: h, Routes: routes})
 	}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
 	for _, n := range w.setNames() {
@@ -288,7 +288,7 @@ func TestCompileReusesOnlyWhatIsUnchanged(t *testing.T) {
 // sameHostIn reports whether in is, by identity, the virtual host of the
 // same name in s (what the Assembler makes of an unchanged resource), and
 // the listener's ClientTraffic is the same.
-func sameHostIn(s *snapshot.Snapshot, in snapshot.VirtualHost) bool {
+func sameHostIn(s *snapshot.Snapshot, in *snapshot.VirtualHost) bool {
 	for _, vh := range s.Listeners[0].VirtualHosts {
 		if vh.Hostname == in.Hostname {
 			return lists.Same(vh.Routes, in.Routes)
@@ -569,8 +569,8 @@ func resourceDelta(prev, next []snapshot.Resource) (upserts []snapshot.Resource,
 // again; a change of a set the second's routes use compiles it again.
 // Every host routes as a fresh compile routes it.
 func TestUnchangedListenerIsTakenOver(t *testing.T) {
-	host := func(h, set string) snapshot.VirtualHost {
-		return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":" + set,
+	host := func(h, set string) *snapshot.VirtualHost {
+		return &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: "httproute/default/" + h + ":" + set,
 			Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, Backends: []snapshot.Backend{{EndpointSet: set, Weight: 1}}}}}
 	}
 	cert := testCert(t, "h0.example.com")

@@ -71,7 +71,7 @@ type listenerRouter struct {
 	// nil when it was not in order) and vhosts the compiled host of each,
 	// by index: the next compile walks them alongside its own list to
 	// find what changed (patchListener).
-	src    []snapshot.VirtualHost
+	src    []*snapshot.VirtualHost
 	vhosts []*vhost
 }
 
@@ -93,7 +93,7 @@ type vhost struct {
 	// src is the input it was compiled from and sets the endpoint sets
 	// its routes looked up: a later compile takes the vhost over while
 	// both are the same (reusableVHost). Requests never read them.
-	src  snapshot.VirtualHost
+	src  *snapshot.VirtualHost
 	sets []setLookup
 }
 

@@ -164,7 +164,7 @@ func TestPathMatches(t *testing.T) {
 		pm := &snapshot.PathMatch{Type: tt.typ, Value: tt.value}
 		s := &snapshot.Snapshot{
 			Scope: snapshot.SharedPool(),
-			Listeners: []snapshot.Listener{{Name: "l", Port: 80, Protocol: snapshot.ProtocolHTTP, VirtualHosts: []snapshot.VirtualHost{{
+			Listeners: []snapshot.Listener{{Name: "l", Port: 80, Protocol: snapshot.ProtocolHTTP, VirtualHosts: []*snapshot.VirtualHost{{
 				Hostname: "*",
 				Routes:   []snapshot.Route{{ID: "r", Match: snapshot.Match{Path: pm}, DirectResponse: &snapshot.DirectResponse{StatusCode: 200}}},
 			}}}},
@@ -237,7 +237,7 @@ func TestRedirectLocation(t *testing.T) {
 			s := &snapshot.Snapshot{
 				Scope:        snapshot.SharedPool(),
 				Certificates: certs,
-				Listeners: []snapshot.Listener{{Name: "l", Port: 31000, ExternalPort: tt.extPort, Protocol: proto, TLS: ltls, VirtualHosts: []snapshot.VirtualHost{{
+				Listeners: []snapshot.Listener{{Name: "l", Port: 31000, ExternalPort: tt.extPort, Protocol: proto, TLS: ltls, VirtualHosts: []*snapshot.VirtualHost{{
 					Hostname: "*",
 					Routes:   []snapshot.Route{{ID: "r", Match: snapshot.Match{Path: tt.match}, Redirect: &rd}},
 				}}}},
@@ -256,11 +256,11 @@ func TestRedirectLocation(t *testing.T) {
 }
 
 func TestHostSelection(t *testing.T) {
-	vh := func(h string) snapshot.VirtualHost {
-		return snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, DirectResponse: &snapshot.DirectResponse{StatusCode: 200}}}}
+	vh := func(h string) *snapshot.VirtualHost {
+		return &snapshot.VirtualHost{Hostname: h, Routes: []snapshot.Route{{ID: h, DirectResponse: &snapshot.DirectResponse{StatusCode: 200}}}}
 	}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{{Name: "l", Port: 80, Protocol: snapshot.ProtocolHTTP,
-		VirtualHosts: []snapshot.VirtualHost{vh("*"), vh("*.b.example.com"), vh("*.example.com"), vh("a.example.com"), {Hostname: "empty.example.com"},
+		VirtualHosts: []*snapshot.VirtualHost{vh("*"), vh("*.b.example.com"), vh("*.example.com"), vh("a.example.com"), {Hostname: "empty.example.com"},
 			{Hostname: "*.single.example.org", SingleLabelWildcard: true, Routes: []snapshot.Route{{ID: "single", DirectResponse: &snapshot.DirectResponse{StatusCode: 200}}}}}}}}
 	st := mustCompile(t, s)
 	for host, want := range map[string]string{

@@ -192,13 +192,13 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 		differs(c.key, d)
 		next = append(next, keptResource{c.key, d})
 		switch v := d.value.(type) {
-		case VirtualHost:
+		case *VirtualHost:
 			lk, _, _ := strings.Cut(name, "|")
 			li, known := a.listenerAt[lk]
 			if !known {
 				return nil, "", false
 			}
-			hosts = append(hosts, hostChange{listener: li, hostname: v.Hostname, vh: &v})
+			hosts = append(hosts, hostChange{listener: li, hostname: v.Hostname, vh: v})
 		case EndpointSet:
 			sets = append(sets, setChange{name: v.Name, set: &v})
 		}
@@ -269,10 +269,10 @@ func allTrue(listeners []Listener, n int) []bool {
 
 // patchHosts is hosts (by hostname) with changes (by hostname) made, in a
 // new list, and marks saying which of its hosts were there before.
-func patchHosts(hosts []VirtualHost, changes []hostChange) ([]VirtualHost, []bool) {
-	out := make([]VirtualHost, 0, len(hosts)+len(changes))
+func patchHosts(hosts []*VirtualHost, changes []hostChange) ([]*VirtualHost, []bool) {
+	out := make([]*VirtualHost, 0, len(hosts)+len(changes))
 	marks := make([]bool, 0, len(hosts)+len(changes))
-	mergeHosts(hosts, changes, func(run []VirtualHost) bool {
+	mergeHosts(hosts, changes, func(run []*VirtualHost) bool {
 		// Unchanged: copied at once.
 		out = append(out, run...)
 		for range run {
@@ -280,7 +280,7 @@ func patchHosts(hosts []VirtualHost, changes []hostChange) ([]VirtualHost, []boo
 		}
 		return true
 	}, func(vh *VirtualHost) bool {
-		out = append(out, *vh)
+		out = append(out, vh)
 		marks = append(marks, false)
 		return true
 	})
@@ -291,12 +291,12 @@ func patchHosts(hosts []VirtualHost, changes []hostChange) ([]VirtualHost, []boo
 // in order: unchanged gets each run of hosts up to the next change, put
 // each host a change puts in. Either may stop the walk by reporting
 // false; mergeHosts then reports false.
-func mergeHosts(hosts []VirtualHost, changes []hostChange, unchanged func([]VirtualHost) bool, put func(*VirtualHost) bool) bool {
+func mergeHosts(hosts []*VirtualHost, changes []hostChange, unchanged func([]*VirtualHost) bool, put func(*VirtualHost) bool) bool {
 	for len(hosts) > 0 || len(changes) > 0 {
 		if len(changes) == 0 || (len(hosts) > 0 && hosts[0].Hostname < changes[0].hostname) {
 			n := len(hosts)
 			if len(changes) > 0 {
-				n, _ = slices.BinarySearchFunc(hosts, changes[0].hostname, func(vh VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
+				n, _ = slices.BinarySearchFunc(hosts, changes[0].hostname, compareHostname)
 			}
 			if !unchanged(hosts[:n]) {
 				return false

@@ -57,8 +57,8 @@ func applyFixture(t *testing.T) []Resource {
 	return res
 }
 
-func applyHost(host, set, tag string) VirtualHost {
-	return VirtualHost{Hostname: host, Routes: []Route{{
+func applyHost(host, set, tag string) *VirtualHost {
+	return &VirtualHost{Hostname: host, Routes: []Route{{
 		ID: "httproute/default/" + host + ":" + tag, Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
 		Backends: []Backend{{EndpointSet: set, Weight: 1}},
 	}}}

@@ -64,28 +64,28 @@ func HostsOf(s *Snapshot) *HostSource { return &HostSource{s: s} }
 // listener key, then by hostname in the listener's hosts (in order by
 // hostname, as a normalized snapshot lists them; a host not found where
 // it should be is reported missing, and decoded).
-func (h *HostSource) Host(key string) (VirtualHost, bool) {
+func (h *HostSource) Host(key string) (*VirtualHost, bool) {
 	rest, ok := strings.CutPrefix(key, vhostKind+"|")
 	if !ok {
-		return VirtualHost{}, false
+		return nil, false
 	}
 	lk, host, ok := strings.Cut(rest, "|")
 	if !ok {
-		return VirtualHost{}, false
+		return nil, false
 	}
 	hosts, found := h.listenerHosts(lk)
 	if !found {
-		return VirtualHost{}, false
+		return nil, false
 	}
-	i, found := slices.BinarySearchFunc(hosts, host, func(vh VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
+	i, found := slices.BinarySearchFunc(hosts, host, compareHostname)
 	if !found {
-		return VirtualHost{}, false
+		return nil, false
 	}
 	return hosts[i], true
 }
 
 // listenerHosts is the virtual hosts of the source's listener of key lk.
-func (h *HostSource) listenerHosts(lk string) ([]VirtualHost, bool) {
+func (h *HostSource) listenerHosts(lk string) ([]*VirtualHost, bool) {
 	if h.listenerAt == nil {
 		h.listenerAt = listenerIndex(h.s)
 	}
@@ -103,7 +103,7 @@ func (h *HostSource) listenerHosts(lk string) ([]VirtualHost, bool) {
 // (sameHost). An unchanged host has the body it had, so the source's is
 // as good as the one it replaces; and it is the one a proxy decodes. ok
 // is false otherwise (no source, a host decoded or missing).
-func (a *Assembler) sourcedHosts(lk string, hosts []VirtualHost, changes []hostChange) (out []VirtualHost, marks []bool, ok bool) {
+func (a *Assembler) sourcedHosts(lk string, hosts []*VirtualHost, changes []hostChange) (out []*VirtualHost, marks []bool, ok bool) {
 	if a.Hosts == nil {
 		return nil, nil, false
 	}
@@ -114,16 +114,16 @@ func (a *Assembler) sourcedHosts(lk string, hosts []VirtualHost, changes []hostC
 	marks = make([]bool, 0, len(src))
 	next := src
 	take := func(vh *VirtualHost, was bool) bool {
-		if len(next) == 0 || vh.Hostname != next[0].Hostname || (!was && !sameHost(vh, &next[0])) {
+		if len(next) == 0 || vh.Hostname != next[0].Hostname || (!was && !sameHost(vh, next[0])) {
 			return false
 		}
 		next = next[1:]
 		marks = append(marks, was)
 		return true
 	}
-	same := mergeHosts(hosts, changes, func(run []VirtualHost) bool {
-		for i := range run {
-			if !take(&run[i], true) {
+	same := mergeHosts(hosts, changes, func(run []*VirtualHost) bool {
+		for _, vh := range run {
+			if !take(vh, true) {
 				return false
 			}
 		}
@@ -135,8 +135,8 @@ func (a *Assembler) sourcedHosts(lk string, hosts []VirtualHost, changes []hostC
 	return src, marks, true
 }
 
-// sameHost reports whether a and b are the same host: the same name and
-// flag, and the very same route list.
+// sameHost reports whether a and b are the same host: the very same one,
+// or the same name and flag and the very same route list.
 func sameHost(a, b *VirtualHost) bool {
-	return a.Hostname == b.Hostname && a.SingleLabelWildcard == b.SingleLabelWildcard && lists.Same(a.Routes, b.Routes)
+	return a == b || a.Hostname == b.Hostname && a.SingleLabelWildcard == b.SingleLabelWildcard && lists.Same(a.Routes, b.Routes)
 }

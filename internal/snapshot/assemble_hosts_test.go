@@ -52,9 +52,10 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 				if step%10 == 9 {
 					hosts := slices.Clone(cur.Listeners[0].VirtualHosts)
 					at := rng.Intn(len(hosts))
-					routes := slices.Clone(hosts[at].Routes)
-					routes[0].Backends = []Backend{{EndpointSet: "default/missing:80", Weight: 1}}
-					hosts[at].Routes = routes
+					h := *hosts[at] // hosts are shared: a new one
+					h.Routes = slices.Clone(h.Routes)
+					h.Routes[0].Backends = []Backend{{EndpointSet: "default/missing:80", Weight: 1}}
+					hosts[at] = &h
 					cur.Listeners[0].VirtualHosts = hosts
 				}
 				res, err := enc.Encode(cur)
@@ -147,7 +148,7 @@ func TestSourcedHostsOnlyWhenTheSame(t *testing.T) {
 	lk := ListenerKey(&src.Listeners[0])
 	hosts := src.Listeners[0].VirtualHosts // h00000 ... h00004
 	own := hosts[4]
-	decoded := hosts[4]
+	decoded := *hosts[4]
 	decoded.Routes = slices.Clone(decoded.Routes)
 	a := &Assembler{Hosts: HostsOf(src)}
 	for _, tc := range []struct {
@@ -155,11 +156,11 @@ func TestSourcedHostsOnlyWhenTheSame(t *testing.T) {
 		changes []hostChange
 		want    bool
 	}{
-		{"the source's host put in", []hostChange{{hostname: own.Hostname, vh: &own}}, true},
+		{"the source's host put in", []hostChange{{hostname: own.Hostname, vh: own}}, true},
 		{"a decoded copy put in", []hostChange{{hostname: own.Hostname, vh: &decoded}}, false},
 		{"nothing put in: the source has one more", nil, false},
-		{"one more host than the source", []hostChange{{hostname: own.Hostname, vh: &own}, {hostname: "h00005.example.com", vh: &VirtualHost{Hostname: "h00005.example.com"}}}, false},
-		{"a host the source has taken out", []hostChange{{hostname: hosts[1].Hostname}, {hostname: own.Hostname, vh: &own}}, false},
+		{"one more host than the source", []hostChange{{hostname: own.Hostname, vh: own}, {hostname: "h00005.example.com", vh: &VirtualHost{Hostname: "h00005.example.com"}}}, false},
+		{"a host the source has taken out", []hostChange{{hostname: hosts[1].Hostname}, {hostname: own.Hostname, vh: own}}, false},
 	} {
 		got, marks, ok := a.sourcedHosts(lk, old, tc.changes)
 		if ok != tc.want {
@@ -173,10 +174,10 @@ func TestSourcedHostsOnlyWhenTheSame(t *testing.T) {
 			t.Errorf("%s: %d hosts, marks %v", tc.name, len(got), marks)
 		}
 	}
-	if _, _, ok := a.sourcedHosts("no-such-listener", old, []hostChange{{hostname: own.Hostname, vh: &own}}); ok {
+	if _, _, ok := a.sourcedHosts("no-such-listener", old, []hostChange{{hostname: own.Hostname, vh: own}}); ok {
 		t.Error("a listener the source does not have")
 	}
-	if _, _, ok := (&Assembler{}).sourcedHosts(lk, old, []hostChange{{hostname: own.Hostname, vh: &own}}); ok {
+	if _, _, ok := (&Assembler{}).sourcedHosts(lk, old, []hostChange{{hostname: own.Hostname, vh: own}}); ok {
 		t.Error("no source")
 	}
 }

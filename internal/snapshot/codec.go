@@ -325,8 +325,10 @@ func validateListener(l *Listener, certs map[string]bool, sets *endpointSetNames
 	if known == nil {
 		hosts = make(map[string]bool, len(l.VirtualHosts))
 	}
-	for j := range l.VirtualHosts {
-		vh := &l.VirtualHosts[j]
+	for j, vh := range l.VirtualHosts {
+		if vh == nil {
+			return fmt.Errorf("virtualHosts[%d] is null", j)
+		}
 		if known != nil && known[j] {
 			continue
 		}
@@ -713,8 +715,18 @@ func normalizeTop(s *Snapshot) {
 	})
 }
 
-func sortVirtualHosts(vh []VirtualHost) {
-	sort.SliceStable(vh, func(a, b int) bool { return vh[a].Hostname < vh[b].Hostname })
+// compareHostname orders a virtual host by its hostname against h.
+func compareHostname(vh *VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) }
+
+// compareHostnames orders virtual hosts by hostname.
+func compareHostnames(a, b *VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) }
+
+// sortVirtualHosts sorts vh by hostname; a null host (refused by
+// validation) sorts first.
+func sortVirtualHosts(vh []*VirtualHost) {
+	sort.SliceStable(vh, func(a, b int) bool {
+		return vh[b] != nil && (vh[a] == nil || vh[a].Hostname < vh[b].Hostname)
+	})
 }
 
 func sortStreamRoutes(sr []StreamRoute) {

@@ -35,7 +35,7 @@ func restSnapshot(n int) *Snapshot {
 		port := int32(30000 + i)
 		s.Listeners = append(s.Listeners, Listener{
 			Name: fmt.Sprintf("gateway/default/gw-%d/80", i), Port: port, ExternalPort: 80, Protocol: ProtocolHTTP,
-			VirtualHosts: []VirtualHost{{Hostname: fmt.Sprintf("gw-%d.example.org", i)}},
+			VirtualHosts: []*VirtualHost{{Hostname: fmt.Sprintf("gw-%d.example.org", i)}},
 		})
 		s.Gateways = append(s.Gateways, GatewayRef{Namespace: "default", Name: fmt.Sprintf("gw-%d", i), Generation: 1, Ports: []int32{port}})
 		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.0.%d", i+1), Port: 8080}}})
@@ -43,7 +43,7 @@ func restSnapshot(n int) *Snapshot {
 	s.Listeners = append(s.Listeners, Listener{
 		Name: "gateway/default/tls/443", Port: 443, Protocol: ProtocolHTTPS,
 		TLS:          &ListenerTLS{Certificates: []SNICertificate{{Certificate: "default/cert"}}},
-		VirtualHosts: []VirtualHost{{Hostname: "*"}},
+		VirtualHosts: []*VirtualHost{{Hostname: "*"}},
 	})
 	s.Certificates = []Certificate{{Name: "default/cert", CertPEM: "cert", KeyPEM: "key"}}
 	Normalize(s)
@@ -115,7 +115,7 @@ func TestEncoderKeepsTheRest(t *testing.T) {
 			changed = "endpoints|" + es.Name
 		case 8: // a host without routes renamed
 			l := &next.Listeners[rng.Intn(len(next.Listeners))]
-			l.VirtualHosts = []VirtualHost{{Hostname: fmt.Sprintf("renamed-%d.example.org", step)}}
+			l.VirtualHosts = []*VirtualHost{{Hostname: fmt.Sprintf("renamed-%d.example.org", step)}}
 			changed = VirtualHostKey(ListenerKey(l), l.VirtualHosts[0].Hostname)
 		}
 		Normalize(&next)

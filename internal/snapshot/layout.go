@@ -242,7 +242,7 @@ func diffLists(prev, cur []Resource, upserts []Resource, removed []string) ([]Re
 // into chunks.
 type encodedListener struct {
 	hosts  []encodedHost
-	from   *VirtualHost
+	from   **VirtualHost
 	chunks [][]Resource
 	prefix string
 	// ordered: hosts are in strict key order (the run's order); else
@@ -253,7 +253,7 @@ type encodedListener struct {
 // takesOver reports whether hosts is the very host list el encoded (a
 // snapshot whose listener is unchanged, as an endpoint refresh hands it
 // on): its encoding is el's, with no host to look at.
-func (el *encodedListener) takesOver(hosts []VirtualHost) bool {
+func (el *encodedListener) takesOver(hosts []*VirtualHost) bool {
 	return len(hosts) > 0 && len(hosts) == len(el.hosts) && el.from == &hosts[0]
 }
 
@@ -362,7 +362,7 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 // (lk's last encoding) does not hold anew, into chunks, each one of last's
 // when its resources are; the list of their encodings is the spare
 // storage of lk.
-func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encodedListener) (encodedListener, error) {
+func (e *Encoder) encodeHosts(lk, prefix string, hosts []*VirtualHost, last encodedListener) (encodedListener, error) {
 	encoded := lists.Reuse(e.spare[lk].hosts, len(hosts))
 	run := lists.Reuse(e.run, len(hosts))
 	mask := e.chunkMask()
@@ -371,8 +371,7 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []VirtualHost, last encod
 	// two hosts taken over one after the other are in the order they had
 	// in last, when last was in order.
 	ordered, tookLast := true, false
-	for j := range hosts {
-		vh := &hosts[j]
+	for _, vh := range hosts {
 		// Equal first: an unchanged host's name is the very string it
 		// had, which equality tells at once and ordering compares byte
 		// by byte.
@@ -638,7 +637,7 @@ type keptResource struct {
 // when it is unchanged since the last successful Assemble.
 type pendingHost struct {
 	listener string
-	vh       VirtualHost
+	vh       *VirtualHost
 	known    bool
 }
 
@@ -646,7 +645,7 @@ type pendingHost struct {
 type decodedResource struct {
 	body   []byte // nil: not kept (DigestsOnly; no body decodes when empty)
 	digest [sha256.Size]byte
-	value  any // Listener (without virtual hosts), VirtualHost, EndpointSet, Certificate or GatewayRef
+	value  any // Listener (without virtual hosts), *VirtualHost, EndpointSet, Certificate or GatewayRef
 }
 
 // sameBody reports whether body is d's: by the bodies when d keeps its
@@ -765,7 +764,7 @@ func (a *Assembler) assemble(resources []Resource, nilKept bool) (*Snapshot, str
 		case Listener:
 			listenerAt[ListenerKey(&v)] = len(s.Listeners)
 			s.Listeners = append(s.Listeners, v)
-		case VirtualHost:
+		case *VirtualHost:
 			rest, _ := strings.CutPrefix(r.Key, vhostKind+"|")
 			lk, _, _ := strings.Cut(rest, "|")
 			hosts = append(hosts, pendingHost{lk, v, known})
@@ -797,7 +796,7 @@ func (a *Assembler) assemble(resources []Resource, nilKept bool) (*Snapshot, str
 	for i, n := range perListener {
 		// Every listener's list is new (decoded listeners carry none), so
 		// filling it never writes into a remembered value.
-		s.Listeners[i].VirtualHosts = make([]VirtualHost, 0, n)
+		s.Listeners[i].VirtualHosts = make([]*VirtualHost, 0, n)
 	}
 	for _, h := range hosts {
 		i := listenerAt[h.listener]
@@ -817,7 +816,7 @@ func (a *Assembler) assemble(resources []Resource, nilKept bool) (*Snapshot, str
 	}
 	for i := range s.Listeners {
 		l := &s.Listeners[i]
-		if !slices.IsSortedFunc(l.VirtualHosts, func(a, b VirtualHost) int { return strings.Compare(a.Hostname, b.Hostname) }) {
+		if !slices.IsSortedFunc(l.VirtualHosts, compareHostnames) {
 			sortVirtualHosts(l.VirtualHosts)
 			continue // nil marks: every host checked, uniqueness too
 		}
@@ -866,8 +865,8 @@ func decodeResource(r Resource) (any, error) {
 		if !ok || lk == "" {
 			return nil, fmt.Errorf("virtual host key %q has no listener", r.Key)
 		}
-		var vh VirtualHost
-		if err := strictUnmarshal(r.Body, &vh); err != nil {
+		vh := new(VirtualHost)
+		if err := strictUnmarshal(r.Body, vh); err != nil {
 			return nil, err
 		}
 		if vh.Hostname != host {

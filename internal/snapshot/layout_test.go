@@ -37,7 +37,7 @@ func scaled(n int) *Snapshot {
 	l := Listener{Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: ProtocolHTTP}
 	for i := 0; i < n; i++ {
 		set := fmt.Sprintf("default/svc-%d:80", i)
-		l.VirtualHosts = append(l.VirtualHosts, VirtualHost{
+		l.VirtualHosts = append(l.VirtualHosts, &VirtualHost{
 			Hostname: fmt.Sprintf("h%05d.example.com", i),
 			Routes: []Route{{
 				ID:       fmt.Sprintf("httproute/default/r%d:0", i),
@@ -160,12 +160,12 @@ func mutate(rng *rand.Rand, s *Snapshot) *Snapshot {
 	switch rng.Intn(4) {
 	case 0: // edit one route
 		if len(*vhs) > 0 {
-			vh := &(*vhs)[rng.Intn(len(*vhs))]
+			vh := (*vhs)[rng.Intn(len(*vhs))] // a decoded copy: ours to change
 			vh.Routes[0].Match.Path.Value = fmt.Sprintf("/p%d", rng.Intn(5))
 		}
 	case 1: // add a host
 		n := rng.Intn(1000)
-		*vhs = append(*vhs, VirtualHost{Hostname: fmt.Sprintf("new%d.example.com", n), Routes: []Route{{
+		*vhs = append(*vhs, &VirtualHost{Hostname: fmt.Sprintf("new%d.example.com", n), Routes: []Route{{
 			ID: fmt.Sprintf("httproute/default/new%d:0", n), Match: Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
 			Backends: []Backend{{EndpointSet: c.EndpointSets[0].Name, Weight: 1}},
 		}}})
@@ -184,7 +184,7 @@ func mutate(rng *rand.Rand, s *Snapshot) *Snapshot {
 	return c
 }
 
-func dedupHosts(vhs *[]VirtualHost) {
+func dedupHosts(vhs *[]*VirtualHost) {
 	seen := map[string]bool{}
 	out := (*vhs)[:0]
 	for _, vh := range *vhs {
@@ -314,7 +314,7 @@ func encoderEqualsResourcesIn(t *testing.T, mask uint32) {
 	// A second listener, first by port but last by key ("vhost|4000|"
 	// sorts after "vhost|30000|"): its run is taken over at every step.
 	quiet := Listener{Name: "gateway/default/quiet/4000", Port: 4000, ExternalPort: 4000, Protocol: ProtocolHTTP,
-		VirtualHosts: []VirtualHost{{Hostname: "a.quiet.example"}, {Hostname: "b.quiet.example"}}}
+		VirtualHosts: []*VirtualHost{{Hostname: "a.quiet.example"}, {Hostname: "b.quiet.example"}}}
 	s.Listeners = append([]Listener{quiet}, s.Listeners...)
 	e := &Encoder{mask: mask}
 	var prev map[string][]byte
@@ -326,27 +326,38 @@ func encoderEqualsResourcesIn(t *testing.T, mask uint32) {
 		l := &next.Listeners[1]
 		l.VirtualHosts = slices.Clone(l.VirtualHosts)
 		i := rng.Intn(len(l.VirtualHosts))
-		vh := &l.VirtualHosts[i]
+		vh := l.VirtualHosts[i]
+		// own is vh made the step's own copy, to change: hosts are
+		// shared with the last snapshot, and never modified.
+		own := func() {
+			c := *vh
+			vh = &c
+			l.VirtualHosts[i] = vh
+		}
 		changed := vh.Hostname
 		unsorted, twice := false, false
 		switch rng.Intn(9) {
 		case 8: // a hostname twice, sharing its list: refused
-			l.VirtualHosts = slices.Insert(l.VirtualHosts, i+1, *vh)
+			l.VirtualHosts = slices.Insert(l.VirtualHosts, i+1, vh)
 			twice = true
 		case 7: // the very listeners of the last snapshot (an endpoint refresh): taken over
 			next.Listeners = s.Listeners
 			l = &next.Listeners[1]
 		case 0: // a new route list
+			own()
 			routes := slices.Clone(vh.Routes)
 			routes[0].ID += "x"
 			vh.Routes = routes
 		case 1: // the same array, one route fewer
 			if len(vh.Routes) > 1 {
+				own()
 				vh.Routes = vh.Routes[:len(vh.Routes)-1]
 			}
 		case 2:
+			own()
 			vh.SingleLabelWildcard = !vh.SingleLabelWildcard
 		case 3: // renamed, keeping its list
+			own()
 			vh.Hostname = fmt.Sprintf("renamed%d.example.com", step)
 			changed = vh.Hostname
 			sortVirtualHosts(l.VirtualHosts)
@@ -358,7 +369,7 @@ func encoderEqualsResourcesIn(t *testing.T, mask uint32) {
 			added := *vh
 			added.Hostname = fmt.Sprintf("added%d.example.com", step)
 			changed = added.Hostname
-			l.VirtualHosts = append(l.VirtualHosts, added)
+			l.VirtualHosts = append(l.VirtualHosts, &added)
 			sortVirtualHosts(l.VirtualHosts)
 		case 6: // out of order (not normalized): nothing may be mistaken
 			j := rng.Intn(len(l.VirtualHosts))
@@ -552,7 +563,7 @@ func TestEncoderKeyOrderAcrossListeners(t *testing.T) {
 	for _, port := range []int32{80, 443, 8080, 800, 30000, 3000} {
 		l := Listener{Name: fmt.Sprintf("gateway/default/web/%d", port), Port: port, ExternalPort: port, Protocol: ProtocolHTTP}
 		for _, h := range []string{"a.example.com", "b.example.com", "*.example.com", "z"} {
-			l.VirtualHosts = append(l.VirtualHosts, VirtualHost{Hostname: h, Routes: []Route{{
+			l.VirtualHosts = append(l.VirtualHosts, &VirtualHost{Hostname: h, Routes: []Route{{
 				ID:       fmt.Sprintf("httproute/default/r%d-%s:0", port, h),
 				Match:    Match{Path: &PathMatch{Type: PathPrefix, Value: "/"}},
 				Backends: []Backend{{EndpointSet: "default/svc:80", Weight: 1}},
@@ -599,7 +610,7 @@ func TestEncoderRefusesKeysTwice(t *testing.T) {
 	listener := func(port int32, hosts ...string) Listener {
 		l := Listener{Name: fmt.Sprintf("gateway/default/web/%d", port), Port: port, ExternalPort: port, Protocol: ProtocolHTTP}
 		for _, h := range hosts {
-			l.VirtualHosts = append(l.VirtualHosts, VirtualHost{Hostname: h})
+			l.VirtualHosts = append(l.VirtualHosts, &VirtualHost{Hostname: h})
 		}
 		return l
 	}
@@ -677,9 +688,9 @@ func TestEncoderReusesItsScratchLists(t *testing.T) {
 		g := *next[len(next)-1]
 		g.Listeners = slices.Clone(g.Listeners)
 		l := &g.Listeners[0]
-		added := l.VirtualHosts[0]
+		added := *l.VirtualHosts[0]
 		added.Hostname = fmt.Sprintf("zz%d.example.com", len(next))
-		l.VirtualHosts = append(slices.Clone(l.VirtualHosts), added)
+		l.VirtualHosts = append(slices.Clone(l.VirtualHosts), &added)
 		next = append(next, &g)
 	}
 	for i := 0; i < len(next); i += calls {
@@ -727,14 +738,15 @@ func TestEncoderHandsOnUnchangedChunks(t *testing.T) {
 		l.VirtualHosts = slices.Clone(l.VirtualHosts)
 		i := rng.Intn(len(l.VirtualHosts))
 		switch step % 3 {
-		case 0: // a new route list
-			routes := slices.Clone(l.VirtualHosts[i].Routes)
-			routes[0].ID += "x"
-			l.VirtualHosts[i].Routes = routes
+		case 0: // a new route list, in a new host (hosts are shared)
+			h := *l.VirtualHosts[i]
+			h.Routes = slices.Clone(h.Routes)
+			h.Routes[0].ID += "x"
+			l.VirtualHosts[i] = &h
 		case 1: // added
-			added := l.VirtualHosts[i]
+			added := *l.VirtualHosts[i]
 			added.Hostname = fmt.Sprintf("added%d.example.com", step)
-			l.VirtualHosts = append(l.VirtualHosts, added)
+			l.VirtualHosts = append(l.VirtualHosts, &added)
 			sortVirtualHosts(l.VirtualHosts)
 		case 2: // removed
 			l.VirtualHosts = slices.Delete(l.VirtualHosts, i, i+1)

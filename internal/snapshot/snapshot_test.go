@@ -18,6 +18,7 @@ package snapshot
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -31,7 +32,7 @@ func sample() *Snapshot {
 		Scope: SharedPool(),
 		Listeners: []Listener{{
 			Name: "gateway/default/web/80", Port: 30000, ExternalPort: 80, Protocol: ProtocolHTTP,
-			VirtualHosts: []VirtualHost{{
+			VirtualHosts: []*VirtualHost{{
 				Hostname: "www.example.com",
 				Routes: []Route{{
 					ID:       "httproute/default/web:0",
@@ -147,6 +148,7 @@ func TestValidateRejects(t *testing.T) {
 		"duplicate port":        func(s *Snapshot) { s.Listeners = append(s.Listeners, s.Listeners[0]) },
 		"https without certs":   func(s *Snapshot) { s.Listeners[0].Protocol = ProtocolHTTPS },
 		"bad hostname":          func(s *Snapshot) { s.Listeners[0].VirtualHosts[0].Hostname = "Bad Host" },
+		"null virtual host":     func(s *Snapshot) { s.Listeners[0].VirtualHosts = append(s.Listeners[0].VirtualHosts, nil) },
 		"bad regex": func(s *Snapshot) {
 			s.Listeners[0].VirtualHosts[0].Routes[0].Match.Path = &PathMatch{Type: PathRegularExpression, Value: "(("}
 		},
@@ -193,7 +195,7 @@ func TestValidateRejects(t *testing.T) {
 func TestValidateFindsEndpointSetsInAnyOrder(t *testing.T) {
 	build := func(missing string, shuffle bool, dup int) *Snapshot {
 		s := sample()
-		vh := &s.Listeners[0].VirtualHosts[0]
+		vh := s.Listeners[0].VirtualHosts[0]
 		base := vh.Routes[0]
 		s.EndpointSets = nil
 		vh.Routes = nil
@@ -243,5 +245,40 @@ func TestDecodeRejectsUnknownFieldsAndTrailingData(t *testing.T) {
 	}
 	if _, err := Decode([]byte(`{"scope":{"kind":"SharedPool"},"listeners":[{"name":"l","port":80,"protocol":"HTTP","virtualHosts":[{"hostname":"*","routes":[{"id":"r","match":{},"timeouts":{"request":"-1s"}}]}]}]}`)); err == nil {
 		t.Fatal("negative duration accepted")
+	}
+}
+
+// TestNullVirtualHostRefused: a wire form or file that lists a virtual
+// host as null is refused with an error, never dereferenced.
+func TestNullVirtualHostRefused(t *testing.T) {
+	b, err := json.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withNull := bytes.Replace(b, []byte(`"virtualHosts":[`), []byte(`"virtualHosts":[null,`), 1)
+	if bytes.Equal(withNull, b) {
+		t.Fatal("the sample lists no virtual host")
+	}
+	if _, err := Decode(withNull); err == nil || !strings.Contains(err.Error(), "null") {
+		t.Fatalf("Decode: %v, want a null virtual host refused", err)
+	}
+	var s Snapshot
+	if err := json.Unmarshal(withNull, &s); err != nil {
+		t.Fatal(err)
+	}
+	l, err := json.Marshal(s.Listeners[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := []Resource{{Key: "listener|" + ListenerKey(&s.Listeners[0]), Body: l}}
+	for _, es := range s.EndpointSets {
+		body, err := json.Marshal(es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, Resource{Key: "endpoints|" + es.Name, Body: body})
+	}
+	if _, err := Assemble(s.Scope, res); err == nil || !strings.Contains(err.Error(), "null") {
+		t.Fatalf("Assemble: %v, want a null virtual host refused", err)
 	}
 }

@@ -131,7 +131,7 @@ type Listener struct {
 	// terminating route; it is the only certificate source of both.
 	TLS *ListenerTLS `json:"tls,omitempty"`
 	// VirtualHosts route HTTP and HTTPS listeners.
-	VirtualHosts []VirtualHost `json:"virtualHosts,omitempty"`
+	VirtualHosts []*VirtualHost `json:"virtualHosts,omitempty"`
 	// StreamRoutes route TLS, TCP and UDP listeners. TLS: one per SNI
 	// hostname, in any order (the proxy picks the exact hostname, else the
 	// longest wildcard suffix, else "*"; a ClientHello that matches none is

@@ -265,10 +265,10 @@ func hostSet(set map[string]bool) func(string) bool {
 // anew from their entries (a host some attachment lists, with or without
 // entries, or a listener's claim; any other is dropped).
 func (t *translator) patchHosts(last *builtListener, hosts []string, entries map[string][]entry, claims map[string]bool) *builtListener {
-	b := &builtListener{hosts: make([]snapshot.VirtualHost, 0, len(last.hosts)+len(hosts)), from: last.from}
+	b := &builtListener{hosts: make([]*snapshot.VirtualHost, 0, len(last.hosts)+len(hosts)), from: last.from}
 	i := 0 // the next of last's hosts to copy
 	for _, h := range hosts {
-		n, _ := slices.BinarySearchFunc(last.hosts[i:], h, func(vh snapshot.VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
+		n, _ := slices.BinarySearchFunc(last.hosts[i:], h, func(vh *snapshot.VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) })
 		b.hosts = append(b.hosts, last.hosts[i:i+n]...)
 		i += n
 		// Where h is in last, if it is: hostRoutes looks there, not
@@ -282,11 +282,11 @@ func (t *translator) patchHosts(last *builtListener, hosts []string, entries map
 		if !listed && !claims[h] {
 			continue
 		}
-		vh := snapshot.VirtualHost{Hostname: h}
+		var routes []snapshot.Route
 		if len(es) > 0 {
-			vh.Routes = t.hostRoutes(last, b.from, &at, h, es)
+			routes = t.hostRoutes(last, b.from, &at, h, es)
 		}
-		b.hosts = append(b.hosts, vh)
+		b.hosts = append(b.hosts, virtualHost(last, at, h, false, routes))
 	}
 	b.hosts = append(b.hosts, last.hosts[i:]...)
 	b.from.prune(b.hosts)

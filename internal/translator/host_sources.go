@@ -64,13 +64,13 @@ func (s *hostSources) made(routes []snapshot.Route, entries []entry) bool {
 
 // prune drops the records of lists none of hosts has, once they are more
 // than the hosts: each keeps a list alive.
-func (s *hostSources) prune(hosts []snapshot.VirtualHost) {
+func (s *hostSources) prune(hosts []*snapshot.VirtualHost) {
 	if len(s.m) <= 2*len(hosts)+64 {
 		return
 	}
 	kept := make(map[*snapshot.Route][]*snapshot.Route, len(hosts))
-	for i := range hosts {
-		if r := hosts[i].Routes; len(r) > 0 {
+	for _, vh := range hosts {
+		if r := vh.Routes; len(r) > 0 {
 			if from, ok := s.m[&r[0]]; ok {
 				kept[&r[0]] = from
 			}

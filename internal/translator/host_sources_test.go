@@ -49,7 +49,7 @@ func TestHostSources(t *testing.T) {
 		t.Error("without records, only a compiled route's own list is made from it")
 	}
 
-	hosts := []snapshot.VirtualHost{{Hostname: "kept", Routes: made}}
+	hosts := []*snapshot.VirtualHost{{Hostname: "kept", Routes: made}}
 	for i := range 200 {
 		l := []snapshot.Route{{ID: fmt.Sprint(i)}}
 		s.add(l, []*snapshot.Route{a})

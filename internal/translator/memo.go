@@ -216,7 +216,7 @@ type listenerID struct {
 // (snapshot.Encoder). emit, when set, is how a Gateway's listeners
 // emitted the hosts (emitPatched).
 type builtListener struct {
-	hosts []snapshot.VirtualHost
+	hosts []*snapshot.VirtualHost
 	// from is what the hosts' route lists were made from (nil: not
 	// recorded, without a Memo); the listener's translations share it.
 	from *hostSources
@@ -553,7 +553,7 @@ func (mr *memoRoute) nameOf(meta *metav1.ObjectMeta) (nn, int64) {
 // translation was a tenth of a megabyte).
 type hostOrder struct {
 	names []string
-	hosts []snapshot.VirtualHost
+	hosts []*snapshot.VirtualHost
 }
 
 // hostOrder is the hostnames listener of scope had in the last
@@ -588,7 +588,7 @@ func (p *memoPass) keepHostOrder(scope snapshot.Scope, listener string, hosts []
 
 // keepHostOrderOf is keepHostOrder(scope, listener, hostnames(hosts)),
 // listed when needed.
-func (p *memoPass) keepHostOrderOf(scope snapshot.Scope, listener string, hosts []snapshot.VirtualHost) {
+func (p *memoPass) keepHostOrderOf(scope snapshot.Scope, listener string, hosts []*snapshot.VirtualHost) {
 	if p != nil {
 		p.nextHostOrder[listenerID{scope, listener}] = hostOrder{hosts: hosts}
 	}

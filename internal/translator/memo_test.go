@@ -884,7 +884,7 @@ func TestMemoSharesUnchangedListeners(t *testing.T) {
 	if g, w := mustJSON(t, after), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
 		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
 	}
-	old := map[string]*snapshot.VirtualHost{}
+	old := map[string]**snapshot.VirtualHost{}
 	for _, l := range before.Snapshots[0].Listeners {
 		if len(l.VirtualHosts) > 0 {
 			old[snapshot.ListenerKey(&l)] = &l.VirtualHosts[0]
@@ -896,7 +896,7 @@ func TestMemoSharesUnchangedListeners(t *testing.T) {
 		if len(l.VirtualHosts) == 0 {
 			continue
 		}
-		serves := slices.ContainsFunc(l.VirtualHosts, func(vh snapshot.VirtualHost) bool { return vh.Hostname == host })
+		serves := slices.ContainsFunc(l.VirtualHosts, func(vh *snapshot.VirtualHost) bool { return vh.Hostname == host })
 		same := old[snapshot.ListenerKey(&l)] == &l.VirtualHosts[0]
 		switch {
 		case serves && same:

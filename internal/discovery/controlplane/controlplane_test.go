@@ -116,7 +116,7 @@ func TestControllerAndProxyWiring(t *testing.T) {
 	s := &snapshot.Snapshot{
 		Scope: snapshot.SharedPool(),
 		Listeners: []snapshot.Listener{{Name: "gateway/apps/gw/80", Port: 20080, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
-			VirtualHosts: []snapshot.VirtualHost{{Hostname: "*"}}}},
+			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*"}}}},
 		Gateways: []snapshot.GatewayRef{{Namespace: "apps", Name: "gw", Generation: 1, Ports: []int32{20080}}},
 	}
 	if err := srv.Publish([]*snapshot.Snapshot{s}); err != nil {
