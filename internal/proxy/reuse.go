@@ -177,7 +177,30 @@ func (c *compiler) patchListener(l *snapshot.Listener, lr, old *listenerRouter) 
 	var compileAt []int  // indexes in hosts of the hosts to compile
 	var removed []string // hostnames of old's hosts gone
 	i, j := 0, 0
+	// shared says hosts[i-1] is prev[j-1] itself. Hosts are shared
+	// between snapshots and never modified: the very host of the state
+	// in force is taken without a look at it (reading each of 10,000
+	// hosts scattered over the heap was most of the walk), and two of
+	// them in a row are in prev's order, hostname order.
+	shared := false
 	for i < len(hosts) || j < len(prev) {
+		if i < len(hosts) && j < len(prev) && hosts[i] == prev[j] {
+			if i > 0 && !shared && hosts[i-1].Hostname >= hosts[i].Hostname {
+				return false, nil
+			}
+			if ov := old.vhosts[j]; !c.looksUpChangedSet(ov) {
+				vhosts[i] = ov
+			} else {
+				c.keepStats(ov)
+				compileAt = append(compileAt, i)
+			}
+			i, j, shared = i+1, j+1, true
+			if len(compileAt)+len(removed) > budget {
+				return false, nil
+			}
+			continue
+		}
+		shared = false
 		if i > 0 && i < len(hosts) && hosts[i-1].Hostname >= hosts[i].Hostname {
 			return false, nil
 		}
@@ -190,7 +213,7 @@ func (c *compiler) patchListener(l *snapshot.Listener, lr, old *listenerRouter) 
 			j++
 		default:
 			ov := old.vhosts[j]
-			if (hosts[i] == prev[j] || sameVirtualHostInput(hosts[i], prev[j])) && !c.looksUpChangedSet(ov) {
+			if sameVirtualHostInput(hosts[i], prev[j]) && !c.looksUpChangedSet(ov) {
 				vhosts[i] = ov
 			} else {
 				c.keepStats(ov)

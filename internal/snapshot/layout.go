@@ -258,9 +258,10 @@ func (el *encodedListener) takesOver(hosts []*VirtualHost) bool {
 }
 
 // encodedHost is one virtual host's hostname, resource key and body and
-// the route list it encoded; ends says a chunk ends after it (chunkEnds
-// of its key).
+// the route list it encoded; vh is the host itself, ends says a chunk
+// ends after it (chunkEnds of its key).
 type encodedHost struct {
+	vh       *VirtualHost
 	hostname string
 	routes   *Route
 	n        int
@@ -372,27 +373,41 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []*VirtualHost, last enco
 	// in last, when last was in order.
 	ordered, tookLast := true, false
 	for _, vh := range hosts {
+		var eh encodedHost
+		took := false
+		// The very host encoded last (hosts are shared between
+		// snapshots, and never modified): taken without a look at it,
+		// where reading each of 10,000 hosts scattered over the heap
+		// was most of the walk.
+		if len(prev) > 0 && prev[0].vh == vh {
+			eh, took, prev = prev[0], last.ordered, prev[1:]
+			if n := len(run); n > 0 && (!took || !tookLast) && run[n-1].Key >= eh.key {
+				ordered = false
+			}
+			tookLast = took
+			encoded = append(encoded, eh)
+			run = append(run, Resource{Key: eh.key, Body: eh.body})
+			continue
+		}
 		// Equal first: an unchanged host's name is the very string it
 		// had, which equality tells at once and ordering compares byte
 		// by byte.
 		for len(prev) > 0 && prev[0].hostname != vh.Hostname && prev[0].hostname < vh.Hostname {
 			prev = prev[1:]
 		}
-		var eh encodedHost
-		took := false
 		if len(prev) > 0 && prev[0].encodes(vh) {
 			eh = prev[0]
 			// The snapshot's string from now on: a translation that made
 			// the name anew would otherwise have every later comparison
 			// read both names byte by byte.
-			eh.hostname = vh.Hostname
+			eh.hostname, eh.vh = vh.Hostname, vh
 			took = last.ordered
 		} else {
 			b, err := json.Marshal(vh)
 			if err != nil {
 				return encodedListener{}, err
 			}
-			eh = encodedHost{hostname: vh.Hostname, n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
+			eh = encodedHost{vh: vh, hostname: vh.Hostname, n: len(vh.Routes), single: vh.SingleLabelWildcard, body: b}
 			if len(prev) > 0 && prev[0].hostname == vh.Hostname {
 				eh.key, eh.ends = prev[0].key, prev[0].ends
 			} else {
