@@ -33,6 +33,29 @@ import (
 type attachment struct {
 	cr    *compiledRoute
 	hosts []string
+	// bits is hostBits(hosts): whether a host of a few changed ones is
+	// among them is known without a look at hosts (emitPatched).
+	bits uint64
+}
+
+// hostBits is the bits (hostBit) of hosts.
+func hostBits(hosts []string) uint64 {
+	var bits uint64
+	for _, h := range hosts {
+		bits |= hostBit(h)
+	}
+	return bits
+}
+
+// hostBit is one bit of 64 for hostname h (of FNV-1a): hosts whose bits
+// meet no bit of a set's do not include any of the set's hosts.
+func hostBit(h string) uint64 {
+	sum := uint64(14695981039346656037)
+	for i := 0; i < len(h); i++ {
+		sum ^= uint64(h[i])
+		sum *= 1099511628211
+	}
+	return 1 << (sum & 63)
 }
 
 // routeParent is what a route's parentRef names among our objects: a
@@ -177,9 +200,10 @@ func (t *translator) attachToListeners(cr *compiledRoute, listeners []*listenerI
 		if n := len(st.routes); routed && n > 0 && st.routes[n-1].cr == cr {
 			routed = false // a second parentRef selecting the same listener
 		}
-		t.recordAtt(li, hosts, routed)
+		bits := hostBits(hosts)
+		t.recordAtt(li, hosts, bits, routed)
 		if routed {
-			st.routes = append(st.routes, attachment{cr: cr, hosts: hosts})
+			st.routes = append(st.routes, attachment{cr: cr, hosts: hosts, bits: bits})
 		}
 	}
 	switch {

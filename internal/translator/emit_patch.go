@@ -165,9 +165,13 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	}
 	var entries map[string][]entry
 	isAffected := func(string) bool { return false }
+	var affectedBits uint64 // hostBits of the affected hosts
 	if len(affected) > 0 {
 		entries = make(map[string][]entry, len(affected))
 		isAffected = hostSet(affected)
+		for h := range affected {
+			affectedBits |= hostBit(h)
+		}
 	}
 	var uses usesList // listed when every attachment is the last one's
 	if same {
@@ -176,24 +180,15 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	for _, li := range serv {
 		for _, att := range t.state(li).routes {
 			cr := att.cr
-			emitted := false
-			for _, h := range att.hosts {
-				host := h
-				if host == "*" {
-					host = ""
-				}
-				if len(serv) > 1 && best(serv, host) != li {
-					continue
-				}
-				emitted = true
-				if isAffected(h) {
-					// Listed, with its entries (a route may have none).
-					es := entries[h]
-					for i := range cr.entries {
-						es = append(es, cr.entry(i))
-					}
-					entries[h] = es
-				}
+			var emitted bool
+			if len(serv) == 1 && att.bits&affectedBits == 0 {
+				// The port's one listener, and no affected host: its
+				// hosts are all emitted, and none is looked at (a list of
+				// its own for each of 10,000 routes, scattered over the
+				// heap).
+				emitted = len(att.hosts) > 0
+			} else {
+				emitted = listAffected(serv, li, &att, isAffected, entries)
 			}
 			if emitted && uses.names != nil {
 				uses.add(cr)
@@ -241,6 +236,31 @@ func (l *usesList) add(cr *compiledRoute) {
 			l.list = append(l.list, u)
 		}
 	}
+}
+
+// listAffected adds the entries of att, an attachment of listener li of
+// the port's listeners serv, to entries for each of its hosts li serves
+// that isAffected; it reports whether li serves any of its hosts.
+func listAffected(serv []*listenerInfo, li *listenerInfo, att *attachment, isAffected func(string) bool, entries map[string][]entry) (emitted bool) {
+	for _, h := range att.hosts {
+		host := h
+		if host == "*" {
+			host = ""
+		}
+		if len(serv) > 1 && best(serv, host) != li {
+			continue
+		}
+		emitted = true
+		if isAffected(h) {
+			// Listed, with its entries (a route may have none).
+			es := entries[h]
+			for i := range att.cr.entries {
+				es = append(es, att.cr.entry(i))
+			}
+			entries[h] = es
+		}
+	}
+	return emitted
 }
 
 // maxScannedHosts is the most hosts hostSet looks through one by one:

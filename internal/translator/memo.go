@@ -186,6 +186,7 @@ type memoRoute struct {
 type memoAtt struct {
 	ord    int
 	hosts  []string
+	bits   uint64 // hostBits(hosts)
 	routed bool
 }
 
@@ -681,7 +682,7 @@ func (p *memoPass) reattach(t *translator, kept *memoRoute, meta *metav1.ObjectM
 			st.attached++
 		}
 		if a.routed {
-			st.routes = append(st.routes, attachment{cr: cr, hosts: a.hosts})
+			st.routes = append(st.routes, attachment{cr: cr, hosts: a.hosts, bits: a.bits})
 		}
 	}
 	p.stated = mr
@@ -738,7 +739,7 @@ func (t *translator) attachRoute(cr *compiledRoute, refs []gwv1.ParentReference)
 }
 
 // recordAtt notes a listener the route in attachRoute matched.
-func (t *translator) recordAtt(li *listenerInfo, hosts []string, routed bool) {
+func (t *translator) recordAtt(li *listenerInfo, hosts []string, bits uint64, routed bool) {
 	p := t.memo
 	if p == nil || p.atts == nil {
 		return
@@ -747,7 +748,7 @@ func (t *translator) recordAtt(li *listenerInfo, hosts []string, routed bool) {
 		p.attsOK = false
 		return
 	}
-	*p.atts = append(*p.atts, memoAtt{ord: li.ord, hosts: hosts, routed: routed})
+	*p.atts = append(*p.atts, memoAtt{ord: li.ord, hosts: hosts, bits: bits, routed: routed})
 }
 
 // numberListeners gives every listener its ord (processGateways, once
