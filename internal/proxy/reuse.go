@@ -90,15 +90,16 @@ func (c *compiler) set(name string) *endpointSet {
 
 // previousListener returns the listener the state in force compiled on
 // the same port, when every listener setting its routes and virtual hosts
-// capture is the same as l's: name, ports, TLS and ClientTraffic (whose
-// compiled policy lr then takes over, so that the routes it lends keep
-// pointing at the one in force). Nil when nothing can be reused.
-func (c *compiler) previousListener(l *snapshot.Listener, lr *listenerRouter) *listenerRouter {
+// capture is the same as l's (compiled with externalPort and tls): name,
+// ports, TLS and ClientTraffic (whose compiled policy the new listener
+// then takes over, so that the routes it lends keep pointing at the one
+// in force). Nil when nothing can be reused.
+func (c *compiler) previousListener(l *snapshot.Listener, externalPort int32, tls bool) *listenerRouter {
 	if c.prev == nil || c.prev.router == nil {
 		return nil
 	}
 	old := c.prev.router.ports[l.Port]
-	if old == nil || old.name != lr.name || old.externalPort != lr.externalPort || old.tls != lr.tls ||
+	if old == nil || old.name != l.Name || old.externalPort != externalPort || old.tls != tls ||
 		old.clientTrafficSrc != l.ClientTraffic {
 		return nil
 	}

@@ -477,7 +477,7 @@ func TestPatchListenerEqualsAFullCompile(t *testing.T) {
 			c.st.sets, c.changedSets = compileEndpointSets(s.EndpointSets, prev, nil)
 			l := &s.Listeners[0]
 			lr := &listenerRouter{name: l.Name, port: l.Port, externalPort: l.ExternalPort, clientTrafficSrc: l.ClientTraffic}
-			old := c.previousListener(l, lr)
+			old := c.previousListener(l, lr.externalPort, lr.tls)
 			if old == nil {
 				t.Fatalf("step %d: the listener of the last state is not this one's", step)
 			}
@@ -640,6 +640,9 @@ func TestUnchangedListenerIsTakenOver(t *testing.T) {
 	}
 	if st.router.ports[30002] != prev.router.ports[30002] {
 		t.Error("an untouched listener was compiled again")
+	}
+	if key := (statsKey{"l30002", ""}); st.stats[key] == nil || st.stats[key] != prev.router.ports[30002].notFound.stats {
+		t.Error("the untouched listener's not-found route's metric handles were not handed on")
 	}
 	if st.router.ports[30001] == prev.router.ports[30001] || st.router.ports[30443] == prev.router.ports[30443] {
 		t.Error("a changed listener, or an HTTPS one, was taken over")
