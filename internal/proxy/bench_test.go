@@ -331,20 +331,7 @@ func BenchmarkCompile(b *testing.B) {
 					hosts[n/2] = &h
 					inputs[1].Listeners[0].VirtualHosts = hosts
 				}
-				m := newMetrics(nil)
-				prev, err := compile(inputs[0], nil, m)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					st, err := compileEnv(inputs[(i+1)%2], "v", prev, m, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					prev = st
-				}
+				benchSwaps(b, inputs)
 			})
 		}
 	}
@@ -422,6 +409,12 @@ func BenchmarkCompileManyListeners(b *testing.B) {
 	h.Routes = slices.Clone(h.Routes)
 	l.VirtualHosts[0] = &h
 	inputs := []*snapshot.Snapshot{first, &second}
+	benchSwaps(b, inputs)
+}
+
+// benchSwaps compiles inputs[0], then swaps between the two inputs, each
+// compiled with the state before it in force, as a proxy applies them.
+func benchSwaps(b *testing.B, inputs []*snapshot.Snapshot) {
 	m := newMetrics(nil)
 	prev, err := compile(inputs[0], nil, m)
 	if err != nil {
