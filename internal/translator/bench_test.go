@@ -17,8 +17,10 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +40,11 @@ import (
 // namespace and HTTPS on 443 for *.example.com), with one Service (three
 // ready endpoints) per five routes.
 func generate(nRoutes, nNS, nGW int) *Resources {
+	return generateServices(nRoutes, nNS, nGW, nRoutes/5+1)
+}
+
+// generateServices is generate with nSvc Services.
+func generateServices(nRoutes, nNS, nGW, nSvc int) *Resources {
 	res := &Resources{}
 	res.GatewayClasses = append(res.GatewayClasses, &gwv1.GatewayClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "coxswain", Generation: 1},
@@ -66,7 +73,6 @@ func generate(nRoutes, nNS, nGW int) *Resources {
 	for n := 0; n < nNS; n++ {
 		res.Namespaces = append(res.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%d", n)}})
 	}
-	nSvc := nRoutes/5 + 1
 	for s := 0; s < nSvc; s++ {
 		ns := fmt.Sprintf("ns-%d", s%nNS)
 		name := fmt.Sprintf("svc-%d", s)
@@ -238,6 +244,41 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
 			})
 		}
+	}
+}
+
+// BenchmarkRefreshEndpoints is the rebuild after one EndpointSlice
+// change (its first endpoint's address, back and forth), by
+// RefreshEndpoints from the last Result: routes=10000 has 2,001 Services,
+// services=10000 one per route.
+func BenchmarkRefreshEndpoints(b *testing.B) {
+	for _, svcs := range []int{2001, 10000} {
+		b.Run(fmt.Sprintf("routes=10000,services=%d", svcs), func(b *testing.B) {
+			a := generateServices(10000, 50, 1, svcs)
+			slices.SortFunc(a.EndpointSlices, func(x, y *discoveryv1.EndpointSlice) int {
+				return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
+			})
+			c := *a
+			c.EndpointSlices = slices.Clone(a.EndpointSlices)
+			k := len(c.EndpointSlices) / 2
+			changed := c.EndpointSlices[k].DeepCopy()
+			changed.Endpoints[0].Addresses = []string{"10.250.0.1"}
+			c.EndpointSlices[k] = changed
+			inputs := []*Resources{a, &c}
+			prev := NewMemo().Translate(a)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				next, ok := RefreshEndpoints(prev, inputs[(i+1)%2])
+				if !ok {
+					b.Fatal("refused")
+				}
+				prev = next
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+		})
 	}
 }
 

@@ -17,9 +17,11 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -41,24 +43,49 @@ func (t *translator) recordSource(name string, src endpointSource) {
 	t.sources[name] = src
 }
 
+// endpointSources are the sources of a Result's endpoint sets: by set
+// name and, built by the first refresh that needs them, the sets of each
+// Service (byService). Translations whose sources are equal share one
+// (keepSources), so that index is built once for them all.
+type endpointSources struct {
+	bySet     map[string]endpointSource
+	once      sync.Once
+	byService map[nn][]string
+}
+
+// setsOf is the names of the endpoint sets of Service svc, in no order.
+func (e *endpointSources) setsOf(svc nn) []string {
+	e.once.Do(func() {
+		e.byService = make(map[nn][]string, len(e.bySet))
+		for name, src := range e.bySet {
+			e.byService[src.service] = append(e.byService[src.service], name)
+		}
+	})
+	return e.byService[svc]
+}
+
 // keepSources is the Result's endpoint sources, this translation's
-// (sources, in its scratch): the very map of the last translation when
-// the two are equal, which a route change leaves them (at 10,000 routes a
-// new map at every change was a fifth of what it allocated). Otherwise
-// the Result keeps sources, and the next scratch has a new map.
-func (p *memoPass) keepSources(sources map[string]endpointSource) map[string]endpointSource {
+// (sources, in its scratch): those of the last translation when the two
+// are equal, which a route change leaves them (at 10,000 routes a new map
+// at every change was a fifth of what it allocated). Otherwise the
+// Result keeps sources, and the next scratch has a new map.
+func (p *memoPass) keepSources(sources map[string]endpointSource) *endpointSources {
 	switch {
 	case len(sources) == 0:
 		return nil
 	case p == nil:
-		return sources
-	case maps.Equal(p.lastSources, sources):
+		return &endpointSources{bySet: sources}
+	case p.lastSources != nil && maps.Equal(p.lastSources.bySet, sources):
 		p.nextSources = p.lastSources
 	default:
-		p.scratch.sources, p.nextSources = nil, sources
+		p.scratch.sources, p.nextSources = nil, &endpointSources{bySet: sources}
 	}
 	return p.nextSources
 }
+
+// maxServicesScanned bounds the changed Services RefreshEndpoints looks
+// up one by one; more are grouped from every slice at once.
+const maxServicesScanned = 64
 
 // RefreshEndpoints is Translate(res) for a res that differs from the
 // Resources prev was translated from in EndpointSlices alone: only the
@@ -66,41 +93,42 @@ func (p *memoPass) keepSources(sources map[string]endpointSource) map[string]end
 // again from res and everything else is prev's. Snapshots whose endpoints
 // did not change are prev's own. ok is false when prev did not come from
 // Translate; the caller then translates in full. prev is not modified.
+//
+// Only the sets of the Services whose slices changed are listed again.
+// Those are found by comparing res's slices with the ones prev read, in
+// key order: objects are never modified, so the same object is the same
+// slice (a Resources' lists are in key order when the provider gathers
+// them; lists in another order have every set listed again).
 func RefreshEndpoints(prev *Result, res *Resources) (out *Result, ok bool) {
 	if prev == nil || res == nil || (prev.endpointSources == nil && hasEndpointSets(prev)) {
 		return nil, false
 	}
-	bySvc := map[nn][]*discoveryv1.EndpointSlice{}
-	for _, s := range res.EndpointSlices {
-		if s == nil {
-			continue
-		}
-		if svc := s.Labels[discoveryv1.LabelServiceName]; svc != "" {
-			k := nn{Namespace: s.Namespace, Name: svc}
-			bySvc[k] = append(bySvc[k], s)
-		}
-	}
-	for _, list := range bySvc {
-		slices.SortFunc(list, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	}
 	next := *prev
+	next.endpointSlices = res.EndpointSlices
+	changed, sorted := changedServices(prev.endpointSlices, res.EndpointSlices, prev.slicesSorted)
+	if sorted {
+		next.slicesSorted = 1
+	} else {
+		next.slicesSorted = -1
+	}
+	if changed != nil && len(changed) == 0 {
+		return &next, true
+	}
+	var bySvc map[nn][]*discoveryv1.EndpointSlice
+	if changed == nil || len(changed) > maxServicesScanned {
+		bySvc = slicesByService(res.EndpointSlices)
+		changed = nil
+	} else {
+		bySvc = make(map[nn][]*discoveryv1.EndpointSlice, len(changed))
+		for svc := range changed {
+			bySvc[svc] = slicesOfService(res.EndpointSlices, svc)
+		}
+	}
 	next.Snapshots = make([]*snapshot.Snapshot, len(prev.Snapshots))
 	for i, s := range prev.Snapshots {
-		var sets []snapshot.EndpointSet
-		for j := range s.EndpointSets {
-			es := &s.EndpointSets[j]
-			src, known := prev.endpointSources[es.Name]
-			if !known {
-				return nil, false
-			}
-			eps := readyEndpoints(bySvc[src.service], src)
-			if slices.Equal(eps, es.Endpoints) {
-				continue
-			}
-			if sets == nil {
-				sets = slices.Clone(s.EndpointSets)
-			}
-			sets[j].Endpoints = eps
+		sets, ok := refreshSets(s.EndpointSets, prev.endpointSources, bySvc, changed)
+		if !ok {
+			return nil, false
 		}
 		if sets == nil {
 			next.Snapshots[i] = s
@@ -111,6 +139,157 @@ func RefreshEndpoints(prev *Result, res *Resources) (out *Result, ok bool) {
 		next.Snapshots[i] = &cp
 	}
 	return &next, true
+}
+
+// refreshSets is sets with the endpoints listed again from bySvc: every
+// set's, or (changed not nil) those of the sets of the changed Services
+// alone, found by name (sets are in name order). It is nil when no set's
+// endpoints changed; ok is false when a set's source is unknown.
+func refreshSets(sets []snapshot.EndpointSet, sources *endpointSources, bySvc map[nn][]*discoveryv1.EndpointSlice, changed map[nn]bool) (out []snapshot.EndpointSet, ok bool) {
+	refresh := func(j int, src endpointSource) {
+		eps := readyEndpoints(bySvc[src.service], src)
+		if slices.Equal(eps, sets[j].Endpoints) {
+			return
+		}
+		if out == nil {
+			out = slices.Clone(sets)
+		}
+		out[j].Endpoints = eps
+	}
+	if len(sets) == 0 {
+		return nil, true
+	}
+	if changed == nil {
+		for j := range sets {
+			src, known := sources.bySet[sets[j].Name]
+			if !known {
+				return nil, false
+			}
+			refresh(j, src)
+		}
+		return out, true
+	}
+	for svc := range changed {
+		for _, name := range sources.setsOf(svc) {
+			j, found := slices.BinarySearchFunc(sets, name, func(es snapshot.EndpointSet, n string) int { return strings.Compare(es.Name, n) })
+			if found {
+				refresh(j, sources.bySet[name])
+			}
+		}
+	}
+	return out, true
+}
+
+// slicesByService groups slices by the Service they are labelled with,
+// each group in name order.
+func slicesByService(in []*discoveryv1.EndpointSlice) map[nn][]*discoveryv1.EndpointSlice {
+	bySvc := map[nn][]*discoveryv1.EndpointSlice{}
+	for _, s := range in {
+		if svc, ok := serviceOf(s); ok {
+			bySvc[svc] = append(bySvc[svc], s)
+		}
+	}
+	for _, list := range bySvc {
+		slices.SortFunc(list, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return bySvc
+}
+
+// slicesOfService is the slices of Service svc among in, which is in key
+// order, in name order: it looks through svc's namespace alone.
+func slicesOfService(in []*discoveryv1.EndpointSlice, svc nn) []*discoveryv1.EndpointSlice {
+	var out []*discoveryv1.EndpointSlice
+	at, _ := slices.BinarySearchFunc(in, svc.Namespace, func(s *discoveryv1.EndpointSlice, ns string) int { return strings.Compare(s.Namespace, ns) })
+	for _, s := range in[at:] {
+		if s.Namespace != svc.Namespace {
+			break
+		}
+		if got, ok := serviceOf(s); ok && got == svc {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// serviceOf is the Service slice s lists the endpoints of.
+func serviceOf(s *discoveryv1.EndpointSlice) (nn, bool) {
+	if s == nil {
+		return nn{}, false
+	}
+	svc := s.Labels[discoveryv1.LabelServiceName]
+	return nn{Namespace: s.Namespace, Name: svc}, svc != ""
+}
+
+// changedServices is the Services whose slices differ between last and
+// next: those of the slices either has and the other has not (the same
+// object is the same slice). Both lists must be in key order; changed is
+// nil when they are not, or lastSorted (1: yes, -1: no, 0: unknown) says
+// last is not. sorted says whether next is in key order.
+//
+// A pair of next's slices both found in last is in order, as last is; so
+// once last is known to be, only the pairs around a slice new to next
+// are compared.
+func changedServices(last, next []*discoveryv1.EndpointSlice, lastSorted int8) (changed map[nn]bool, sorted bool) {
+	if lastSorted == 0 && inKeyOrder(last) {
+		lastSorted = 1
+	}
+	if lastSorted != 1 {
+		return nil, inKeyOrder(next)
+	}
+	changed = map[nn]bool{}
+	mark := func(s *discoveryv1.EndpointSlice) {
+		if svc, ok := serviceOf(s); ok {
+			changed[svc] = true
+		}
+	}
+	i, j := 0, 0
+	found := false // next[j-1] is one of last's
+	for i < len(last) || j < len(next) {
+		if i < len(last) && j < len(next) && last[i] == next[j] {
+			if j > 0 && !found && compareSlices(next[j-1], next[j]) >= 0 {
+				return nil, false
+			}
+			i, j, found = i+1, j+1, true
+			continue
+		}
+		c := 1 // next[j] is new
+		switch {
+		case j == len(next):
+			c = -1 // last[i] is gone
+		case next[j] == nil:
+			return nil, false
+		case i < len(last):
+			c = compareSlices(last[i], next[j])
+		}
+		if c <= 0 {
+			mark(last[i])
+			i++
+		}
+		if c >= 0 {
+			if j > 0 && compareSlices(next[j-1], next[j]) >= 0 {
+				return nil, false
+			}
+			mark(next[j])
+			j, found = j+1, false
+		}
+	}
+	return changed, true
+}
+
+// inKeyOrder says whether slices are in key order, without nils or
+// repeats.
+func inKeyOrder(in []*discoveryv1.EndpointSlice) bool {
+	for i, s := range in {
+		if s == nil || (i > 0 && compareSlices(in[i-1], s) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// compareSlices orders slices by namespace, then name.
+func compareSlices(a, b *discoveryv1.EndpointSlice) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
 func hasEndpointSets(r *Result) bool {

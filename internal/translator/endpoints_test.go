@@ -21,8 +21,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
 	"math/rand"
 	"os"
+	"slices"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -58,6 +60,135 @@ func TestRefreshEndpointsEqualsTranslate(t *testing.T) {
 				}
 			}
 			res, prev = &next, got
+		}
+	}
+}
+
+// TestRefreshEndpointsOfChangedServices: with slices in key order, as the
+// provider gathers them, and a few of them changed at each step (the
+// others the same objects), refreshing lists again only the changed
+// Services' sets and still gives what a full translation gives. Random
+// steps add, remove, relabel, renumber and turn slices ready or not.
+func TestRefreshEndpointsOfChangedServices(t *testing.T) {
+	rng := rand.New(rand.NewSource(23))
+	res := generate(400, 5, 1)
+	sortSlices(res.EndpointSlices)
+	prev := NewMemo().Translate(res)
+	for step := 0; step < 60; step++ {
+		next := *res
+		next.EndpointSlices = changeSomeSlices(rng, res.EndpointSlices, step)
+		want := Translate(&next)
+		if step%5 == 4 {
+			// An unsorted list is compared as a whole.
+			next.EndpointSlices = slices.Clone(next.EndpointSlices)
+			rng.Shuffle(len(next.EndpointSlices), func(i, j int) {
+				next.EndpointSlices[i], next.EndpointSlices[j] = next.EndpointSlices[j], next.EndpointSlices[i]
+			})
+		}
+		before := mustJSON(t, prev)
+		got, ok := RefreshEndpoints(prev, &next)
+		if !ok {
+			t.Fatalf("step %d: refused", step)
+		}
+		if !bytes.Equal(before, mustJSON(t, prev)) {
+			t.Fatalf("step %d: RefreshEndpoints changed the previous Result", step)
+		}
+		if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
+			t.Fatalf("step %d: refreshed and translated Results differ:\n%s", step, firstDifference(w, g))
+		}
+		res, prev = &next, got
+	}
+}
+
+// changeSomeSlices is in (in key order, never modified) with one to
+// three slices changed, added or removed, in key order again.
+func changeSomeSlices(rng *rand.Rand, in []*discoveryv1.EndpointSlice, step int) []*discoveryv1.EndpointSlice {
+	out := slices.Clone(in)
+	if !inKeyOrder(out) {
+		sortSlices(out)
+	}
+	for range 1 + rng.Intn(3) {
+		k := rng.Intn(len(out))
+		c := out[k].DeepCopy()
+		switch rng.Intn(6) {
+		case 0: // toggle readiness
+			for i := range c.Endpoints {
+				ready := c.Endpoints[i].Conditions.Ready == nil || *c.Endpoints[i].Conditions.Ready
+				c.Endpoints[i].Conditions.Ready = ptr.To(!ready)
+			}
+		case 1: // a new address
+			c.Endpoints = append(c.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.200.%d.%d", step%250, rng.Intn(250)+1)}})
+		case 2: // remove the slice
+			if len(out) > 1 {
+				out = slices.Delete(out, k, k+1)
+				continue
+			}
+		case 3: // a second slice of the same Service
+			c.Name += fmt.Sprintf("-split%d", step)
+			for i := range c.Endpoints {
+				c.Endpoints[i].Addresses = []string{fmt.Sprintf("10.201.%d.%d", step%250, i+1)}
+			}
+			out = append(out, c)
+			sortSlices(out)
+			continue
+		case 4: // move to another Service
+			c.Labels = maps.Clone(c.Labels)
+			c.Labels[discoveryv1.LabelServiceName] = fmt.Sprintf("svc-%d", rng.Intn(81))
+		case 5: // the same object again, as a relist: nothing changes
+			continue
+		}
+		out[k] = c
+	}
+	return out
+}
+
+func sortSlices(in []*discoveryv1.EndpointSlice) {
+	slices.SortFunc(in, compareSlices)
+}
+
+// TestChangedServices: the Services of the slices added, removed or
+// replaced, and none when the lists are not in key order.
+func TestChangedServices(t *testing.T) {
+	sl := func(ns, name, svc string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{}
+		s.Namespace, s.Name = ns, name
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+		return s
+	}
+	svc := func(ns, name string) nn { return nn{Namespace: ns, Name: name} }
+	a, b, c, d := sl("a", "1", "x"), sl("a", "2", "y"), sl("b", "1", "z"), sl("b", "2", "z")
+	b2 := sl("a", "2", "w")
+	for _, tc := range []struct {
+		name       string
+		last, next []*discoveryv1.EndpointSlice
+		want       []nn // nil: every Service
+		sorted     bool
+	}{
+		{"same", []*discoveryv1.EndpointSlice{a, b, c}, []*discoveryv1.EndpointSlice{a, b, c}, []nn{}, true},
+		{"replaced", []*discoveryv1.EndpointSlice{a, b, c}, []*discoveryv1.EndpointSlice{a, b2, c}, []nn{svc("a", "y"), svc("a", "w")}, true},
+		{"added", []*discoveryv1.EndpointSlice{a, c}, []*discoveryv1.EndpointSlice{a, b, c, d}, []nn{svc("a", "y"), svc("b", "z")}, true},
+		{"removed", []*discoveryv1.EndpointSlice{a, b, c, d}, []*discoveryv1.EndpointSlice{b, d}, []nn{svc("a", "x"), svc("b", "z")}, true},
+		{"emptied", []*discoveryv1.EndpointSlice{a, b}, nil, []nn{svc("a", "x"), svc("a", "y")}, true},
+		{"next unsorted", []*discoveryv1.EndpointSlice{a, b, c}, []*discoveryv1.EndpointSlice{b, a, c}, nil, false},
+		{"new out of order", []*discoveryv1.EndpointSlice{a, c}, []*discoveryv1.EndpointSlice{a, c, b}, nil, false},
+		{"last unsorted", []*discoveryv1.EndpointSlice{c, a}, []*discoveryv1.EndpointSlice{a, c}, nil, true},
+		{"repeat", []*discoveryv1.EndpointSlice{a, c}, []*discoveryv1.EndpointSlice{a, b, b, c}, nil, false},
+		{"nil", []*discoveryv1.EndpointSlice{a, c}, []*discoveryv1.EndpointSlice{a, nil, c}, nil, false},
+	} {
+		got, sorted := changedServices(tc.last, tc.next, 0)
+		if sorted != tc.sorted {
+			t.Errorf("%s: sorted %v, want %v", tc.name, sorted, tc.sorted)
+		}
+		if (got == nil) != (tc.want == nil) {
+			t.Errorf("%s: changed %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		want := map[nn]bool{}
+		for _, s := range tc.want {
+			want[s] = true
+		}
+		if got != nil && !maps.Equal(got, want) {
+			t.Errorf("%s: changed %v, want %v", tc.name, got, want)
 		}
 	}
 }

@@ -84,7 +84,7 @@ type Memo struct {
 	// setLists is each scope's endpoint set list in the last translation,
 	// sources the sources of its endpoint sets (keepSources).
 	setLists map[snapshot.Scope][]snapshot.EndpointSet
-	sources  map[string]endpointSource
+	sources  *endpointSources
 	// spareHostOrder is the map hostOrder was before the last
 	// translation, emptied: the next one fills it (at 2,000 listeners a
 	// new map was a twelfth of what a change allocated).
@@ -301,7 +301,7 @@ type memoPass struct {
 	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
 	lastSetLists, nextSetLists   map[snapshot.Scope][]snapshot.EndpointSet
-	lastSources, nextSources     map[string]endpointSource
+	lastSources, nextSources     *endpointSources
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
 	envIndex *index

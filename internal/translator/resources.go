@@ -144,7 +144,12 @@ type Result struct {
 
 	// endpointSources says which Service port each endpoint set of the
 	// snapshots lists the endpoints of (RefreshEndpoints).
-	endpointSources map[string]endpointSource
+	endpointSources *endpointSources
+	// endpointSlices are the EndpointSlices the Result was made from, and
+	// slicesSorted whether they are in key order (1: yes, -1: no, 0: not
+	// known yet): what the next refresh compares its slices with.
+	endpointSlices []*discoveryv1.EndpointSlice
+	slicesSorted   int8
 }
 
 // GatewayClassStatus is the desired status of a GatewayClass we own.

@@ -201,6 +201,7 @@ func translate(res *Resources, memo *memoPass) *Result {
 	t.parametersStatuses()
 	t.finish()
 	t.out.endpointSources = memo.keepSources(t.sources)
+	t.out.endpointSlices = res.EndpointSlices
 	return t.out
 }
 
