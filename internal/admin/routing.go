@@ -134,8 +134,8 @@ func Routing(in Input, gateway string) RoutingView {
 			continue
 		}
 		sets := map[string]*snapshot.EndpointSet{}
-		for i := range s.EndpointSets {
-			sets[s.EndpointSets[i].Name] = &s.EndpointSets[i]
+		for _, es := range s.EndpointSets {
+			sets[es.Name] = es
 		}
 		sr := ScopeRouting{Scope: s.Scope.String(), Gateways: s.Gateways, Listeners: []ListenerRouting{}}
 		for _, l := range s.Listeners {

@@ -147,7 +147,7 @@ func TestClientPatchesDeltasOntoItsLastGoodState(t *testing.T) {
 				l.VirtualHosts = append(l.VirtualHosts, host(fmt.Sprintf("h%d.example.com", i), "default/svc:80"))
 			}
 			s.Listeners = []snapshot.Listener{l}
-			s.EndpointSets = []snapshot.EndpointSet{{Name: "default/svc:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
+			s.EndpointSets = []*snapshot.EndpointSet{{Name: "default/svc:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}}}
 			snapshot.Normalize(s)
 			res, err := snapshot.ResourcesIn(layout, s)
 			if err != nil {

@@ -484,7 +484,7 @@ func (s *fanoutState) snapshot() *snapshot.Snapshot {
 			Backends:       []snapshot.Backend{{EndpointSet: set, Weight: 1}},
 			Timeouts:       &snapshot.Timeouts{Request: snapshot.Duration(30 * time.Second)},
 		}}})
-		es := snapshot.EndpointSet{Name: set}
+		es := &snapshot.EndpointSet{Name: set}
 		for j := range 3 {
 			es.Endpoints = append(es.Endpoints, snapshot.Endpoint{
 				Address: fmt.Sprintf("10.%d.%d.%d", i>>8&255, i&255, 1+(j+3*s.endpoints[i])%250), Port: 8080,

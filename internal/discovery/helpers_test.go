@@ -282,11 +282,11 @@ func nodeStatus(ports ...int32) *discoveryv1.ClientMessage {
 // set "apps/svc:80" holding the given addresses.
 func snap(scope snapshot.Scope, gw string, gen int64, ports []int32, addrs ...string) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Scope: scope}
-	es := snapshot.EndpointSet{Name: "apps/svc:80"}
+	es := &snapshot.EndpointSet{Name: "apps/svc:80"}
 	for _, a := range addrs {
 		es.Endpoints = append(es.Endpoints, snapshot.Endpoint{Address: a, Port: 8080})
 	}
-	s.EndpointSets = []snapshot.EndpointSet{es}
+	s.EndpointSets = []*snapshot.EndpointSet{es}
 	for _, p := range ports {
 		s.Listeners = append(s.Listeners, snapshot.Listener{
 			Name: "gateway/apps/" + gw + "/" + itoa(p), Port: p, Protocol: snapshot.ProtocolHTTP,

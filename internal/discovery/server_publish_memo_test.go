@@ -34,7 +34,7 @@ func memoSnapshot(t *testing.T, addrs ...string) *published {
 	t.Helper()
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool()}
 	for i, a := range addrs {
-		s.EndpointSets = append(s.EndpointSets, snapshot.EndpointSet{
+		s.EndpointSets = append(s.EndpointSets, &snapshot.EndpointSet{
 			Name: fmt.Sprintf("apps/svc-%d:80", i), Endpoints: []snapshot.Endpoint{{Address: a, Port: 8080}},
 		})
 	}
@@ -256,7 +256,7 @@ func BenchmarkPublish(b *testing.B) {
 				if sh.endpoints {
 					set := func(s *snapshot.Snapshot, last byte) *snapshot.Snapshot {
 						cp := *s
-						cp.EndpointSets = []snapshot.EndpointSet{{Name: "default/api:80",
+						cp.EndpointSets = []*snapshot.EndpointSet{{Name: "default/api:80",
 							Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + string('0'+last), Port: 8080}}}}
 						return &cp
 					}
@@ -302,7 +302,7 @@ func TestPublishPatchesTheLastSnapshot(t *testing.T) {
 		}
 		s.Listeners = []snapshot.Listener{l}
 		for _, n := range slices.Sorted(maps.Keys(sets)) {
-			s.EndpointSets = append(s.EndpointSets, snapshot.EndpointSet{Name: n, Endpoints: []snapshot.Endpoint{{Address: sets[n], Port: 8080}}})
+			s.EndpointSets = append(s.EndpointSets, &snapshot.EndpointSet{Name: n, Endpoints: []snapshot.Endpoint{{Address: sets[n], Port: 8080}}})
 		}
 		return s
 	}

@@ -103,8 +103,17 @@ func (b *backendState) close() {
 // route of a listener in which one host changed was the largest part of
 // the proxy's work on a route change.
 func validateBackendPolicies(s, validated *snapshot.Snapshot) error {
-	for i := range s.EndpointSets {
-		es := &s.EndpointSets[i]
+	var oldSets []*snapshot.EndpointSet // validated's, by name, from the first not yet passed
+	if validated != nil {
+		oldSets = validated.EndpointSets
+	}
+	for i, es := range s.EndpointSets {
+		for len(oldSets) > 0 && oldSets[0].Name < es.Name {
+			oldSets = oldSets[1:]
+		}
+		if len(oldSets) > 0 && oldSets[0] == es {
+			continue // checked then, and never modified since
+		}
 		if err := validateEndpointSetPolicies(es); err != nil {
 			return fmt.Errorf("endpointSets[%d] (%s): %w", i, es.Name, err)
 		}

@@ -45,11 +45,11 @@ func policyBackends(t *testing.T, n int) []*testBackend {
 
 // policyPlane applies one catch-all route "r" to set on a fresh data
 // plane and returns it with the listener's base URL.
-func policyPlane(t *testing.T, set snapshot.EndpointSet, retry *snapshot.Retry) (*testPlane, string) {
+func policyPlane(t *testing.T, set *snapshot.EndpointSet, retry *snapshot.Retry) (*testPlane, string) {
 	t.Helper()
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{set}, snapshot.Route{ID: "r", Match: prefix("/"), Retry: retry, Backends: to(set.Name)}))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{set}, snapshot.Route{ID: "r", Match: prefix("/"), Retry: retry, Backends: to(set.Name)}))
 	return p, fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
@@ -515,7 +515,7 @@ func TestHealthCheckersFollowSnapshots(t *testing.T) {
 			set.Endpoints = append(set.Endpoints, snapshot.Endpoint{Address: "127.0.0.1", Port: hb.port})
 		}
 		set.HealthCheck = check
-		p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{set}, snapshot.Route{ID: routeID, Match: prefix("/"), Backends: to(set.Name)}))
+		p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{set}, snapshot.Route{ID: routeID, Match: prefix("/"), Backends: to(set.Name)}))
 	}
 	bs := p.env.backends
 	counts := func(running, started int64) func() bool {
@@ -633,7 +633,7 @@ func TestIdleTimeoutPerSet(t *testing.T) {
 		}}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	set := snapshot.EndpointSet{Name: "ns/idle:80", IdleTimeout: dur(150 * time.Millisecond),
+	set := &snapshot.EndpointSet{Name: "ns/idle:80", IdleTimeout: dur(150 * time.Millisecond),
 		Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
 	_, url := policyPlane(t, set, nil)
 	c := client()
@@ -665,7 +665,7 @@ func TestRetryBudget(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	set := epSet("ns/sim:80", b)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{set},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{set},
 		retryRoute("none", "/none", snapshot.Retry{Attempts: 3, Codes: []int32{500}, Budget: &snapshot.RetryBudget{Percent: 20}}, set.Name),
 		retryRoute("min", "/min", snapshot.Retry{Attempts: 3, Codes: []int32{500}, Budget: &snapshot.RetryBudget{Percent: 20, MinConcurrent: 1}}, set.Name),
 	))
@@ -818,12 +818,12 @@ func TestBackendPolicyValidation(t *testing.T) {
 		"negative max backoff": func(_ *snapshot.EndpointSet, r *snapshot.Retry) { r.MaxBackoff = -1 },
 	}
 	build := func(f func(*snapshot.EndpointSet, *snapshot.Retry)) *snapshot.Snapshot {
-		es := snapshot.EndpointSet{Name: "ns/v:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}}
+		es := &snapshot.EndpointSet{Name: "ns/v:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}}
 		rt := snapshot.Retry{Attempts: 1, Codes: []int32{503}}
 		if f != nil {
-			f(&es, &rt)
+			f(es, &rt)
 		}
-		return retrySnapshot(80, []snapshot.EndpointSet{es}, retryRoute("r", "/", rt, es.Name))
+		return retrySnapshot(80, []*snapshot.EndpointSet{es}, retryRoute("r", "/", rt, es.Name))
 	}
 	if _, err := compile(build(func(es *snapshot.EndpointSet, r *snapshot.Retry) {
 		es.LoadBalancer, es.Hash = snapshot.ConsistentHash, &snapshot.HashPolicy{Cookie: "c", CookieTTL: dur(time.Hour)}
@@ -849,7 +849,7 @@ func TestBackendPolicyValidation(t *testing.T) {
 	}
 	// The state in force's own host list is not read again.
 	refresh := *valid.source
-	refresh.EndpointSets = []snapshot.EndpointSet{{Name: "ns/v:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.2", Port: 80}}}}
+	refresh.EndpointSets = []*snapshot.EndpointSet{{Name: "ns/v:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.2", Port: 80}}}}
 	if _, err := compile(&refresh, valid, newMetrics(nil)); err != nil {
 		t.Errorf("an endpoint change over a valid state: %v", err)
 	}
@@ -874,7 +874,7 @@ func TestPoolKeyTimeouts(t *testing.T) {
 // whose upstream fails still reaches the client with the 502.
 func TestSetCookieOnErrorAnswers(t *testing.T) {
 	dead := testkit.FreePortInt32(t)
-	set := snapshot.EndpointSet{Name: "ns/dead:80", LoadBalancer: snapshot.ConsistentHash, Hash: &snapshot.HashPolicy{Cookie: "s", CookieTTL: dur(time.Minute)},
+	set := &snapshot.EndpointSet{Name: "ns/dead:80", LoadBalancer: snapshot.ConsistentHash, Hash: &snapshot.HashPolicy{Cookie: "s", CookieTTL: dur(time.Minute)},
 		Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: dead}}}
 	_, url := policyPlane(t, set, nil)
 	res := fetch(t, client(), url+"/")

@@ -69,7 +69,7 @@ func blackhole(t *testing.T) int32 {
 // http.Transport (POST).
 func TestConnectTimeout(t *testing.T) {
 	port := blackhole(t)
-	set := snapshot.EndpointSet{Name: "ns/blackhole:80", ConnectTimeout: dur(300 * time.Millisecond), Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: port}}}
+	set := &snapshot.EndpointSet{Name: "ns/blackhole:80", ConnectTimeout: dur(300 * time.Millisecond), Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: port}}}
 	p, url := policyPlane(t, set, nil)
 	c := client()
 	for _, method := range []string{http.MethodGet, http.MethodPost} {

@@ -62,9 +62,9 @@ type endpointSet struct {
 	// ejectMu serialises outlier ejections, so MaxEjectionPercent holds
 	// (outlier.go).
 	ejectMu *sync.Mutex
-	// src is the input it was compiled from (reusableSet); requests never
-	// read it.
-	src snapshot.EndpointSet
+	// src is the input it was compiled from, the snapshot's (reusableSet);
+	// requests never read it.
+	src *snapshot.EndpointSet
 }
 
 // endpoint is one upstream address with its requests in flight (for
@@ -103,7 +103,7 @@ type endpoint struct {
 // name: those compiled anew and those prev had that in lacks (nil for
 // none). A virtual host whose routes looked up none of them resolves its
 // sets as it did (patchListener).
-func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) (sets map[string]*endpointSet, changed map[string]bool) {
+func compileEndpointSets(in []*snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) (sets map[string]*endpointSet, changed map[string]bool) {
 	sets = make(map[string]*endpointSet, len(in))
 	had := 0 // names of in that prev has
 	for i := range in {
@@ -114,11 +114,11 @@ func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[strin
 		if old != nil {
 			had++
 		}
-		if es := reusableSet(&in[i], old); es != nil {
+		if es := reusableSet(in[i], old); es != nil {
 			sets[in[i].Name] = es
 			continue
 		}
-		sets[in[i].Name] = newEndpointSet(&in[i], old, certs)
+		sets[in[i].Name] = newEndpointSet(in[i], old, certs)
 		if changed == nil {
 			changed = map[string]bool{}
 		}
@@ -144,7 +144,7 @@ func compileEndpointSets(in []snapshot.EndpointSet, prev *state, certs map[strin
 // health.
 func newEndpointSet(in *snapshot.EndpointSet, old *endpointSet, certs map[string]*parsedCert) *endpointSet {
 	es := &endpointSet{
-		src:         *in,
+		src:         in,
 		name:        in.Name,
 		h2c:         in.AppProtocol == snapshot.AppProtocolH2C,
 		lb:          in.LoadBalancer,

@@ -68,7 +68,7 @@ func TestBasicAuth(t *testing.T) {
 		{Name: "carol", Hash: bcryptEntry(t, "pässwörd:with:colons", "$2a$")},
 		{Name: "dave", Hash: bcryptEntry(t, "d", "$2b$")},
 	}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		snapshot.Route{ID: "strict", Match: prefix("/strict"), Backends: to("ns/b:80"),
 			BasicAuth: &snapshot.BasicAuth{Realm: `Staff "only"`, Users: users, ForwardUsernameHeader: "x-auth-user", StripAuthorization: true}},
 		snapshot.Route{ID: "plain", Match: prefix("/plain"), Backends: to("ns/b:80"),
@@ -182,7 +182,7 @@ func TestBasicAuthCompileErrors(t *testing.T) {
 		{snapshot.BasicAuthUser{Name: "bad:name", Hash: shaEntry("x")}, "user name"},
 	}
 	for _, tc := range cases {
-		err := p.Apply(retrySnapshot(port, []snapshot.EndpointSet{{Name: "ns/b:80"}},
+		err := p.Apply(retrySnapshot(port, []*snapshot.EndpointSet{{Name: "ns/b:80"}},
 			snapshot.Route{ID: "r", Match: prefix("/"), Backends: to("ns/b:80"),
 				BasicAuth: &snapshot.BasicAuth{Users: []snapshot.BasicAuthUser{tc.user}}}))
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.user.Name)) || !strings.Contains(err.Error(), tc.want) {

@@ -270,7 +270,7 @@ func BenchmarkFastPathGet(b *testing.B) {
 				rt.Retry = &snapshot.Retry{Attempts: 2, Codes: []int32{503}, ConnectionErrors: true}
 			}
 			s := &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-				EndpointSets: []snapshot.EndpointSet{{Name: "ns/up:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up}}}},
+				EndpointSets: []*snapshot.EndpointSet{{Name: "ns/up:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up}}}},
 				Listeners: []snapshot.Listener{{Name: "bench", Port: port, Protocol: snapshot.ProtocolHTTP,
 					VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{rt}}}}}}
 			if err := dp.Apply(s); err != nil {
@@ -320,7 +320,7 @@ func BenchmarkCompile(b *testing.B) {
 						Backends: []snapshot.Backend{{EndpointSet: "default/api:80", Weight: 1}}}}
 					for i, s := range inputs {
 						s.Listeners = inputs[0].Listeners
-						s.EndpointSets = []snapshot.EndpointSet{{Name: "default/api:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + strconv.Itoa(i+1), Port: 8080}}}}
+						s.EndpointSets = []*snapshot.EndpointSet{{Name: "default/api:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + strconv.Itoa(i+1), Port: 8080}}}}
 					}
 				}
 				if mode == "one-changed" {

@@ -81,7 +81,7 @@ func clientCertSeen(t testing.TB, e echo) string {
 func clientValidationSnapshot(port, open int32, b *testBackend, srv snapshot.Certificate, cv *snapshot.ClientValidation) *snapshot.Snapshot {
 	vhs := []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{srv},
-		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+		EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		Listeners: []snapshot.Listener{
 			{Name: "mtls", Port: port, Protocol: snapshot.ProtocolHTTPS, VirtualHosts: vhs,
 				TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: srv.Name}}, ClientValidation: cv}},
@@ -175,7 +175,7 @@ func TestClientCertHeaderStripped(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}})
 	for path, mk := range leanAndTransport(t, fmt.Sprintf("http://127.0.0.1:%d/", port)) {
 		req := mk()
@@ -204,7 +204,7 @@ func TestSNIClientCertificateValidation(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	cv := &snapshot.ClientValidation{CAPEM: ca.pem, VerifyDepth: 1}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{srv},
-		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+		EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		Listeners: []snapshot.Listener{{Name: "ingress/443", Port: port, Protocol: snapshot.ProtocolHTTPS,
 			TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{
 				{Hostname: "mtls.example", Certificate: srv.Name, ClientValidation: cv},

@@ -168,7 +168,7 @@ func TestClientIPThroughProxy(t *testing.T) {
 		{ID: "listener", Backends: to("ns/a:80")},
 	}})
 	l.ClientTraffic = &snapshot.ClientTraffic{ClientIP: &snapshot.ClientIPDetection{TrustedCIDRs: []string{"127.0.0.1/32", "10.0.0.0/8"}}}
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)}, Listeners: []snapshot.Listener{l}}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)}, Listeners: []snapshot.Listener{l}}
 	snapshot.Normalize(s)
 	p.mustApply(t, s)
 	c := client()

@@ -56,7 +56,7 @@ func TestClientTrafficPaths(t *testing.T) {
 			{ID: "rest", Backends: to("ns/rest:80")},
 		}})
 		l.ClientTraffic = ct
-		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/ab:80", ab), epSet("ns/rest:80", rest)}, Listeners: []snapshot.Listener{l}}
+		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/ab:80", ab), epSet("ns/rest:80", rest)}, Listeners: []snapshot.Listener{l}}
 		snapshot.Normalize(s)
 		return s
 	}

@@ -117,7 +117,7 @@ func compressPlane(t *testing.T, c *snapshot.Compression, handler http.HandlerFu
 	b := startBackend(t, "b", false, handler)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		snapshot.Route{ID: "plain", Match: prefix("/plain"), Backends: to("ns/b:80")},
 		snapshot.Route{ID: "compressed", Match: prefix("/"), Backends: to("ns/b:80"), Compression: c},
 	))

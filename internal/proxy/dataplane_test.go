@@ -54,7 +54,7 @@ func TestProxyFiltersAndAnswers(t *testing.T) {
 	p := newTestPlane(t)
 	s := &snapshot.Snapshot{
 		Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{
+		EndpointSets: []*snapshot.EndpointSet{
 			epSet("ns/a:80", a), epSet("ns/ab:80", a, b), epSet("ns/b:80", b), {Name: "ns/dead:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: dead}}},
 			{Name: "ns/empty:80"}, epSet("ns/mirror:80", mirror), epSet("ns/slow:80", slow),
 		},
@@ -365,7 +365,7 @@ func TestReadinessAndRejectedSnapshots(t *testing.T) {
 		t.Fatal("ready before any snapshot")
 	}
 	port := testkit.FreePortInt32(t)
-	good := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
+	good := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}}
 	if err := dp.Apply(good); err != nil {
 		t.Fatal(err)
@@ -421,7 +421,7 @@ func TestListenersBindAndUnbind(t *testing.T) {
 	p.OnBoundPortsChange(func(ports []int32) { changes = append(changes, ports) })
 	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}}
 	mk := func(ports ...int32) *snapshot.Snapshot {
-		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)}}
+		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)}}
 		for _, port := range ports {
 			s.Listeners = append(s.Listeners, httpListener(port, vh))
 		}
@@ -486,7 +486,7 @@ func TestShutdownDrains(t *testing.T) {
 	})
 	dp := NewDataPlane(Options{BindHost: "127.0.0.1"})
 	port := testkit.FreePortInt32(t)
-	if err := dp.Apply(&snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/s:80", slow)},
+	if err := dp.Apply(&snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/s:80", slow)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/s:80")}}})}}); err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestWebSocket(t *testing.T) {
 	})
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{{Name: "ns/ws:80", AppProtocol: snapshot.AppProtocolWS, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: ws.port}}}},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{{Name: "ns/ws:80", AppProtocol: snapshot.AppProtocolWS, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: ws.port}}}},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "ws", Backends: to("ns/ws:80")}}})}})
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
 	if err != nil {
@@ -593,7 +593,7 @@ func TestPooledConnectionClosedByUpstream(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{{Name: "ns/flaky:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}},
+		EndpointSets: []*snapshot.EndpointSet{{Name: "ns/flaky:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}},
 		Listeners:    []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/flaky:80")}}})}})
 	c := client()
 	for i := 0; i < 5; i++ {
@@ -631,7 +631,7 @@ func TestFastPathAndHandoff(t *testing.T) {
 	})
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a), epSet("ns/chunky:80", chunky)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a), epSet("ns/chunky:80", chunky)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
 			{ID: "chunky", Match: prefix("/chunky"), Backends: to("ns/chunky:80")},
 			{ID: "r", Backends: to("ns/a:80")},
@@ -733,7 +733,7 @@ func TestLeastRequest(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	set := epSet("ns/lr:80", a, b)
 	set.LoadBalancer = snapshot.LeastRequest
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{set},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "lr", Backends: to("ns/lr:80")}}})}})
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	done := make(chan string, 1)
@@ -762,7 +762,7 @@ func TestApplyVersionedNamesTheSnapshot(t *testing.T) {
 	dp := NewDataPlane(Options{BindHost: "127.0.0.1"})
 	t.Cleanup(func() { _ = dp.Shutdown(context.Background()) })
 	port := testkit.FreePortInt32(t)
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}}
 	snapshot.Normalize(s)
 	if err := dp.ApplyVersioned(s, "from-discovery"); err != nil {

@@ -49,7 +49,7 @@ func TestDebugEndpoints(t *testing.T) {
 		b := startBackend(t, "b", false, nil)
 		srv := testCert(t, "app.example")
 		port, tlsPort := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
-		s := retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)}, snapshot.Route{ID: "r", Backends: to("ns/b:80"),
+		s := retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)}, snapshot.Route{ID: "r", Backends: to("ns/b:80"),
 			BasicAuth: &snapshot.BasicAuth{Users: []snapshot.BasicAuthUser{{Name: "alice", Hash: "{SHA}5en6G6MezRroT3XKqkdPOmY/BfQ="}}}})
 		s.Certificates = []snapshot.Certificate{srv}
 		s.Listeners = append(s.Listeners, snapshot.Listener{Name: "tls", Port: tlsPort, Protocol: snapshot.ProtocolHTTPS,

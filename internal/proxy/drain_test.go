@@ -104,7 +104,7 @@ func TestTerminationDrain(t *testing.T) {
 	port, healthPort := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
-	snap := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", backend)},
+	snap := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", backend)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}}
 	const window = 3 * time.Second
 	cfg := Config{

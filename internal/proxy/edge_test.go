@@ -85,7 +85,7 @@ func TestHeaderBudgetOnePerRequest(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	const budget = time.Second
 	p, port := newEdgePlane(t, Options{HeaderTimeout: budget})
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}})
 
 	for name, parts := range map[string][]string{
@@ -126,7 +126,7 @@ func TestHeaderBudgetOnePerRequest(t *testing.T) {
 func TestBareLFHeadIsAnsweredAtOnce(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	p, port := newEdgePlane(t, Options{HeaderTimeout: 20 * time.Second})
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}})
 	c := dialPlane(t, port)
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second)) // far below the 20 s header timeout
@@ -145,7 +145,7 @@ func TestBareLFHeadIsAnsweredAtOnce(t *testing.T) {
 func TestRequestBodyTimeout(t *testing.T) {
 	a := startBackend(t, "a", false, nil)
 	p, port := newEdgePlane(t, Options{RequestBodyTimeout: 500 * time.Millisecond})
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", a)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}})}})
 	c := dialPlane(t, port)
 	start := time.Now()
@@ -199,7 +199,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		}
 	})
 	p, port := newEdgePlane(t, Options{})
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/slow:80", slow)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/slow:80", slow)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/slow:80")}}})}})
 	for _, req := range []string{
 		"GET /fast-path HTTP/1.1\r\nHost: a\r\n\r\n",

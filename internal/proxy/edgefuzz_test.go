@@ -114,7 +114,7 @@ func FuzzOneRequestInAtMostOneOut(f *testing.F) {
 	p := newTestPlane(f)
 	port := testkit.FreePortInt32(f)
 	p.mustApply(f, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{{Name: "ns/b:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(bport)}}}},
+		EndpointSets: []*snapshot.EndpointSet{{Name: "ns/b:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(bport)}}}},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
 			{ID: "deny", Match: prefix("/admin"), DirectResponse: &snapshot.DirectResponse{StatusCode: 403}},
 			{ID: "rest", Backends: to("ns/b:80")},

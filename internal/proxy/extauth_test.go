@@ -153,7 +153,7 @@ func TestExtAuthHTTPAdmit(t *testing.T) {
 	auth := startHTTPAuth(t, func(h http.HandlerFunc) *testBackend { return startBackend(t, "auth", false, h) })
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app), epSet("ns/auth:80", auth.testBackend)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app), epSet("ns/auth:80", auth.testBackend)},
 		extAuthRoute("app", "/app", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80", PathPrefix: "/check", UpstreamHeaders: []string{"x-auth-user", "x-forwarded-user"}}),
 		extAuthRoute("keys", "/keys", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80", RequestHeaders: []string{"x-api-key"}}),
 	))
@@ -233,7 +233,7 @@ func TestExtAuthHTTPDeny(t *testing.T) {
 	auth := startHTTPAuth(t, func(h http.HandlerFunc) *testBackend { return startBackend(t, "auth", false, h) })
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app), epSet("ns/auth:80", auth.testBackend)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app), epSet("ns/auth:80", auth.testBackend)},
 		extAuthRoute("app", "/app", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80"}),
 		extAuthRoute("some", "/some", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/auth:80", ClientHeaders: []string{"www-authenticate"}}),
 	))
@@ -276,7 +276,7 @@ func TestExtAuthHTTPFailures(t *testing.T) {
 	ea := func(set string, failOpen bool) snapshot.ExtAuth {
 		return snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: set, FailOpen: failOpen, Timeout: snapshot.Duration(300 * time.Millisecond), UpstreamHeaders: []string{"x-auth-user"}}
 	}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{
 		epSet("ns/app:80", app), epSet("ns/auth:80", auth.testBackend),
 		{Name: "ns/down:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: dead}}},
 		{Name: "ns/empty:80"},
@@ -334,7 +334,7 @@ func TestExtAuthHTTPOverTLS(t *testing.T) {
 	other := newTestCA(t, "other CA")
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{
 		epSet("ns/app:80", app),
 		tlsSet("ns/auth:443", &snapshot.UpstreamTLS{ServerName: "auth.test", CAPEM: ca.pem}, auth.testBackend),
 		tlsSet("ns/wrong:443", &snapshot.UpstreamTLS{ServerName: "auth.test", CAPEM: other.pem}, auth.testBackend),
@@ -381,12 +381,12 @@ func TestExtAuthCompileErrors(t *testing.T) {
 	for _, tc := range cases {
 		ea := good
 		tc.edit(&ea)
-		err := p.Apply(retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app)}, extAuthRoute("r", "/", ea)))
+		err := p.Apply(retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app)}, extAuthRoute("r", "/", ea)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Apply error %v, want one naming %q", tc.name, err, tc.want)
 		}
 	}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app)}, extAuthRoute("r", "/", good)))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app)}, extAuthRoute("r", "/", good)))
 }
 
 // TestExtAuthWithoutConnections: a state compiled without the data
@@ -395,7 +395,7 @@ func TestExtAuthCompileErrors(t *testing.T) {
 func TestExtAuthWithoutConnections(t *testing.T) {
 	app := startBackend(t, "app", false, nil)
 	for _, failOpen := range []bool{false, true} {
-		s := retrySnapshot(80, []snapshot.EndpointSet{epSet("ns/app:80", app)},
+		s := retrySnapshot(80, []*snapshot.EndpointSet{epSet("ns/app:80", app)},
 			extAuthRoute("r", "/", snapshot.ExtAuth{Mode: snapshot.ExtAuthHTTP, EndpointSet: "ns/app:80", FailOpen: failOpen}))
 		st, err := compile(s, nil, newMetrics(nil))
 		if err != nil {
@@ -520,7 +520,7 @@ func TestExtAuthGRPCAdmit(t *testing.T) {
 	authz := startAuthz(t)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	sets := []snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}}
+	sets := []*snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}}
 	p.mustApply(t, retrySnapshot(port, sets,
 		grpcAuthRoute("allow", "/allow", "ns/authz:9000", func(e *snapshot.ExtAuth) { e.UpstreamHeaders = []string{"x-spoofable"} }),
 		grpcAuthRoute("plain", "/plain", "ns/authz:9000"),
@@ -612,7 +612,7 @@ func TestExtAuthGRPCDeny(t *testing.T) {
 	authz := startAuthz(t)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}},
 		grpcAuthRoute("deny", "/deny", "ns/authz:9000"),
 		grpcAuthRoute("forbid", "/forbid", "ns/authz:9000"),
 		grpcAuthRoute("some", "/deny-some", "ns/authz:9000", func(e *snapshot.ExtAuth) { e.ClientHeaders = []string{"www-authenticate"} }),
@@ -652,7 +652,7 @@ func TestExtAuthGRPCBody(t *testing.T) {
 	authz := startAuthz(t)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}},
 		grpcAuthRoute("body", "/body", "ns/authz:9000", func(e *snapshot.ExtAuth) { e.MaxRequestBytes = 8 }),
 	))
 	c := client()
@@ -700,7 +700,7 @@ func TestExtAuthGRPCFailures(t *testing.T) {
 	dead := testkit.FreePortInt32(t)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{
 		epSet("ns/app:80", app),
 		{Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}},
 		{Name: "ns/down:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: dead}}},
@@ -739,7 +739,7 @@ func TestExtAuthGRPCOverTLS(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	ep := []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{
 		epSet("ns/app:80", app),
 		{Name: "ns/authz:9443", Endpoints: ep, TLS: &snapshot.UpstreamTLS{ServerName: "authz.test", CAPEM: ca.pem}},
 		{Name: "ns/wrong:9443", Endpoints: ep, TLS: &snapshot.UpstreamTLS{ServerName: "authz.test", CAPEM: other.pem}},

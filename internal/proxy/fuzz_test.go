@@ -38,6 +38,7 @@ func FuzzSnapshotDecodeCompile(f *testing.F) {
 	f.Add([]byte(`{"scope":{"kind":"SharedPool"},"listeners":[{"name":"l","port":80,"protocol":"HTTP","virtualHosts":[{"hostname":"*","routes":[{"id":"r","match":{"path":{"type":"RegularExpression","value":"/(a+)"}},"rewrite":{"path":{"type":"ReplaceRegex","value":"/$1$1"}},"backends":[{"weight":1,"invalid":true}]}]}]}]}`))
 	f.Add([]byte(`{"scope":{"kind":"SharedPool"},"endpointSets":[{"name":"s","endpoints":[{"address":"127.0.0.1","port":1}]}],"listeners":[{"name":"l","port":443,"protocol":"TLS","streamRoutes":[{"id":"r","hostname":"*.example.com","backends":[{"endpointSet":"s","weight":1}]},{"id":"any","hostname":"*","backends":[{"weight":1,"invalid":true}]}]},{"name":"u","port":443,"protocol":"UDP","streamRoutes":[{"id":"u","backends":[{"endpointSet":"s","weight":1}]}]}]}`))
 	f.Add([]byte(`{"scope":{"kind":"SharedPool"},"listeners":[{"name":"l","port":80,"protocol":"HTTP","virtualHosts":[null,{"hostname":"*"}]}]}`))
+	f.Add([]byte(`{"scope":{"kind":"SharedPool"},"endpointSets":[null,{"name":"ns/a:80"}],"listeners":[{"name":"l","port":80,"protocol":"HTTP","virtualHosts":[{"hostname":"*","routes":[{"id":"r","match":{},"backends":[{"endpointSet":"ns/a:80","weight":1}]}]}]}]}`))
 	f.Add([]byte(`scope: {kind: Gateway, namespace: a, name: b}`))
 	f.Add([]byte(`{}`))
 	m := newMetrics(nil)

@@ -74,7 +74,7 @@ func TestH2CServedDirectly(t *testing.T) {
 	backend := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", backend)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", backend)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}})
 	c := h2cClient()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -119,7 +119,7 @@ func TestH2CPrefaceInTwoParts(t *testing.T) {
 	backend := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", backend)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", backend)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}})
 	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
 	if err != nil {
@@ -158,7 +158,7 @@ func TestH2CDrainWaitsForStreams(t *testing.T) {
 	})
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", backend)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", backend)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}})
 	c := h2cClient()
 	inflight := make(chan string, 1)

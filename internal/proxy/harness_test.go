@@ -131,8 +131,8 @@ func (b *testBackend) last() (echo, bool) {
 	return b.seen[len(b.seen)-1], true
 }
 
-func epSet(name string, bs ...*testBackend) snapshot.EndpointSet {
-	es := snapshot.EndpointSet{Name: name}
+func epSet(name string, bs ...*testBackend) *snapshot.EndpointSet {
+	es := &snapshot.EndpointSet{Name: name}
 	for _, b := range bs {
 		es.Endpoints = append(es.Endpoints, snapshot.Endpoint{Address: "127.0.0.1", Port: b.port})
 	}

@@ -127,7 +127,7 @@ func bigHead(size int, oneLine bool) func(net.Conn) {
 
 func headCapSnapshot(port, upstream int32) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{{Name: "ns/raw:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upstream}}}},
+		EndpointSets: []*snapshot.EndpointSet{{Name: "ns/raw:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upstream}}}},
 		Listeners:    []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/raw:80")}}})}}
 	snapshot.Normalize(s)
 	return s

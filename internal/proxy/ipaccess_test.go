@@ -40,7 +40,7 @@ func TestIPAccess(t *testing.T) {
 		return snapshot.Route{ID: id, Match: prefix("/" + id), Backends: to("ns/b:80"),
 			IPAccess: &snapshot.IPAccess{Allow: allow, Deny: deny}}
 	}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		route("allow-loopback", []string{"127.0.0.0/8"}, nil),
 		route("allow-other", []string{"10.0.0.0/8", "2001:db8::/32"}, nil),
 		route("allow-host", []string{"127.0.0.1"}, nil),
@@ -127,7 +127,7 @@ func TestIPAccessCompileErrors(t *testing.T) {
 		{Deny: []string{"fe80::1%eth0"}},
 	} {
 		in := bad
-		err := p.Apply(retrySnapshot(port, []snapshot.EndpointSet{{Name: "ns/b:80"}},
+		err := p.Apply(retrySnapshot(port, []*snapshot.EndpointSet{{Name: "ns/b:80"}},
 			snapshot.Route{ID: "r", Match: prefix("/"), Backends: to("ns/b:80"), IPAccess: &in}))
 		entry := append(in.Allow, in.Deny...)[len(in.Allow)+len(in.Deny)-1]
 		if err == nil || !strings.Contains(err.Error(), entry) {

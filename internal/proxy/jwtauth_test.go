@@ -199,7 +199,7 @@ func TestJWTAuth(t *testing.T) {
 	fromHeader.ForwardToken = true
 	fromCookie := base
 	fromCookie.FromCookie = "session"
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		jwtRoute("jwt", base), jwtRoute("optional", optional), jwtRoute("header", fromHeader), jwtRoute("cookie", fromCookie)))
 	c := client()
 	url := func(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", port, path) }
@@ -316,7 +316,7 @@ func TestJWTKeyRotation(t *testing.T) {
 	p := newTestPlane(t)
 	p.env.jwks.minRefetch.Store(int64(50 * time.Millisecond))
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		jwtRoute("jwt", snapshot.JWTAuth{JWKSURI: js.url()})))
 	waitUntil(t, "the fetch at compile", func() bool { return js.hits.Load() == 1 })
 	c := client()
@@ -354,7 +354,7 @@ func TestJWTKeyCacheExpiry(t *testing.T) {
 	p := newTestPlane(t)
 	p.env.jwks.minRefetch.Store(int64(50 * time.Millisecond))
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		jwtRoute("jwt", snapshot.JWTAuth{JWKSURI: js.url(), JWKSCacheDuration: snapshot.Duration(200 * time.Millisecond)})))
 	c := client()
 	url := fmt.Sprintf("http://127.0.0.1:%d/jwt", port)
@@ -378,7 +378,7 @@ func TestJWTKeepsLastGoodKeys(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		jwtRoute("jwt", snapshot.JWTAuth{JWKSURI: js.url()})))
 	c := client()
 	url := fmt.Sprintf("http://127.0.0.1:%d/jwt", port)
@@ -446,7 +446,7 @@ func TestJWTKeysUnavailable(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	s := retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)}, jwtRoute("jwt", snapshot.JWTAuth{JWKSURI: dead}))
+	s := retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)}, jwtRoute("jwt", snapshot.JWTAuth{JWKSURI: dead}))
 	p.mustApply(t, s)
 	c := client()
 	url := fmt.Sprintf("http://127.0.0.1:%d/jwt", port)
@@ -483,7 +483,7 @@ func TestJWTInlineKeys(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		jwtRoute("jwt", snapshot.JWTAuth{JWKS: jwksJSON(t, key.jwk()), Audiences: []string{testAudience},
 			ClaimsToHeaders: []snapshot.ClaimHeader{{Claim: "sub", Header: "X-Sub"}}})))
 	c := client()
@@ -516,7 +516,7 @@ func TestJWTCompileErrors(t *testing.T) {
 		{"bad claim header", snapshot.JWTAuth{JWKS: jwksJSON(t, key.jwk()), ClaimsToHeaders: []snapshot.ClaimHeader{{Claim: "sub", Header: "X:User"}}}, "claimsToHeaders"},
 	}
 	for _, tc := range cases {
-		err := p.Apply(retrySnapshot(port, []snapshot.EndpointSet{{Name: "ns/b:80"}}, jwtRoute("jwt", tc.in)))
+		err := p.Apply(retrySnapshot(port, []*snapshot.EndpointSet{{Name: "ns/b:80"}}, jwtRoute("jwt", tc.in)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Apply error %v, want one about %q", tc.name, err, tc.want)
 		}

@@ -103,7 +103,7 @@ func (u *recordingUpstream) count() int {
 
 func leanBodySnapshot(port, upstream int32, maxBody int64) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{{Name: "ns/up:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upstream}}}},
+		EndpointSets: []*snapshot.EndpointSet{{Name: "ns/up:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upstream}}}},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
 			{ID: "limited", Match: prefix("/limited"), Backends: to("ns/up:80"), MaxRequestBodyBytes: maxBody},
 			{ID: "r", Match: prefix("/"), Backends: to("ns/up:80")},

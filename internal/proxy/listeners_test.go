@@ -61,7 +61,7 @@ func newListenerSwitchRig(t *testing.T, set func(*Options)) *listenerSwitchRig {
 // others.
 func (r *listenerSwitchRig) snapshot(ports map[int32]bool) *snapshot.Snapshot {
 	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/a:80")}}}
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/a:80", r.backend)}, Certificates: []snapshot.Certificate{r.cert}}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", r.backend)}, Certificates: []snapshot.Certificate{r.cert}}
 	for port, isTLS := range ports {
 		l := httpListener(port, vh)
 		if isTLS {

@@ -36,7 +36,7 @@ func misdirectedSnapshot(port int32, cert snapshot.Certificate, v1, v2, v3 *test
 		return []snapshot.Route{{ID: id, Match: prefix("/detect-misdirected-requests"), Backends: to(set)}}
 	}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{cert},
-		EndpointSets: []snapshot.EndpointSet{epSet("ns/v1:8080", v1), epSet("ns/v2:8080", v2), epSet("ns/v3:8080", v3)},
+		EndpointSets: []*snapshot.EndpointSet{epSet("ns/v1:8080", v1), epSet("ns/v2:8080", v2), epSet("ns/v3:8080", v3)},
 		Listeners: []snapshot.Listener{{Name: "gw/443", Port: port, Protocol: snapshot.ProtocolHTTPS,
 			TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{
 				{Certificate: cert.Name},
@@ -124,7 +124,7 @@ func TestMisdirectedNeedsSeveralListeners(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{cert},
-		EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", b)},
+		EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		Listeners: []snapshot.Listener{{Name: "gw/443", Port: port, Protocol: snapshot.ProtocolHTTPS,
 			TLS:          &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Hostname: "a.example", Certificate: cert.Name}}},
 			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}}}}}})

@@ -57,7 +57,7 @@ func TestPolicyFilterOrder(t *testing.T) {
 		all("limited", nil, 2),
 		all("auth", nil, 100),
 	}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)}, routes...))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)}, routes...))
 	c := client()
 	url := func(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", port, path) }
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:secret"))

@@ -55,10 +55,10 @@ func certSerial(t testing.TB, c snapshot.Certificate) string {
 	return crt.SerialNumber.String()
 }
 
-func tlsSnapshot(port int32, set snapshot.EndpointSet, certs []snapshot.Certificate, sni []snapshot.SNICertificate) *snapshot.Snapshot {
+func tlsSnapshot(port int32, set *snapshot.EndpointSet, certs []snapshot.Certificate, sni []snapshot.SNICertificate) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{
 		Scope:        snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{set},
+		EndpointSets: []*snapshot.EndpointSet{set},
 		Certificates: certs,
 		Listeners: []snapshot.Listener{{Name: "tls", Port: port, Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: sni},
 			VirtualHosts: []*snapshot.VirtualHost{{Hostname: "*", Routes: []snapshot.Route{{ID: "tls-route", Backends: to(set.Name)}}}}}},
@@ -151,7 +151,7 @@ func TestH2CBothSides(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{{Name: "ns/h1:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up1.port}}},
+		EndpointSets: []*snapshot.EndpointSet{{Name: "ns/h1:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up1.port}}},
 			{Name: "ns/h2c:80", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: up2.port}}}},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
 			{ID: "h2c", Match: prefix("/h2c"), Backends: to("ns/h2c:80")},
@@ -200,9 +200,9 @@ func TestGRPCThroughProxy(t *testing.T) {
 	p := newTestPlane(t)
 	plain, secure := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
 	cert := testCert(t, "grpc.example.com")
-	set := snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upPort}}}
+	set := &snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: upPort}}}
 	vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "grpcroute/ns/health:0", Backends: to(set.Name)}}}
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set}, Certificates: []snapshot.Certificate{cert},
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{set}, Certificates: []snapshot.Certificate{cert},
 		Listeners: []snapshot.Listener{httpListener(plain, vh),
 			{Name: "tls", Port: secure, Protocol: snapshot.ProtocolHTTPS, TLS: &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: cert.Name}}}, VirtualHosts: []*snapshot.VirtualHost{&vh}}}}
 	snapshot.Normalize(s)
@@ -277,7 +277,7 @@ func TestLargeBodiesStreamWithBoundedMemory(t *testing.T) {
 	})
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/bulk:80", up)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/bulk:80", up)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "bulk", Backends: to("ns/bulk:80")}}})}})
 
 	runtime.GC()
@@ -352,7 +352,7 @@ func TestSwapUnderLoad(t *testing.T) {
 		}
 		routes = append(routes, snapshot.Route{ID: "main", Match: prefix("/"), Backends: to("ns/app:80"),
 			RequestHeaders: &snapshot.HeaderModifier{Set: []snapshot.Header{{Name: "X-Generation", Value: fmt.Sprint(i)}}}})
-		return &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},
+		return &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{set},
 			Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: routes})}}
 	}
 	p.mustApply(t, mk(0))
@@ -398,6 +398,14 @@ func TestSwapUnderLoad(t *testing.T) {
 		if i%10 == 0 {
 			time.Sleep(time.Millisecond) // let requests interleave on a loaded machine
 		}
+		if i%100 == 1 || i%100 == 2 {
+			// Traffic follows the swaps: the set just put in gets a request
+			// (on a loaded machine 1,000 swaps may otherwise all come
+			// before the clients' next requests).
+			put := map[bool]*testBackend{true: b, false: a}[i%2 == 1]
+			hits := put.hits.Load()
+			testkit.EventuallyWithin(t, waitFor, "a request to the set of swap "+fmt.Sprint(i), func() bool { return put.hits.Load() > hits })
+		}
 	}
 	before := ok.Load()
 	testkit.EventuallyWithin(t, waitFor, "requests after the last swap", func() bool { return ok.Load() > before+10 })
@@ -431,7 +439,7 @@ func TestStreamingResponsesAreNotBuffered(t *testing.T) {
 	})
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/sse:80", up)},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/sse:80", up)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "sse", Backends: to("ns/sse:80")}}})}})
 	var h2c http.Protocols
 	h2c.SetUnencryptedHTTP2(true)
@@ -472,10 +480,10 @@ func TestGRPCWithoutRouteIsUnimplemented(t *testing.T) {
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() { _ = gs.Serve(ln) }()
 	t.Cleanup(gs.Stop)
-	set := snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
+	set := &snapshot.EndpointSet{Name: "ns/grpc:50051", AppProtocol: snapshot.AppProtocolH2C, Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
 	p := newTestPlane(t)
 	plain := testkit.FreePortInt32(t)
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set},
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{set},
 		Listeners: []snapshot.Listener{httpListener(plain, snapshot.VirtualHost{Hostname: "grpc.example.com", Routes: []snapshot.Route{{ID: "g", Backends: to(set.Name)}}})}}
 	snapshot.Normalize(s)
 	p.mustApply(t, s)

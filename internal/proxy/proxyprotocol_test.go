@@ -53,10 +53,10 @@ func proxyHeader(t testing.TB, version byte, src string, port int32) []byte {
 
 // ppSnapshot is one HTTP or HTTPS listener whose routes all go to set,
 // with a ClientTraffic.
-func ppSnapshot(port int32, set snapshot.EndpointSet, ct *snapshot.ClientTraffic, cert *snapshot.Certificate) *snapshot.Snapshot {
+func ppSnapshot(port int32, set *snapshot.EndpointSet, ct *snapshot.ClientTraffic, cert *snapshot.Certificate) *snapshot.Snapshot {
 	l := httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to(set.Name)}}})
 	l.ClientTraffic = ct
-	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{set}, Listeners: []snapshot.Listener{l}}
+	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{set}, Listeners: []snapshot.Listener{l}}
 	if cert != nil {
 		s.Certificates = []snapshot.Certificate{*cert}
 		s.Listeners[0].Protocol = snapshot.ProtocolHTTPS

@@ -72,7 +72,7 @@ func TestRateLimitLocalAdmitsRequestsPlusBurst(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	rl := &snapshot.RateLimit{Name: "ns/rl", Requests: 5, Burst: 2, Period: snapshot.Duration(time.Minute), Key: snapshot.RateLimitKeyClientIP}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)}, rlRoute("limited", "/", rl)))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)}, rlRoute("limited", "/", rl)))
 	c := client()
 	admitted := 0
 	for i := range 12 {
@@ -120,7 +120,7 @@ func TestRateLimitKeys(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	minute := snapshot.Duration(time.Minute)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		rlRoute("by-header", "/h", &snapshot.RateLimit{Name: "ns/h", Requests: 2, Period: minute, Key: snapshot.RateLimitKeyHeader, Header: "x-api-key"}),
 		rlRoute("by-path", "/p", &snapshot.RateLimit{Name: "ns/p", Requests: 2, Period: minute, Key: snapshot.RateLimitKeyPath}),
 		// Two routes sharing one policy with a Route key: a bucket each.
@@ -168,7 +168,7 @@ func TestRateLimitSurvivesSnapshotSwap(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	sets := []snapshot.EndpointSet{epSet("ns/b:80", b)}
+	sets := []*snapshot.EndpointSet{epSet("ns/b:80", b)}
 	rl := func(requests int32) *snapshot.RateLimit {
 		return &snapshot.RateLimit{Name: "ns/rl", Requests: requests, Period: snapshot.Duration(time.Hour)}
 	}
@@ -240,7 +240,7 @@ func TestRateLimitLocalBoundsKeys(t *testing.T) {
 
 func TestRateLimitCompileRejectsBadSettings(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
-	sets := []snapshot.EndpointSet{epSet("ns/b:80", b)}
+	sets := []*snapshot.EndpointSet{epSet("ns/b:80", b)}
 	minute := snapshot.Duration(time.Minute)
 	for _, rl := range []snapshot.RateLimit{
 		{Name: "zero", Requests: 0, Period: minute},
@@ -269,7 +269,7 @@ func globalLimit(failOpen bool) *snapshot.RateLimit {
 func TestRateLimitGlobalSharedByReplicas(t *testing.T) {
 	rd := startRedis(t)
 	b := startBackend(t, "b", false, nil)
-	sets := []snapshot.EndpointSet{epSet("ns/b:80", b)}
+	sets := []*snapshot.EndpointSet{epSet("ns/b:80", b)}
 	type replica struct {
 		p    *testPlane
 		port int32
@@ -322,7 +322,7 @@ func TestRateLimitGlobalSharedByReplicas(t *testing.T) {
 func TestRateLimitGlobalFailModes(t *testing.T) {
 	rd := startRedis(t)
 	b := startBackend(t, "b", false, nil)
-	sets := []snapshot.EndpointSet{epSet("ns/b:80", b)}
+	sets := []*snapshot.EndpointSet{epSet("ns/b:80", b)}
 	s := func(port int32) *snapshot.Snapshot {
 		return retrySnapshot(port, sets, rlRoute("open", "/open", globalLimit(true)), rlRoute("closed", "/closed", globalLimit(false)))
 	}

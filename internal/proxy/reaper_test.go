@@ -119,7 +119,7 @@ func TestIdleUpstreamConnsReleased(t *testing.T) {
 			a, b := startBackend(t, "a", false, hold), startBackend(t, "b", false, hold)
 			p := newPlaneWith(t, func(o *Options) { o.UpstreamIdleTimeout, o.reapInterval = tc.idle, tc.reap })
 			port := testkit.FreePortInt32(t)
-			mk := func(sets ...snapshot.EndpointSet) *snapshot.Snapshot {
+			mk := func(sets ...*snapshot.EndpointSet) *snapshot.Snapshot {
 				s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: sets,
 					Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/app:80")}}})}}
 				snapshot.Normalize(s)
@@ -134,7 +134,7 @@ func TestIdleUpstreamConnsReleased(t *testing.T) {
 			}
 			want := baseline
 			if tc.leave {
-				p.mustApply(t, mk(snapshot.EndpointSet{Name: "ns/app:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: 1}}}))
+				p.mustApply(t, mk(&snapshot.EndpointSet{Name: "ns/app:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: 1}}}))
 			}
 			if tc.hangUp {
 				_ = a.srv.Close()

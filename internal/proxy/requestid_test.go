@@ -34,7 +34,7 @@ func TestRequestID(t *testing.T) {
 	b := startBackend(t, "b", false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)}, snapshot.Route{ID: "r", Backends: to("ns/b:80")}))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)}, snapshot.Route{ID: "r", Backends: to("ns/b:80")}))
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	c := client()
 	logged := func() string {

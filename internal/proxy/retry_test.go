@@ -129,7 +129,7 @@ func retryRoute(id, path string, rt snapshot.Retry, set string) snapshot.Route {
 	return snapshot.Route{ID: id, Match: prefix(path), Retry: &rt, Backends: to(set)}
 }
 
-func retrySnapshot(port int32, sets []snapshot.EndpointSet, routes ...snapshot.Route) *snapshot.Snapshot {
+func retrySnapshot(port int32, sets []*snapshot.EndpointSet, routes ...snapshot.Route) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: sets,
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: routes})}}
 	snapshot.Normalize(s)
@@ -167,7 +167,7 @@ func TestRetryConformance(t *testing.T) {
 	b, sim := startRetrySim(t)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/v3:8080", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/v3:8080", b)},
 		retryRoute("code-500-attempts-3", "/retry/code-500-attempts-3", snapshot.Retry{Attempts: 3, Codes: []int32{500}}, "ns/v3:8080"),
 		retryRoute("code-all-attempts-2", "/retry/code-all-attempts-2", snapshot.Retry{Attempts: 2, Codes: []int32{500, 502, 503, 504}}, "ns/v3:8080"),
 	))
@@ -231,8 +231,8 @@ func TestRetryConnectionErrors(t *testing.T) {
 	dead := testkit.FreePortInt32(t) // nothing listens there
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	both := snapshot.EndpointSet{Name: "ns/both:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: dead}, {Address: "127.0.0.1", Port: b.port}}}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/sim:80", b), both},
+	both := &snapshot.EndpointSet{Name: "ns/both:80", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: dead}, {Address: "127.0.0.1", Port: b.port}}}
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/sim:80", b), both},
 		retryRoute("conn", "/conn", snapshot.Retry{Attempts: 3, ConnectionErrors: true}, "ns/sim:80"),
 		retryRoute("codes-only", "/codes-only", snapshot.Retry{Attempts: 3, Codes: []int32{500}}, "ns/sim:80"),
 		retryRoute("two", "/two", snapshot.Retry{Attempts: 1, ConnectionErrors: true}, "ns/both:80"),
@@ -274,7 +274,7 @@ func TestRetryBodyReplay(t *testing.T) {
 	b, sim := startRetrySim(t)
 	p := newPlaneWith(t, func(o *Options) { o.RetryBodyBufferBytes = 1024 })
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/sim:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/sim:80", b)},
 		retryRoute("r", "/", snapshot.Retry{Attempts: 3, Codes: []int32{500}}, "ns/sim:80")))
 	c := client()
 	fail := url.Values{"responseCode": {"500"}, "succeedAfter": {"2"}}
@@ -314,7 +314,7 @@ func TestRetryTimeouts(t *testing.T) {
 	b, sim := startRetrySim(t)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/sim:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/sim:80", b)},
 		snapshot.Route{ID: "backend", Match: prefix("/backend"), Backends: to("ns/sim:80"),
 			Timeouts: &snapshot.Timeouts{Backend: dur(150 * time.Millisecond)}, Retry: &snapshot.Retry{Attempts: 2, BackendTimeouts: true}},
 		snapshot.Route{ID: "backend-not-retried", Match: prefix("/not-retried"), Backends: to("ns/sim:80"),
@@ -371,7 +371,7 @@ func TestRetryPrefersAnotherEndpoint(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	rr, lr := epSet("ns/rr:80", bad, good), epSet("ns/lr:80", bad, good)
 	lr.LoadBalancer = snapshot.LeastRequest
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{rr, lr},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{rr, lr},
 		retryRoute("rr", "/rr", snapshot.Retry{Attempts: 1, Codes: []int32{503}}, "ns/rr:80"),
 		retryRoute("lr", "/lr", snapshot.Retry{Attempts: 1, Codes: []int32{503}}, "ns/lr:80")))
 	c := client()
@@ -396,7 +396,7 @@ func TestRetryMirrorsOnce(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	rt := retryRoute("r", "/", snapshot.Retry{Attempts: 3, Codes: []int32{500}}, "ns/sim:80")
 	rt.Mirrors = []snapshot.Mirror{{EndpointSet: "ns/mirror:80"}}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/sim:80", b), epSet("ns/mirror:80", mir)}, rt))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/sim:80", b), epSet("ns/mirror:80", mir)}, rt))
 	c := client()
 	for i, method := range []string{http.MethodGet, http.MethodPost} {
 		var body []byte
@@ -428,7 +428,7 @@ func TestRetryMirrorsOnce(t *testing.T) {
 // choosing the endpoint that failed (least request, the other one
 // busier), a retry goes to another one; a set of one retries it.
 func TestRepickAvoidsTheFailedEndpoint(t *testing.T) {
-	s := retrySnapshot(80, []snapshot.EndpointSet{
+	s := retrySnapshot(80, []*snapshot.EndpointSet{
 		{Name: "ns/two:80", LoadBalancer: snapshot.LeastRequest, Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}, {Address: "10.0.0.2", Port: 80}}},
 		{Name: "ns/one:80", Endpoints: []snapshot.Endpoint{{Address: "10.0.0.3", Port: 80}}},
 	},
@@ -475,7 +475,7 @@ func TestRetryUsesTheEndpointsOfTheStateInForce(t *testing.T) {
 	route := snapshot.Route{ID: "r", Match: prefix("/"), Backends: to("ns/b:80"),
 		Timeouts: &snapshot.Timeouts{Backend: snapshot.Duration(300 * time.Millisecond)},
 		Retry:    &snapshot.Retry{Attempts: 2, BackendTimeouts: true, ConnectionErrors: true}}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", old)}, route))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", old)}, route))
 	done := make(chan result, 1)
 	go func() { done <- fetch(t, client(), fmt.Sprintf("http://127.0.0.1:%d/", port)) }()
 	select {
@@ -484,7 +484,7 @@ func TestRetryUsesTheEndpointsOfTheStateInForce(t *testing.T) {
 		t.Fatal("the first try never reached the old endpoint")
 	}
 	// The rollout: the old endpoint is gone, the fresh one serves.
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", fresh)}, route))
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", fresh)}, route))
 	r := <-done
 	if r.code != http.StatusOK || r.echo.Backend != "fresh" {
 		t.Fatalf("retried request: %d from %q, want 200 from the fresh endpoint (%q)", r.code, r.echo.Backend, r.body)

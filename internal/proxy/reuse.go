@@ -65,7 +65,7 @@ func sameVirtualHostInput(a, b *snapshot.VirtualHost) bool {
 // changed; nil otherwise. A set with upstream TLS is always compiled
 // again: its configuration also reads the snapshot's certificates.
 func reusableSet(in *snapshot.EndpointSet, old *endpointSet) *endpointSet {
-	if old == nil || in.TLS != nil || !sameEndpointSetInput(in, &old.src) {
+	if old == nil || in.TLS != nil || (in != old.src && !sameEndpointSetInput(in, old.src)) {
 		return nil
 	}
 	return old

@@ -145,7 +145,7 @@ func (w *reuseWorld) snapshot() *snapshot.Snapshot {
 	}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Listeners: []snapshot.Listener{l}}
 	for _, n := range w.setNames() {
-		s.EndpointSets = append(s.EndpointSets, snapshot.EndpointSet{Name: n, Endpoints: w.sets[n]})
+		s.EndpointSets = append(s.EndpointSets, &snapshot.EndpointSet{Name: n, Endpoints: w.sets[n]})
 	}
 	snapshot.Normalize(s)
 	return s
@@ -587,7 +587,7 @@ func TestUnchangedListenerIsTakenOver(t *testing.T) {
 		s.Listeners = append(s.Listeners, l)
 	}
 	for _, n := range []string{"default/svc-1:80", "default/svc-2:80", "default/svc-3:80"} {
-		s.EndpointSets = append(s.EndpointSets, snapshot.EndpointSet{Name: n, Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}})
+		s.EndpointSets = append(s.EndpointSets, &snapshot.EndpointSet{Name: n, Endpoints: []snapshot.Endpoint{{Address: "10.0.0.1", Port: 80}}})
 	}
 	snapshot.Normalize(s)
 	res, err := snapshot.ResourcesIn(snapshot.LayoutVirtualHosts, s)

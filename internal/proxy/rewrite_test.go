@@ -43,7 +43,7 @@ func TestPathRewriteRegex(t *testing.T) {
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
 	merge := &snapshot.PathNormalization{MergeSlashes: true}
-	p.mustApply(t, retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b)},
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b)},
 		regexRoute("groups", "/api/.*", `^/api/v([0-9]+)/(.*)$`, "/v$1/$2", nil),
 		regexRoute("all", "/all/.*", "foo", "bar", nil),
 		regexRoute("strip", "/strip/.*", "^/strip/", "", nil),

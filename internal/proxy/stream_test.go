@@ -152,8 +152,8 @@ func startUDPEcho(t testing.TB, name string) int32 {
 	return int32(pc.LocalAddr().(*net.UDPAddr).Port)
 }
 
-func portsSet(name string, ports ...int32) snapshot.EndpointSet {
-	es := snapshot.EndpointSet{Name: name}
+func portsSet(name string, ports ...int32) *snapshot.EndpointSet {
+	es := &snapshot.EndpointSet{Name: name}
 	for _, p := range ports {
 		es.Endpoints = append(es.Endpoints, snapshot.Endpoint{Address: "127.0.0.1", Port: p})
 	}
@@ -174,7 +174,7 @@ func streamListenerOf(proto snapshot.Protocol, port int32, routes ...snapshot.St
 	return l
 }
 
-func streamSnap(sets []snapshot.EndpointSet, certs []snapshot.Certificate, ls ...snapshot.Listener) *snapshot.Snapshot {
+func streamSnap(sets []*snapshot.EndpointSet, certs []snapshot.Certificate, ls ...snapshot.Listener) *snapshot.Snapshot {
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: sets, Certificates: certs, Listeners: ls}
 	snapshot.Normalize(s)
 	return s
@@ -281,7 +281,7 @@ func TestStreamTCPWeighted(t *testing.T) {
 	a, b := startTCPBackend(t, "a", greetEcho), startTCPBackend(t, "b", greetEcho)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/a:1", a.port), portsSet("ns/b:1", b.port)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/a:1", a.port), portsSet("ns/b:1", b.port)}, nil,
 		streamListenerOf(snapshot.ProtocolTCP, port, sroute("tcproute/ns/r:0", "", false, weighted("ns/a:1", 1), weighted("ns/b:1", 3)))))
 	const n = 400
 	seen := map[string]int{}
@@ -321,7 +321,7 @@ func TestStreamTCPRefusedIsReset(t *testing.T) {
 	p := newTestPlane(t)
 	dead := testkit.FreePortInt32(t)
 	noRoute, empty, invalid, dialErr := testkit.FreePortInt32(t), testkit.FreePortInt32(t), testkit.FreePortInt32(t), testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{{Name: "ns/empty:1"}, portsSet("ns/dead:1", dead)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{{Name: "ns/empty:1"}, portsSet("ns/dead:1", dead)}, nil,
 		streamListenerOf(snapshot.ProtocolTCP, noRoute),
 		streamListenerOf(snapshot.ProtocolTCP, empty, sroute("empty", "", false, weighted("ns/empty:1", 1))),
 		streamListenerOf(snapshot.ProtocolTCP, invalid, sroute("invalid", "", false, snapshot.Backend{Invalid: true, Weight: 1})),
@@ -355,7 +355,7 @@ func TestStreamTCPHalfClose(t *testing.T) {
 	reply, first := startTCPBackend(t, "reply", readAllReply), startTCPBackend(t, "first", closeFirst)
 	p := newTestPlane(t)
 	pr, pf := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/reply:1", reply.port), portsSet("ns/first:1", first.port)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/reply:1", reply.port), portsSet("ns/first:1", first.port)}, nil,
 		streamListenerOf(snapshot.ProtocolTCP, pr, sroute("reply", "", false, weighted("ns/reply:1", 1))),
 		streamListenerOf(snapshot.ProtocolTCP, pf, sroute("first", "", false, weighted("ns/first:1", 1)))))
 
@@ -422,7 +422,7 @@ func TestTLSRoutePassthroughBySNI(t *testing.T) {
 	a, b := startTLSBackend(t, "a", certA), startTLSBackend(t, "b", certB)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/a:443", a.port), portsSet("ns/b:443", b.port)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/a:443", a.port), portsSet("ns/b:443", b.port)}, nil,
 		streamListenerOf(snapshot.ProtocolTLS, port,
 			sroute("tlsroute/ns/a:0", "a.example.com", false, weighted("ns/a:443", 1)),
 			sroute("tlsroute/ns/b:0", "b.example.com", false, weighted("ns/b:443", 1)))))
@@ -460,7 +460,7 @@ func TestTLSRoutePassthroughBySNI(t *testing.T) {
 func TestTLSRouteSNIPrecedence(t *testing.T) {
 	cert := testCert(t, "any.example")
 	names := []string{"exact", "wild", "deep", "any"}
-	var sets []snapshot.EndpointSet
+	var sets []*snapshot.EndpointSet
 	for _, n := range names {
 		sets = append(sets, portsSet("ns/"+n+":443", startTLSBackend(t, n, cert).port))
 	}
@@ -496,7 +496,7 @@ func TestTLSRouteNoMatchAndPeekErrors(t *testing.T) {
 	a := startTLSBackend(t, "a", testCert(t, "a.example.com"))
 	p := newPlaneWith(t, func(o *Options) { o.HeaderTimeout = 300 * time.Millisecond })
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/a:443", a.port)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/a:443", a.port)}, nil,
 		streamListenerOf(snapshot.ProtocolTLS, port, sroute("a", "a.example.com", false, weighted("ns/a:443", 1)))))
 	lbl := []string{"listener", "test/" + strconv.Itoa(int(port)), "route", ""}
 
@@ -554,7 +554,7 @@ func TestTLSRouteTerminate(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	l := streamListenerOf(snapshot.ProtocolTLS, port, sroute("term", "term.example.com", true, weighted("ns/plain:80", 1)))
 	l.TLS = &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Hostname: "term.example.com", Certificate: cert.Name}}}
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/plain:80", b.port)}, []snapshot.Certificate{cert}, l))
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/plain:80", b.port)}, []snapshot.Certificate{cert}, l))
 
 	c, err := tlsClient(port, "term.example.com", poolOf(cert), "h2", "http/1.1")
 	if err != nil {
@@ -586,7 +586,7 @@ func TestTLSRouteMixed(t *testing.T) {
 		sroute("pass", "pass.example.com", false, weighted("ns/pass:443", 1)),
 		sroute("term", "term.example.com", true, weighted("ns/plain:80", 1)))
 	l.TLS = &snapshot.ListenerTLS{Certificates: []snapshot.SNICertificate{{Certificate: termCert.Name}}}
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/pass:443", pass.port), portsSet("ns/plain:80", plain.port)}, []snapshot.Certificate{termCert}, l))
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/pass:443", pass.port), portsSet("ns/plain:80", plain.port)}, []snapshot.Certificate{termCert}, l))
 	for _, tc := range []struct {
 		sni, want string
 		cert      snapshot.Certificate
@@ -641,7 +641,7 @@ func TestUDPEchoTwoClients(t *testing.T) {
 	echo := startUDPEcho(t, "u")
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/u:53", echo)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/u:53", echo)}, nil,
 		streamListenerOf(snapshot.ProtocolUDP, port, sroute("udproute/ns/u:0", "", false, weighted("ns/u:53", 1)))))
 	var wg sync.WaitGroup
 	errs := make(chan string, 100)
@@ -692,7 +692,7 @@ func TestUDPSessionIdleExpiry(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	l := streamListenerOf(snapshot.ProtocolUDP, port, sroute("r", "", false, weighted("ns/u:53", 1)))
 	l.UDPIdleTimeout = dur(200 * time.Millisecond)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/u:53", echo)}, nil, l))
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/u:53", echo)}, nil, l))
 	u := dialUDP(t, port)
 	if got := u.ask("one", time.Second); !strings.HasSuffix(got, "|one") {
 		t.Fatalf("reply %q", got)
@@ -719,7 +719,7 @@ func TestUDPSessionCap(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	l := streamListenerOf(snapshot.ProtocolUDP, port, sroute("r", "", false, weighted("ns/u:53", 1)))
 	l.UDPIdleTimeout = dur(time.Second)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/u:53", echo)}, nil, l))
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/u:53", echo)}, nil, l))
 	for i := range 2 {
 		if got := dialUDP(t, port).ask("hi", time.Second); got == "" {
 			t.Fatalf("client %d got no reply", i)
@@ -743,7 +743,7 @@ func TestStreamSwapKeepsOpenConnection(t *testing.T) {
 	a, b := startTCPBackend(t, "a", greetEcho), startTCPBackend(t, "b", greetEcho)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	sets := []snapshot.EndpointSet{portsSet("ns/a:1", a.port), portsSet("ns/b:1", b.port)}
+	sets := []*snapshot.EndpointSet{portsSet("ns/a:1", a.port), portsSet("ns/b:1", b.port)}
 	p.mustApply(t, streamSnap(sets, nil, streamListenerOf(snapshot.ProtocolTCP, port, sroute("r", "", false, weighted("ns/a:1", 1)))))
 	old := dialTCP(t, port)
 	br := bufio.NewReader(old)
@@ -772,7 +772,7 @@ func TestStreamTCPAndUDPOnOnePort(t *testing.T) {
 	var mu sync.Mutex
 	p.OnBoundPortsChange(func(ports []int32) { mu.Lock(); changes = append(changes, ports); mu.Unlock() })
 	port := testkit.FreePortInt32(t)
-	sets := []snapshot.EndpointSet{portsSet("ns/t:1", tb.port), portsSet("ns/u:1", ub)}
+	sets := []*snapshot.EndpointSet{portsSet("ns/t:1", tb.port), portsSet("ns/u:1", ub)}
 	tcp := streamListenerOf(snapshot.ProtocolTCP, port, sroute("t", "", false, weighted("ns/t:1", 1)))
 	udp := streamListenerOf(snapshot.ProtocolUDP, port, sroute("u", "", false, weighted("ns/u:1", 1)))
 	serves := func(when string, wantTCP, wantUDP bool) {
@@ -824,7 +824,7 @@ func TestStreamProtocolSwitchHTTPToTCP(t *testing.T) {
 	web, raw := startBackend(t, "web", false, nil), startTCPBackend(t, "raw", greetEcho)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	sets := []snapshot.EndpointSet{epSet("ns/web:80", web), portsSet("ns/raw:1", raw.port)}
+	sets := []*snapshot.EndpointSet{epSet("ns/web:80", web), portsSet("ns/raw:1", raw.port)}
 	httpSnap := streamSnap(sets, nil, httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/web:80")}}}))
 	tcpSnap := streamSnap(sets, nil, streamListenerOf(snapshot.ProtocolTCP, port, sroute("r", "", false, weighted("ns/raw:1", 1))))
 	get := func() int {
@@ -858,7 +858,7 @@ func TestStreamUnbindDrains(t *testing.T) {
 	b := startTCPBackend(t, "a", greetEcho)
 	p := newPlaneWith(t, func(o *Options) { o.DrainTimeout = 500 * time.Millisecond })
 	port, other := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
-	sets := []snapshot.EndpointSet{portsSet("ns/a:1", b.port)}
+	sets := []*snapshot.EndpointSet{portsSet("ns/a:1", b.port)}
 	r := sroute("r", "", false, weighted("ns/a:1", 1))
 	p.mustApply(t, streamSnap(sets, nil, streamListenerOf(snapshot.ProtocolTCP, port, r), streamListenerOf(snapshot.ProtocolTCP, other, r)))
 	c := dialTCP(t, port)
@@ -891,7 +891,7 @@ func TestStreamShutdownCloses(t *testing.T) {
 	tb, ub := startTCPBackend(t, "t", greetEcho), startUDPEcho(t, "u")
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/t:1", tb.port), portsSet("ns/u:1", ub)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/t:1", tb.port), portsSet("ns/u:1", ub)}, nil,
 		streamListenerOf(snapshot.ProtocolTCP, port, sroute("t", "", false, weighted("ns/t:1", 1))),
 		streamListenerOf(snapshot.ProtocolUDP, port, sroute("u", "", false, weighted("ns/u:1", 1)))))
 	c := dialTCP(t, port)
@@ -927,7 +927,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 	b := startTCPBackend(t, "a", greetEcho)
 	p := newPlaneWith(t, func(o *Options) { o.StreamIdleTimeout = 400 * time.Millisecond })
 	port := testkit.FreePortInt32(t)
-	p.mustApply(t, streamSnap([]snapshot.EndpointSet{portsSet("ns/a:1", b.port)}, nil,
+	p.mustApply(t, streamSnap([]*snapshot.EndpointSet{portsSet("ns/a:1", b.port)}, nil,
 		streamListenerOf(snapshot.ProtocolTCP, port, sroute("r", "", false, weighted("ns/a:1", 1)))))
 
 	busy, silent := dialTCP(t, port), dialTCP(t, port)

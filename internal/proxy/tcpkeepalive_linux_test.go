@@ -91,7 +91,7 @@ func waitKeepAlive(t *testing.T, client net.Conn, want bool, what string) {
 func TestClientKeepAliveProbes(t *testing.T) {
 	backend := startBackend(t, "b", false, nil)
 	snap := func(port int32) *snapshot.Snapshot {
-		return &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{epSet("ns/b:80", backend)},
+		return &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/b:80", backend)},
 			Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:80")}}})}}
 	}
 	dial := func(t *testing.T, port int32) net.Conn {

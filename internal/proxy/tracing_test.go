@@ -149,7 +149,7 @@ func accessLogByRequestID(t *testing.T, p *testPlane, id string) map[string]any 
 // tracedSnapshot routes /svc to backend b (endpoint set ns/b:80, route
 // httproute/ns/web:0) and /empty to a set without endpoints.
 func tracedSnapshot(port int32, b *testBackend) *snapshot.Snapshot {
-	return retrySnapshot(port, []snapshot.EndpointSet{epSet("ns/b:80", b), {Name: "ns/empty:80"}},
+	return retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/b:80", b), {Name: "ns/empty:80"}},
 		snapshot.Route{ID: "httproute/ns/web:0", Match: prefix("/svc"), Backends: to("ns/b:80")},
 		snapshot.Route{ID: "httproute/ns/empty:0", Match: prefix("/empty"), Backends: to("ns/empty:80")})
 }

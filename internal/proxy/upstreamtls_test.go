@@ -172,7 +172,7 @@ func startHTTPSBackend(t testing.TB, name string, cert snapshot.Certificate, cli
 	return b
 }
 
-func tlsSet(name string, u *snapshot.UpstreamTLS, bs ...*testBackend) snapshot.EndpointSet {
+func tlsSet(name string, u *snapshot.UpstreamTLS, bs ...*testBackend) *snapshot.EndpointSet {
 	es := epSet(name, bs...)
 	es.TLS = u
 	return es
@@ -327,7 +327,7 @@ func TestUpstreamTLSPoolsFollowSettings(t *testing.T) {
 	snap := func(caPEM string, client snapshot.Certificate) *snapshot.Snapshot {
 		u := snapshot.UpstreamTLS{ServerName: "backend.example", CAPEM: caPEM, ClientCertificate: client.Name}
 		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{client},
-			EndpointSets: []snapshot.EndpointSet{tlsSet("ns/b:443", &u, b)},
+			EndpointSets: []*snapshot.EndpointSet{tlsSet("ns/b:443", &u, b)},
 			Listeners:    []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:443")}}})}}
 		snapshot.Normalize(s)
 		return s
@@ -380,7 +380,7 @@ func TestUpstreamTLSH2(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	es := tlsSet("ns/grpc:443", &snapshot.UpstreamTLS{ServerName: "grpc.example", CAPEM: ca.pem}, b)
 	es.AppProtocol = snapshot.AppProtocolH2C
-	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []snapshot.EndpointSet{es},
+	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{es},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/grpc:443")}}})}})
 	for path, res := range viaLeanAndTransport(t, client(), fmt.Sprintf("http://127.0.0.1:%d/", port)) {
 		if res.code != 200 || res.echo.Proto != "HTTP/2.0" || res.header.Get("X-Alpn") != "h2" {
@@ -421,7 +421,7 @@ func TestUpstreamTLSWebSocketAndMirror(t *testing.T) {
 	port := testkit.FreePortInt32(t)
 	u := snapshot.UpstreamTLS{ServerName: "ws.example", CAPEM: ca.pem}
 	s := &snapshot.Snapshot{Scope: snapshot.SharedPool(),
-		EndpointSets: []snapshot.EndpointSet{tlsSet("ns/ws:443", &u, ws), tlsSet("ns/mirror:443", &u, mir), epSet("ns/plain:80", plain)},
+		EndpointSets: []*snapshot.EndpointSet{tlsSet("ns/ws:443", &u, ws), tlsSet("ns/mirror:443", &u, mir), epSet("ns/plain:80", plain)},
 		Listeners: []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{
 			{ID: "ws", Match: prefix("/chat"), Backends: to("ns/ws:443")},
 			{ID: "mirrored", Match: prefix("/mirrored"), Backends: to("ns/plain:80"), Mirrors: []snapshot.Mirror{{EndpointSet: "ns/mirror:443"}}},

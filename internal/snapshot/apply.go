@@ -199,8 +199,8 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 				return nil, "", false
 			}
 			hosts = append(hosts, hostChange{listener: li, hostname: v.Hostname, vh: v})
-		case EndpointSet:
-			sets = append(sets, setChange{name: v.Name, set: &v})
+		case *EndpointSet:
+			sets = append(sets, setChange{name: v.Name, set: v})
 		}
 	}
 	next = append(next, prev...)
@@ -318,8 +318,8 @@ func mergeHosts(hosts []*VirtualHost, changes []hostChange, unchanged func([]*Vi
 
 // patchSets is sets (by name) with changes (by name) put in, in a new
 // list, and marks saying which of its sets were there before.
-func patchSets(sets []EndpointSet, changes []setChange) ([]EndpointSet, []bool) {
-	out := make([]EndpointSet, 0, len(sets)+len(changes))
+func patchSets(sets []*EndpointSet, changes []setChange) ([]*EndpointSet, []bool) {
+	out := make([]*EndpointSet, 0, len(sets)+len(changes))
 	marks := make([]bool, 0, len(sets)+len(changes))
 	for len(sets) > 0 || len(changes) > 0 {
 		if len(changes) == 0 || (len(sets) > 0 && sets[0].Name < changes[0].name) {
@@ -333,7 +333,7 @@ func patchSets(sets []EndpointSet, changes []setChange) ([]EndpointSet, []bool) 
 		if len(sets) > 0 && sets[0].Name == c.name {
 			sets = sets[1:]
 		}
-		out = append(out, *c.set)
+		out = append(out, c.set)
 		marks = append(marks, false)
 	}
 	return out, marks

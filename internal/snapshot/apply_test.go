@@ -46,7 +46,7 @@ func applyFixture(t *testing.T) []Resource {
 		s.Listeners = append(s.Listeners, l)
 	}
 	for i := 0; i < 8; i++ {
-		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}})
+		s.EndpointSets = append(s.EndpointSets, &EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}})
 	}
 	s.Gateways = []GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{80, 8080, 800, 443}}}
 	Normalize(s)

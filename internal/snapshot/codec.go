@@ -146,6 +146,9 @@ func validate(s *Snapshot, known *validated) error {
 	}
 	sets := &endpointSetNames{sorted: s.EndpointSets}
 	for i, es := range s.EndpointSets {
+		if es == nil {
+			return fmt.Errorf("endpointSets[%d] is null", i)
+		}
 		if es.Name == "" {
 			return fmt.Errorf("endpointSets[%d]: name is empty", i)
 		}
@@ -241,7 +244,7 @@ func (w listenerAt) String() string { return fmt.Sprintf("listeners[%d] (%s)", w
 // a quarter of patching one at 10,000 sets, in the controller and in every
 // proxy), else through byName.
 type endpointSetNames struct {
-	sorted []EndpointSet
+	sorted []*EndpointSet
 	byName map[string]bool
 }
 
@@ -258,7 +261,7 @@ func (n *endpointSetNames) has(name string) bool {
 	if n.byName != nil {
 		return n.byName[name]
 	}
-	_, found := slices.BinarySearchFunc(n.sorted, name, func(es EndpointSet, name string) int { return strings.Compare(es.Name, name) })
+	_, found := slices.BinarySearchFunc(n.sorted, name, compareSetName)
 	return found
 }
 
@@ -609,8 +612,8 @@ func Resources(s *Snapshot) ([]Resource, error) {
 			return nil, err
 		}
 	}
-	for i := range s.EndpointSets {
-		if err := add("endpoints|"+s.EndpointSets[i].Name, &s.EndpointSets[i]); err != nil {
+	for _, es := range s.EndpointSets {
+		if err := add("endpoints|"+es.Name, es); err != nil {
 			return nil, err
 		}
 	}
@@ -647,8 +650,8 @@ func Assemble(scope Scope, resources []Resource) (*Snapshot, error) {
 			err = strictUnmarshal(r.Body, &l)
 			s.Listeners = append(s.Listeners, l)
 		case "endpoints":
-			var e EndpointSet
-			err = strictUnmarshal(r.Body, &e)
+			e := new(EndpointSet)
+			err = strictUnmarshal(r.Body, e)
 			s.EndpointSets = append(s.EndpointSets, e)
 		case "cert":
 			var c Certificate
@@ -696,8 +699,10 @@ func Normalize(s *Snapshot) {
 		sortVirtualHosts(s.Listeners[i].VirtualHosts)
 		sortStreamRoutes(s.Listeners[i].StreamRoutes)
 	}
-	for i := range s.EndpointSets {
-		sortEndpoints(s.EndpointSets[i].Endpoints)
+	for _, es := range s.EndpointSets {
+		if es != nil { // refused by validation
+			sortEndpoints(es.Endpoints)
+		}
 	}
 }
 
@@ -705,7 +710,10 @@ func Normalize(s *Snapshot) {
 // certificates and gateways.
 func normalizeTop(s *Snapshot) {
 	sort.SliceStable(s.Listeners, func(i, j int) bool { return ListenerLess(&s.Listeners[i], &s.Listeners[j]) })
-	sort.SliceStable(s.EndpointSets, func(i, j int) bool { return s.EndpointSets[i].Name < s.EndpointSets[j].Name })
+	sort.SliceStable(s.EndpointSets, func(i, j int) bool {
+		a, b := s.EndpointSets[i], s.EndpointSets[j]
+		return b != nil && (a == nil || a.Name < b.Name) // a null set (refused by validation) first
+	})
 	sort.SliceStable(s.Certificates, func(i, j int) bool { return s.Certificates[i].Name < s.Certificates[j].Name })
 	sort.SliceStable(s.Gateways, func(i, j int) bool {
 		if s.Gateways[i].Namespace != s.Gateways[j].Namespace {
@@ -714,6 +722,9 @@ func normalizeTop(s *Snapshot) {
 		return s.Gateways[i].Name < s.Gateways[j].Name
 	})
 }
+
+// compareSetName orders an endpoint set by its name against name.
+func compareSetName(es *EndpointSet, name string) int { return strings.Compare(es.Name, name) }
 
 // compareHostname orders a virtual host by its hostname against h.
 func compareHostname(vh *VirtualHost, h string) int { return strings.Compare(vh.Hostname, h) }

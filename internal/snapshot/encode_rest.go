@@ -106,10 +106,12 @@ var bareListeners = restKind[Listener]{
 	},
 }
 
-var endpointSets = restKind[EndpointSet]{
-	key:     func(s *EndpointSet) string { return "endpoints|" + s.Name },
-	compare: func(a, b *EndpointSet) int { return strings.Compare(a.Name, b.Name) },
-	same:    SameEndpointSet,
+// endpointSets are compared by identity first: a set a snapshot holds is
+// never modified, and unchanged ones are handed on.
+var endpointSets = restKind[*EndpointSet]{
+	key:     func(s **EndpointSet) string { return "endpoints|" + (*s).Name },
+	compare: func(a, b **EndpointSet) int { return strings.Compare((*a).Name, (*b).Name) },
+	same:    func(a, b **EndpointSet) bool { return *a == *b || SameEndpointSet(*a, *b) },
 }
 
 // SameEndpointSet reports whether a and b are the same set: equal names
@@ -141,7 +143,7 @@ var gatewayRefs = restKind[GatewayRef]{
 // encodedRest is an Encoder's encodings of the rest, kind by kind.
 type encodedRest struct {
 	listeners []encodedItem[Listener]
-	sets      []encodedItem[EndpointSet]
+	sets      []encodedItem[*EndpointSet]
 	certs     []encodedItem[Certificate]
 	gateways  []encodedItem[GatewayRef]
 }

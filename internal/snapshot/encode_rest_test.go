@@ -38,7 +38,7 @@ func restSnapshot(n int) *Snapshot {
 			VirtualHosts: []*VirtualHost{{Hostname: fmt.Sprintf("gw-%d.example.org", i)}},
 		})
 		s.Gateways = append(s.Gateways, GatewayRef{Namespace: "default", Name: fmt.Sprintf("gw-%d", i), Generation: 1, Ports: []int32{port}})
-		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.0.%d", i+1), Port: 8080}}})
+		s.EndpointSets = append(s.EndpointSets, &EndpointSet{Name: fmt.Sprintf("default/svc-%d:80", i), Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.0.%d", i+1), Port: 8080}}})
 	}
 	s.Listeners = append(s.Listeners, Listener{
 		Name: "gateway/default/tls/443", Port: 443, Protocol: ProtocolHTTPS,
@@ -56,6 +56,14 @@ func restSnapshot(n int) *Snapshot {
 // removed) and through calls that change nothing: every result equals a
 // fresh Encoder's, and every resource that did not change keeps the body
 // the Encoder made before (hosts without routes among them).
+// ownSet puts a copy of sets[i] in its place, to be changed (a
+// snapshot's sets are shared with the snapshots after it), and returns it.
+func ownSet(sets []*EndpointSet, i int) *EndpointSet {
+	c := *sets[i]
+	sets[i] = &c
+	return &c
+}
+
 func TestEncoderKeepsTheRest(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	s := restSnapshot(40)
@@ -85,11 +93,11 @@ func TestEncoderKeepsTheRest(t *testing.T) {
 			g := &next.Gateways[rng.Intn(len(next.Gateways))]
 			g.Ports = slices.Clone(g.Ports)
 		case 3: // the same endpoints in a new list
-			es := &next.EndpointSets[rng.Intn(len(next.EndpointSets))]
+			es := ownSet(next.EndpointSets, rng.Intn(len(next.EndpointSets)))
 			es.Endpoints = slices.Clone(es.Endpoints)
 			changed = "endpoints|" + es.Name
 		case 4:
-			es := &next.EndpointSets[rng.Intn(len(next.EndpointSets))]
+			es := ownSet(next.EndpointSets, rng.Intn(len(next.EndpointSets)))
 			es.ConnectTimeout++
 			changed = "endpoints|" + es.Name
 		case 5:
@@ -99,8 +107,8 @@ func TestEncoderKeepsTheRest(t *testing.T) {
 			i := rng.Intn(len(next.EndpointSets))
 			next.EndpointSets = slices.Delete(next.EndpointSets, i, i+1)
 			name := fmt.Sprintf("default/added-%d:80", step)
-			next.EndpointSets = append(next.EndpointSets, EndpointSet{Name: name})
-			slices.SortFunc(next.EndpointSets, func(a, b EndpointSet) int { return strings.Compare(a.Name, b.Name) })
+			next.EndpointSets = append(next.EndpointSets, &EndpointSet{Name: name})
+			slices.SortFunc(next.EndpointSets, func(a, b *EndpointSet) int { return strings.Compare(a.Name, b.Name) })
 			changed = "endpoints|" + name
 		case 7: // a Gateway and its listener removed
 			if len(next.Gateways) > 2 {
@@ -110,7 +118,7 @@ func TestEncoderKeepsTheRest(t *testing.T) {
 				next.Listeners = slices.DeleteFunc(next.Listeners, func(l Listener) bool { return l.Port == port })
 			}
 		case 9: // other endpoints
-			es := &next.EndpointSets[rng.Intn(len(next.EndpointSets))]
+			es := ownSet(next.EndpointSets, rng.Intn(len(next.EndpointSets)))
 			es.Endpoints = []Endpoint{{Address: fmt.Sprintf("10.1.0.%d", step%250+1), Port: 8080}}
 			changed = "endpoints|" + es.Name
 		case 8: // a host without routes renamed

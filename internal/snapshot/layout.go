@@ -660,7 +660,7 @@ type pendingHost struct {
 type decodedResource struct {
 	body   []byte // nil: not kept (DigestsOnly; no body decodes when empty)
 	digest [sha256.Size]byte
-	value  any // Listener (without virtual hosts), *VirtualHost, EndpointSet, Certificate or GatewayRef
+	value  any // Listener (without virtual hosts), *VirtualHost, *EndpointSet, Certificate or GatewayRef
 }
 
 // sameBody reports whether body is d's: by the bodies when d keeps its
@@ -736,7 +736,7 @@ func (a *Assembler) assemble(resources []Resource, nilKept bool) (*Snapshot, str
 	}
 	version := newDigestBuffer()
 	var hashMarks []digestMark
-	s := &Snapshot{Scope: a.Scope, EndpointSets: make([]EndpointSet, 0, a.sets)}
+	s := &Snapshot{Scope: a.Scope, EndpointSets: make([]*EndpointSet, 0, a.sets)}
 	listenerAt := map[string]int{} // listener key → index in s.Listeners
 	hosts := make([]pendingHost, 0, len(sorted))
 	setKnown := make([]bool, 0, a.sets)
@@ -783,7 +783,7 @@ func (a *Assembler) assemble(resources []Resource, nilKept bool) (*Snapshot, str
 			rest, _ := strings.CutPrefix(r.Key, vhostKind+"|")
 			lk, _, _ := strings.Cut(rest, "|")
 			hosts = append(hosts, pendingHost{lk, v, known})
-		case EndpointSet:
+		case *EndpointSet:
 			s.EndpointSets = append(s.EndpointSets, v)
 			setKnown = append(setKnown, known)
 		case Certificate:
@@ -821,7 +821,7 @@ func (a *Assembler) assemble(resources []Resource, nilKept bool) (*Snapshot, str
 	// Resources come in key order, so the endpoint sets and each
 	// listener's hosts are in order already (checked: a mark is only
 	// good for the position it was made at).
-	if !trust || !slices.IsSortedFunc(s.EndpointSets, func(a, b EndpointSet) int { return strings.Compare(a.Name, b.Name) }) {
+	if !trust || !slices.IsSortedFunc(s.EndpointSets, func(a, b *EndpointSet) int { return strings.Compare(a.Name, b.Name) }) {
 		setKnown = nil
 	}
 	normalizeTop(s)
@@ -889,8 +889,8 @@ func decodeResource(r Resource) (any, error) {
 		}
 		return vh, nil
 	case "endpoints":
-		var e EndpointSet
-		if err := strictUnmarshal(r.Body, &e); err != nil {
+		e := new(EndpointSet)
+		if err := strictUnmarshal(r.Body, e); err != nil {
 			return nil, err
 		}
 		if e.Name != name {

@@ -45,7 +45,7 @@ func scaled(n int) *Snapshot {
 				Backends: []Backend{{EndpointSet: set, Weight: 1}},
 			}},
 		})
-		s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: set, Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), Port: 8080}}})
+		s.EndpointSets = append(s.EndpointSets, &EndpointSet{Name: set, Endpoints: []Endpoint{{Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), Port: 8080}}})
 	}
 	s.Listeners = append(s.Listeners, l)
 	s.Gateways = []GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{30000}}}
@@ -176,7 +176,7 @@ func mutate(rng *rand.Rand, s *Snapshot) *Snapshot {
 			*vhs = append((*vhs)[:i], (*vhs)[i+1:]...)
 		}
 	case 3: // change an endpoint set
-		es := &c.EndpointSets[rng.Intn(len(c.EndpointSets))]
+		es := c.EndpointSets[rng.Intn(len(c.EndpointSets))] // decoded: ours to change
 		es.Endpoints = append(es.Endpoints, Endpoint{Address: fmt.Sprintf("10.9.0.%d", rng.Intn(250)+1), Port: 8080})
 		dedupEndpoints(&es.Endpoints)
 	}
@@ -572,7 +572,7 @@ func TestEncoderKeyOrderAcrossListeners(t *testing.T) {
 		}
 		s.Listeners = append(s.Listeners, l)
 	}
-	s.EndpointSets = []EndpointSet{{Name: "default/svc:80", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}}}
+	s.EndpointSets = []*EndpointSet{{Name: "default/svc:80", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}}}
 	s.Gateways = []GatewayRef{{Namespace: "default", Name: "web", Generation: 1, Ports: []int32{80, 443, 8080, 800, 30000, 3000}}}
 	Normalize(s)
 	e := &Encoder{}

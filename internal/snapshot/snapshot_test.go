@@ -42,7 +42,7 @@ func sample() *Snapshot {
 				}},
 			}},
 		}},
-		EndpointSets: []EndpointSet{{Name: "default/web:80", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}}},
+		EndpointSets: []*EndpointSet{{Name: "default/web:80", Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 8080}}}},
 		Gateways:     []GatewayRef{{Namespace: "default", Name: "web", Generation: 3, Ports: []int32{30000}}},
 	}
 }
@@ -173,6 +173,7 @@ func TestValidateRejects(t *testing.T) {
 			s.Listeners[0].VirtualHosts[0].Routes[0].Mirrors = []Mirror{{EndpointSet: "default/web:80", Numerator: 3, Denominator: 2}}
 		},
 		"duplicate endpoint set": func(s *Snapshot) { s.EndpointSets = append(s.EndpointSets, s.EndpointSets[0]) },
+		"null endpoint set":      func(s *Snapshot) { s.EndpointSets = append(s.EndpointSets, nil) },
 	}
 	if err := Validate(sample()); err != nil {
 		t.Fatalf("sample invalid: %v", err)
@@ -201,7 +202,7 @@ func TestValidateFindsEndpointSetsInAnyOrder(t *testing.T) {
 		vh.Routes = nil
 		for i := range 50 {
 			name := fmt.Sprintf("default/svc-%02d:80", 2*i+1) // odd numbers: the even ones are missing
-			s.EndpointSets = append(s.EndpointSets, EndpointSet{Name: name, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
+			s.EndpointSets = append(s.EndpointSets, &EndpointSet{Name: name, Endpoints: []Endpoint{{Address: "10.0.0.1", Port: 80}}})
 			r := base
 			r.ID = fmt.Sprintf("httproute/default/r%d:0", i)
 			r.Backends = []Backend{{EndpointSet: name, Weight: 1}}
@@ -280,5 +281,41 @@ func TestNullVirtualHostRefused(t *testing.T) {
 	}
 	if _, err := Assemble(s.Scope, res); err == nil || !strings.Contains(err.Error(), "null") {
 		t.Fatalf("Assemble: %v, want a null virtual host refused", err)
+	}
+}
+
+// TestNullEndpointSetRefused: a wire form or file that lists an endpoint
+// set as null is refused with an error, never dereferenced, and so is an
+// endpoint set resource whose body is null.
+func TestNullEndpointSetRefused(t *testing.T) {
+	b, err := json.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withNull := bytes.Replace(b, []byte(`"endpointSets":[`), []byte(`"endpointSets":[null,`), 1)
+	if bytes.Equal(withNull, b) {
+		t.Fatal("the sample lists no endpoint set")
+	}
+	if _, err := Decode(withNull); err == nil || !strings.Contains(err.Error(), "null") {
+		t.Fatalf("Decode: %v, want a null endpoint set refused", err)
+	}
+	nullSets := func(res []Resource, err error) []Resource {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if strings.HasPrefix(r.Key, "endpoints|") {
+				res[i].Body = []byte("null")
+			}
+		}
+		return res
+	}
+	if _, err := Assemble(sample().Scope, nullSets(Resources(sample()))); err == nil || !strings.Contains(err.Error(), "endpoint") {
+		t.Fatalf("Assemble: %v, want an endpoint set of body null refused", err)
+	}
+	res := nullSets(ResourcesIn(LayoutVirtualHosts, sample()))
+	a := &Assembler{Scope: sample().Scope, Layout: LayoutVirtualHosts}
+	if _, _, err := a.Assemble(res); err == nil || !strings.Contains(err.Error(), "endpoint") {
+		t.Fatalf("Assembler: %v, want an endpoint set of body null refused", err)
 	}
 }

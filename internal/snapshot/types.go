@@ -70,10 +70,14 @@ func (s Scope) String() string {
 // meaning and is never re-sorted); EndpointSets, Certificates and Gateways
 // by name.
 type Snapshot struct {
-	Scope        Scope         `json:"scope"`
-	Listeners    []Listener    `json:"listeners,omitempty"`
-	EndpointSets []EndpointSet `json:"endpointSets,omitempty"`
-	Certificates []Certificate `json:"certificates,omitempty"`
+	Scope        Scope          `json:"scope"`
+	Listeners    []Listener     `json:"listeners,omitempty"`
+	// EndpointSets are pointers, as virtual hosts are: a set is never
+	// modified once a snapshot holds it, so the next snapshot hands an
+	// unchanged one on as it is (8 bytes a set, not the set, at every
+	// change). A null set is refused by validation.
+	EndpointSets []*EndpointSet `json:"endpointSets,omitempty"`
+	Certificates []Certificate  `json:"certificates,omitempty"`
 	// Gateways lists the Gateways this snapshot serves, with the generation
 	// it was compiled from, so the data plane's acks can gate Programmed.
 	Gateways []GatewayRef `json:"gateways,omitempty"`

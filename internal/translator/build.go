@@ -310,32 +310,57 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 // endpointSetList is the endpoint sets named that this translation made,
 // in order: last, the list of the last translation, when they are the
 // same sets (at 10,000 routes a new list at every route change was a
-// seventh of what it allocated).
-func (t *translator) endpointSetList(last []snapshot.EndpointSet, names []string) []snapshot.EndpointSet {
-	n, same := 0, last != nil
-	for _, name := range names {
-		es := t.endpointSets[name]
-		if es == nil {
-			continue
-		}
-		if same && (n == len(last) || !snapshot.SameEndpointSet(&last[n], es)) {
+// seventh of what it allocated). Otherwise a set the same as last's of
+// its name is last's (sets are never modified once a snapshot holds
+// them), and the others are copied out of the scratch, into one array.
+func (t *translator) endpointSetList(last []*snapshot.EndpointSet, names []string) []*snapshot.EndpointSet {
+	n, fresh, same := 0, 0, last != nil
+	t.eachSetWithLast(last, names, func(es, prev *snapshot.EndpointSet) {
+		if same && (n == len(last) || last[n] != prev) {
 			same = false
 		}
+		if prev == nil {
+			fresh++
+		}
 		n++
-	}
+	})
 	if same && n == len(last) {
 		return last
 	}
 	if n == 0 {
 		return nil
 	}
-	out := make([]snapshot.EndpointSet, 0, n)
-	for _, name := range names {
-		if es := t.endpointSets[name]; es != nil {
-			out = append(out, *es)
+	out := make([]*snapshot.EndpointSet, 0, n)
+	copies := make([]snapshot.EndpointSet, fresh)
+	t.eachSetWithLast(last, names, func(es, prev *snapshot.EndpointSet) {
+		if prev == nil {
+			copies[0] = *es
+			prev, copies = &copies[0], copies[1:]
 		}
-	}
+		out = append(out, prev)
+	})
 	return out
+}
+
+// eachSetWithLast calls f with each endpoint set named that this
+// translation made, in order, and the set of last (in name order) the
+// same as it (nil: none).
+func (t *translator) eachSetWithLast(last []*snapshot.EndpointSet, names []string, f func(es, prev *snapshot.EndpointSet)) {
+	j := 0
+	for _, name := range names {
+		es := t.endpointSets[name]
+		if es == nil {
+			continue
+		}
+		for j < len(last) && last[j].Name < name {
+			j++
+		}
+		var prev *snapshot.EndpointSet
+		if j < len(last) && snapshot.SameEndpointSet(last[j], es) {
+			prev = last[j]
+		}
+		f(es, prev)
+	}
 }
 
 // buildHosts builds the virtual hosts lb emitted, in hostname order, each

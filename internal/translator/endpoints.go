@@ -145,7 +145,7 @@ func RefreshEndpoints(prev *Result, res *Resources) (out *Result, ok bool) {
 // set's, or (changed not nil) those of the sets of the changed Services
 // alone, found by name (sets are in name order). It is nil when no set's
 // endpoints changed; ok is false when a set's source is unknown.
-func refreshSets(sets []snapshot.EndpointSet, sources *endpointSources, bySvc map[nn][]*discoveryv1.EndpointSlice, changed map[nn]bool) (out []snapshot.EndpointSet, ok bool) {
+func refreshSets(sets []*snapshot.EndpointSet, sources *endpointSources, bySvc map[nn][]*discoveryv1.EndpointSlice, changed map[nn]bool) (out []*snapshot.EndpointSet, ok bool) {
 	refresh := func(j int, src endpointSource) {
 		eps := readyEndpoints(bySvc[src.service], src)
 		if slices.Equal(eps, sets[j].Endpoints) {
@@ -154,7 +154,9 @@ func refreshSets(sets []snapshot.EndpointSet, sources *endpointSources, bySvc ma
 		if out == nil {
 			out = slices.Clone(sets)
 		}
-		out[j].Endpoints = eps
+		es := *sets[j] // sets are shared: a new one
+		es.Endpoints = eps
+		out[j] = &es
 	}
 	if len(sets) == 0 {
 		return nil, true
@@ -171,7 +173,7 @@ func refreshSets(sets []snapshot.EndpointSet, sources *endpointSources, bySvc ma
 	}
 	for svc := range changed {
 		for _, name := range sources.setsOf(svc) {
-			j, found := slices.BinarySearchFunc(sets, name, func(es snapshot.EndpointSet, n string) int { return strings.Compare(es.Name, n) })
+			j, found := slices.BinarySearchFunc(sets, name, func(es *snapshot.EndpointSet, n string) int { return strings.Compare(es.Name, n) })
 			if found {
 				refresh(j, sources.bySet[name])
 			}

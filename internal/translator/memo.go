@@ -83,7 +83,7 @@ type Memo struct {
 	setOrder  map[snapshot.Scope][]string
 	// setLists is each scope's endpoint set list in the last translation,
 	// sources the sources of its endpoint sets (keepSources).
-	setLists map[snapshot.Scope][]snapshot.EndpointSet
+	setLists map[snapshot.Scope][]*snapshot.EndpointSet
 	sources  *endpointSources
 	// spareHostOrder is the map hostOrder was before the last
 	// translation, emptied: the next one fills it (at 2,000 listeners a
@@ -300,7 +300,7 @@ type memoPass struct {
 	// last* are the Memo's orders; next* this translation's.
 	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
-	lastSetLists, nextSetLists   map[snapshot.Scope][]snapshot.EndpointSet
+	lastSetLists, nextSetLists   map[snapshot.Scope][]*snapshot.EndpointSet
 	lastSources, nextSources     *endpointSources
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
@@ -402,7 +402,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder)), scratch: spare,
-		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources}
+		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources}
 	if ok {
 		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
 		pass.keptGateways = gatewaysKept
@@ -613,7 +613,7 @@ func (p *memoPass) keepSetOrder(scope snapshot.Scope, sets []string) {
 }
 
 // setList is scope's endpoint set list in the last translation.
-func (p *memoPass) setList(scope snapshot.Scope) []snapshot.EndpointSet {
+func (p *memoPass) setList(scope snapshot.Scope) []*snapshot.EndpointSet {
 	if p == nil {
 		return nil
 	}
@@ -621,7 +621,7 @@ func (p *memoPass) setList(scope snapshot.Scope) []snapshot.EndpointSet {
 }
 
 // keepSetList keeps scope's endpoint set list for the next translation.
-func (p *memoPass) keepSetList(scope snapshot.Scope, sets []snapshot.EndpointSet) {
+func (p *memoPass) keepSetList(scope snapshot.Scope, sets []*snapshot.EndpointSet) {
 	if p != nil {
 		p.nextSetLists[scope] = sets
 	}
