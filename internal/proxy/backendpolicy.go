@@ -108,11 +108,15 @@ func validateBackendPolicies(s, validated *snapshot.Snapshot) error {
 		oldSets = validated.EndpointSets
 	}
 	for i, es := range s.EndpointSets {
+		if len(oldSets) > 0 && oldSets[0] == es {
+			oldSets = oldSets[1:]
+			continue // checked then, and never modified since
+		}
 		for len(oldSets) > 0 && oldSets[0].Name < es.Name {
 			oldSets = oldSets[1:]
 		}
 		if len(oldSets) > 0 && oldSets[0] == es {
-			continue // checked then, and never modified since
+			continue
 		}
 		if err := validateEndpointSetPolicies(es); err != nil {
 			return fmt.Errorf("endpointSets[%d] (%s): %w", i, es.Name, err)

@@ -56,7 +56,7 @@ func policyPlane(t *testing.T, set *snapshot.EndpointSet, retry *snapshot.Retry)
 // liveSet is the compiled set name of the data plane's current state.
 func liveSet(t testing.TB, p *testPlane, name string) *endpointSet {
 	t.Helper()
-	es := p.state.Load().sets[name]
+	es := p.state.Load().sets.get(name)
 	if es == nil {
 		t.Fatalf("no endpoint set %s", name)
 	}

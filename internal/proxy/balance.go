@@ -21,11 +21,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -103,38 +106,101 @@ type endpoint struct {
 // name: those compiled anew and those prev had that in lacks (nil for
 // none). A virtual host whose routes looked up none of them resolves its
 // sets as it did (patchListener).
-func compileEndpointSets(in []*snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) (sets map[string]*endpointSet, changed map[string]bool) {
-	sets = make(map[string]*endpointSet, len(in))
-	had := 0 // names of in that prev has
-	for i := range in {
-		var old *endpointSet
-		if prev != nil {
-			old = prev.sets[in[i].Name]
-		}
-		if old != nil {
-			had++
-		}
-		if es := reusableSet(in[i], old); es != nil {
-			sets[in[i].Name] = es
-			continue
-		}
-		sets[in[i].Name] = newEndpointSet(in[i], old, certs)
+//
+// The sets come in name order, as the snapshot's (a copy is sorted when
+// they are not), and are matched with prev's by walking both lists: the
+// very snapshot set prev compiled is taken without a look at its name,
+// and prev's sets are prev's when the snapshot's list is the very one
+// prev was compiled from (a route change). At 10,000 sets, a map of them
+// all made at every swap was most of an endpoint refresh's work in the
+// proxy.
+func compileEndpointSets(in []*snapshot.EndpointSet, prev *state, certs map[string]*parsedCert) (sets endpointSets, changed map[string]bool) {
+	if prev != nil && len(in) > 0 && lists.Same(in, prev.sets.srcs) && !prev.sets.tls {
+		return prev.sets, nil
+	}
+	if sets, changed, ok := compileSortedSets(in, prev, certs, true); ok {
+		return sets, changed
+	}
+	sets, changed, _ = compileSortedSets(sortedSets(in), prev, certs, false)
+	return sets, changed
+}
+
+// compileSortedSets is compileEndpointSets of sets in name order; when
+// check is set, ok is false when they are not in strict name order.
+func compileSortedSets(in []*snapshot.EndpointSet, prev *state, certs map[string]*parsedCert, check bool) (sets endpointSets, changed map[string]bool, ok bool) {
+	var old, oldSrcs = []*endpointSet(nil), []*snapshot.EndpointSet(nil) // prev's, from the first not yet passed
+	if prev != nil {
+		old, oldSrcs = prev.sets.list, prev.sets.srcs
+	}
+	note := func(name string) {
 		if changed == nil {
 			changed = map[string]bool{}
 		}
-		changed[in[i].Name] = true
+		changed[name] = true
 	}
-	if prev != nil && had < len(prev.sets) {
-		for name := range prev.sets {
-			if sets[name] == nil {
-				if changed == nil {
-					changed = map[string]bool{}
-				}
-				changed[name] = true
+	sets = endpointSets{list: make([]*endpointSet, len(in)), srcs: in}
+	taken := false // in[i-1] was old's very input
+	for i, es := range in {
+		var o *endpointSet
+		if len(old) > 0 && oldSrcs[0] == es {
+			o, old, oldSrcs = old[0], old[1:], oldSrcs[1:]
+			if check && i > 0 && !taken && in[i-1].Name >= es.Name {
+				return endpointSets{}, nil, false
 			}
+			taken = true
+		} else {
+			if check && i > 0 && in[i-1].Name >= es.Name {
+				return endpointSets{}, nil, false
+			}
+			for len(old) > 0 && old[0].name < es.Name {
+				note(old[0].name) // gone
+				old, oldSrcs = old[1:], oldSrcs[1:]
+			}
+			if len(old) > 0 && old[0].name == es.Name {
+				o, old, oldSrcs = old[0], old[1:], oldSrcs[1:]
+			}
+			taken = false
 		}
+		if es.TLS != nil {
+			sets.tls = true
+		}
+		if r := reusableSet(es, o); r != nil {
+			sets.list[i] = r
+			continue
+		}
+		sets.list[i] = newEndpointSet(es, o, certs)
+		note(es.Name)
 	}
-	return sets, changed
+	for _, o := range old {
+		note(o.name) // gone
+	}
+	return sets, changed, true
+}
+
+// sortedSets is a copy of in in name order (names are unique: validated).
+func sortedSets(in []*snapshot.EndpointSet) []*snapshot.EndpointSet {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b *snapshot.EndpointSet) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// endpointSets are a state's compiled endpoint sets, in name order, and
+// the list they were compiled from (the snapshot's, or a sorted copy when
+// it was not in name order): srcs[i] is list[i].src, walked without
+// loading each compiled set. tls says whether a set opens upstream TLS.
+type endpointSets struct {
+	list []*endpointSet
+	srcs []*snapshot.EndpointSet
+	tls  bool
+}
+
+// get is the set of name (nil: none).
+func (s endpointSets) get(name string) *endpointSet {
+	i, found := slices.BinarySearchFunc(s.list, name, func(es *endpointSet, name string) int { return strings.Compare(es.name, name) })
+	if !found {
+		return nil
+	}
+	return s.list[i]
 }
 
 // newEndpointSet compiles an endpoint set; old (may be nil) lends its

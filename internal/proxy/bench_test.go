@@ -395,6 +395,44 @@ func BenchmarkCompileRetained(b *testing.B) {
 	}
 }
 
+// BenchmarkCompileManySets: 10,000 hosts, each routing to an endpoint
+// set of its own. one-set-changed: one set's endpoints change (an
+// endpoint refresh at 10,000 Services), and every host and every other
+// set is the very one in force; one-host-changed: one host's routes
+// change (a route change), and the set list is the very one in force.
+func BenchmarkCompileManySets(b *testing.B) {
+	b.Run("one-set-changed", func(b *testing.B) { benchManySets(b, false) })
+	b.Run("one-host-changed", func(b *testing.B) { benchManySets(b, true) })
+}
+
+func benchManySets(b *testing.B, hostChanged bool) {
+	const n = 10000
+	first := redirectHosts(n)
+	hosts := first.Listeners[0].VirtualHosts
+	for i, vh := range hosts {
+		name := "default/svc-" + strconv.Itoa(i) + ":80"
+		vh.Routes = []snapshot.Route{{ID: vh.Routes[0].ID, Match: vh.Routes[0].Match, Backends: []snapshot.Backend{{EndpointSet: name, Weight: 1}}}}
+		first.EndpointSets = append(first.EndpointSets, &snapshot.EndpointSet{Name: name,
+			Endpoints: []snapshot.Endpoint{{Address: "10.0." + strconv.Itoa(i/250) + "." + strconv.Itoa(i%250+1), Port: 8080}}})
+	}
+	snapshot.Normalize(first)
+	second := *first
+	if hostChanged {
+		second.Listeners = slices.Clone(first.Listeners)
+		l := &second.Listeners[0]
+		l.VirtualHosts = slices.Clone(l.VirtualHosts)
+		h := *l.VirtualHosts[n/2]
+		h.Routes = slices.Clone(h.Routes)
+		l.VirtualHosts[n/2] = &h
+	} else {
+		second.EndpointSets = slices.Clone(first.EndpointSets)
+		es := *second.EndpointSets[n/2]
+		es.Endpoints = []snapshot.Endpoint{{Address: "10.250.0.1", Port: 8080}}
+		second.EndpointSets[n/2] = &es
+	}
+	benchSwaps(b, []*snapshot.Snapshot{first, &second})
+}
+
 // BenchmarkCompileManyListeners: 10,000 hosts over 1,000 listeners, the
 // second snapshot sharing every listener's hosts but one host's (a route
 // change on one Gateway of 1,000): what a swap costs the proxy when

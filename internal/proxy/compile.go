@@ -32,7 +32,7 @@ import (
 type state struct {
 	version string
 	router  *router
-	sets    map[string]*endpointSet
+	sets    endpointSets
 	certs   map[string]*parsedCert
 	stats   map[statsKey]*routeStats
 	// listeners is the set of sockets to bind, with the kind of each.

@@ -150,7 +150,8 @@ type healthTarget struct {
 // status of endpoints no longer checked.
 func (b *backendState) sync(st *state) {
 	want := map[checkerKey]healthTarget{}
-	for name, es := range st.sets {
+	for _, es := range st.sets.list {
+		name := es.name
 		for _, ep := range es.eps {
 			if es.health == nil {
 				ep.health.Store(nil)

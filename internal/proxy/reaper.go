@@ -37,7 +37,7 @@ func liveAddrs(st *state) map[string]struct{} {
 	if st == nil {
 		return live
 	}
-	for _, es := range st.sets {
+	for _, es := range st.sets.list {
 		for _, ep := range es.eps {
 			live[ep.key] = struct{}{}
 		}

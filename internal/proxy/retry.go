@@ -500,14 +500,14 @@ func discardResponse(at *attempt, resp *http.Response) {
 // state in force now; nil: the route's own): a request that outlived a
 // snapshot is retried among the endpoints known now, not those of its
 // start, which a rollout may have replaced.
-func (rt *route) repick(prev destination, r *http.Request, ex *exchange, sets map[string]*endpointSet) (destination, bool) {
+func (rt *route) repick(prev destination, r *http.Request, ex *exchange, sets endpointSets) (destination, bool) {
 	in := pickInput{r: r, ex: ex, avoid: prev.ep, cookie: prev.cookie}
 	b := rt.pickBackend()
 	if b == nil || b.invalid {
 		return destination{}, false
 	}
 	set := b.set
-	if fresh := sets[set.name]; fresh != nil {
+	if fresh := sets.get(set.name); fresh != nil {
 		set = fresh
 	}
 	ep := set.pickFor(&in)
@@ -519,9 +519,9 @@ func (rt *route) repick(prev destination, r *http.Request, ex *exchange, sets ma
 
 // currentSets are the endpoint sets of the state in force (nil before the
 // first snapshot).
-func (d *DataPlane) currentSets() map[string]*endpointSet {
+func (d *DataPlane) currentSets() endpointSets {
 	if st := d.state.Load(); st != nil {
 		return st.sets
 	}
-	return nil
+	return endpointSets{}
 }

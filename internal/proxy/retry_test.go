@@ -437,16 +437,16 @@ func TestRepickAvoidsTheFailedEndpoint(t *testing.T) {
 	st := mustCompile(t, s)
 	vh := st.router.ports[80].any
 	two, one := vh.routes[0], vh.routes[1]
-	eps := st.sets["ns/two:80"].eps
+	eps := st.sets.get("ns/two:80").eps
 	eps[1].inflight.Store(100) // least request always prefers eps[0]
 	prev := destination{rt: two, b: &two.backends[0], ep: eps[0]}
 	for range 20 {
-		if next, ok := two.repick(prev, nil, nil, nil); !ok || next.ep != eps[1] {
+		if next, ok := two.repick(prev, nil, nil, endpointSets{}); !ok || next.ep != eps[1] {
 			t.Fatalf("repick after %s failed: %v %v, want %s", eps[0].addr, next.ep, ok, eps[1].addr)
 		}
 	}
-	only := st.sets["ns/one:80"].eps[0]
-	if next, ok := one.repick(destination{rt: one, b: &one.backends[0], ep: only}, nil, nil, nil); !ok || next.ep != only {
+	only := st.sets.get("ns/one:80").eps[0]
+	if next, ok := one.repick(destination{rt: one, b: &one.backends[0], ep: only}, nil, nil, endpointSets{}); !ok || next.ep != only {
 		t.Errorf("repick in a set of one: %v %v, want its endpoint again", next.ep, ok)
 	}
 }

@@ -81,7 +81,7 @@ type setLookup struct {
 // set resolves an endpoint set name in the state being compiled, noting
 // the lookup for the virtual host being compiled.
 func (c *compiler) set(name string) *endpointSet {
-	es := c.st.sets[name]
+	es := c.st.sets.get(name)
 	if c.lookups != nil {
 		*c.lookups = append(*c.lookups, setLookup{name, es})
 	}
@@ -120,7 +120,7 @@ func (c *compiler) reusableVHost(in *snapshot.VirtualHost, old *listenerRouter) 
 		return nil
 	}
 	for _, l := range vh.sets {
-		if c.st.sets[l.name] != l.set {
+		if c.st.sets.get(l.name) != l.set {
 			return nil
 		}
 	}

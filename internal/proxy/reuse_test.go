@@ -240,10 +240,10 @@ func TestCompileReusesOnlyWhatIsUnchanged(t *testing.T) {
 		checkOwnPointers(t, step, st)
 		for _, in := range s.EndpointSets {
 			var got, want []string
-			for _, e := range st.sets[in.Name].eps {
+			for _, e := range st.sets.get(in.Name).eps {
 				got = append(got, e.addr)
 			}
-			for _, e := range fresh.sets[in.Name].eps {
+			for _, e := range fresh.sets.get(in.Name).eps {
 				want = append(want, e.addr)
 			}
 			if !slices.Equal(got, want) {
@@ -305,7 +305,7 @@ func setsUnchanged(prev, st *state, vh *vhost) bool {
 	}
 	for _, r := range vh.routes {
 		for _, n := range setNamesOf(r) {
-			if prev.sets[n] != st.sets[n] {
+			if prev.sets.get(n) != st.sets.get(n) {
 				return false
 			}
 		}
@@ -357,12 +357,12 @@ func checkOwnPointers(t *testing.T, step int, st *state) {
 			for _, r := range vh.routes {
 				where := fmt.Sprintf("step %d: route %s", step, r.id)
 				for _, b := range r.backends {
-					if b.set != nil && st.sets[b.set.name] != b.set {
+					if b.set != nil && st.sets.get(b.set.name) != b.set {
 						t.Fatalf("%s sends to a set of another state (%s)", where, b.set.name)
 					}
 				}
 				for _, m := range r.mirrors {
-					if m.set != nil && st.sets[m.set.name] != m.set {
+					if m.set != nil && st.sets.get(m.set.name) != m.set {
 						t.Fatalf("%s mirrors to a set of another state (%s)", where, m.set.name)
 					}
 				}
@@ -622,7 +622,7 @@ func TestUnchangedListenerIsTakenOver(t *testing.T) {
 					t.Fatalf("listener %d host %s routes %v, a fresh compile %v", l.Port, in.Hostname, got, want)
 				}
 				for i, r := range vh.routes {
-					if r.backends[0].set != st.sets[fvh.routes[i].backends[0].set.name] {
+					if r.backends[0].set != st.sets.get(fvh.routes[i].backends[0].set.name) {
 						t.Fatalf("listener %d host %s sends to a set not the state's", l.Port, in.Hostname)
 					}
 				}
@@ -665,4 +665,44 @@ func TestUnchangedListenerIsTakenOver(t *testing.T) {
 		t.Error("a listener whose routes use no changed set was compiled again")
 	}
 	check(st2, third)
+}
+
+// TestCompileEndpointSetsByName: a state's sets are in name order
+// whatever the snapshot's order; the very set in force is taken over,
+// an equal one too, and the sets compiled anew or gone are the changed
+// ones.
+func TestCompileEndpointSetsByName(t *testing.T) {
+	set := func(name, addr string) *snapshot.EndpointSet {
+		return &snapshot.EndpointSet{Name: name, Endpoints: []snapshot.Endpoint{{Address: addr, Port: 80}}}
+	}
+	a, b, c := set("ns/a:80", "10.0.0.1"), set("ns/b:80", "10.0.0.2"), set("ns/c:80", "10.0.0.3")
+	first, changed := compileEndpointSets([]*snapshot.EndpointSet{a, b, c}, nil, nil)
+	if len(first.list) != 3 || len(changed) != 3 {
+		t.Fatalf("first: %d sets, changed %v", len(first.list), changed)
+	}
+	prev := &state{sets: first}
+	if again, changed := compileEndpointSets([]*snapshot.EndpointSet{a, b, c}, prev, nil); !slices.Equal(again.list, first.list) || changed != nil {
+		t.Errorf("the very sets in force gave %d sets, changed %v", len(again.list), changed)
+	}
+	c2 := *c // equal, not the same
+	d := set("ns/d:80", "10.0.0.4")
+	for _, in := range [][]*snapshot.EndpointSet{{a, &c2, d}, {d, &c2, a}, {&c2, a, d}} {
+		sets, changed := compileEndpointSets(in, prev, nil)
+		var names []string
+		for _, es := range sets.list {
+			names = append(names, es.name)
+		}
+		if !slices.Equal(names, []string{"ns/a:80", "ns/c:80", "ns/d:80"}) {
+			t.Fatalf("sets %v, want them in name order", names)
+		}
+		if sets.get("ns/a:80") != first.get("ns/a:80") || sets.get("ns/c:80") != first.get("ns/c:80") {
+			t.Error("an unchanged set was compiled again")
+		}
+		if sets.get("ns/b:80") != nil || sets.get("ns/d:80") == nil {
+			t.Error("get finds a set gone or misses one added")
+		}
+		if !maps.Equal(changed, map[string]bool{"ns/b:80": true, "ns/d:80": true}) {
+			t.Errorf("changed %v, want the set gone and the one added", changed)
+		}
+	}
 }

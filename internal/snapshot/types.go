@@ -70,8 +70,8 @@ func (s Scope) String() string {
 // meaning and is never re-sorted); EndpointSets, Certificates and Gateways
 // by name.
 type Snapshot struct {
-	Scope        Scope          `json:"scope"`
-	Listeners    []Listener     `json:"listeners,omitempty"`
+	Scope     Scope      `json:"scope"`
+	Listeners []Listener `json:"listeners,omitempty"`
 	// EndpointSets are pointers, as virtual hosts are: a set is never
 	// modified once a snapshot holds it, so the next snapshot hands an
 	// unchanged one on as it is (8 bytes a set, not the set, at every
