@@ -28,7 +28,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -169,6 +172,11 @@ func (p *pipeline) preload(t *testing.T, n int) {
 			t.Fatal(err)
 		}
 	}
+	// COXSWAIN_PROPAGATION_BACKENDS=1 gives each preloaded route a Service
+	// of its own, with an EndpointSlice of one ready endpoint: 10,000
+	// routes are then 10,000 endpoint sets, which every endpoint refresh
+	// has among its inputs (TestEndpointChurn).
+	backends := os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") != ""
 	errs := make(chan error, n)
 	// onWeb is whether route i is on web, the Gateway the probes reach.
 	onWeb := func(i int) bool { return !spread || i%(extra+1) == 0 }
@@ -179,6 +187,12 @@ func (p *pipeline) preload(t *testing.T, n int) {
 			r := redirectRoute(fmt.Sprintf("pre-%d", i), fmt.Sprintf("pre-%d.example.com", i))
 			if !onWeb(i) {
 				r.Spec.ParentRefs[0].Name = gwv1.ObjectName(fmt.Sprintf("gw-%d", i%(extra+1)-1))
+			}
+			if backends {
+				if err := p.preloadBackend(r, i); err != nil {
+					errs <- err
+					return
+				}
 			}
 			errs <- p.c.Create(p.ctx, r)
 		}(i)
@@ -204,6 +218,37 @@ func (p *pipeline) preload(t *testing.T, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// preloadBackend creates Service pre-i (headless: envtest's Service range
+// is small) with an EndpointSlice of one ready endpoint, and adds a rule
+// to r, the preloaded route i, sending /backend to it. The endpoint is
+// never requested: GET / still answers r's redirect.
+func (p *pipeline) preloadBackend(r *gwv1.HTTPRoute, i int) error {
+	name := fmt.Sprintf("pre-%d", i)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if err := p.c.Create(p.ctx, svc); err != nil {
+		return err
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-x",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "coxswain-e2e"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", 64+i/65536, i/256%256, i%256)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	}
+	if err := p.c.Create(p.ctx, slice); err != nil {
+		return err
+	}
+	r.Spec.Rules = append(r.Spec.Rules, gwv1.HTTPRouteRule{
+		Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: ptr.To(gwv1.PathMatchPathPrefix), Value: ptr.To("/backend")}}},
+		BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
+			Name: gwv1.ObjectName(name), Port: ptr.To(gwv1.PortNumber(80))}}}},
+	})
+	return nil
 }
 
 // profile fetches both heap profiles into dir, then secs-long CPU
