@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -83,9 +84,65 @@ func (p *memoPass) keepSources(sources map[string]endpointSource) *endpointSourc
 	return p.nextSources
 }
 
-// maxServicesScanned bounds the changed Services RefreshEndpoints looks
-// up one by one; more are grouped from every slice at once.
-const maxServicesScanned = 64
+// maxServicesLookedUp bounds the changed Services whose sets
+// RefreshEndpoints looks up one by one; with more, every set is listed
+// again.
+const maxServicesLookedUp = 64
+
+// sliceIndex is the EndpointSlices of each Service among a list of slices
+// (of), each Service's in name order. A refresh hands it on to the Result
+// it makes, updated with the slices that changed (handOn), so that it is
+// built once, by the first refresh after a translation; a refresh from a
+// Result whose index was handed on already builds one of its own.
+type sliceIndex struct {
+	mu    sync.Mutex
+	of    []*discoveryv1.EndpointSlice
+	bySvc map[nn][]*discoveryv1.EndpointSlice
+}
+
+// handOn is idx updated from last's slices to next's (d is their
+// difference) when it is last's index, else nil. Each Service's list is
+// replaced, never modified, so lists taken before stay as they were.
+func (idx *sliceIndex) handOn(last, next []*discoveryv1.EndpointSlice, d sliceDiff) *sliceIndex {
+	if idx == nil {
+		return nil
+	}
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if !lists.Same(idx.of, last) || len(idx.of) != len(last) {
+		return nil
+	}
+	for _, s := range d.gone {
+		if svc, ok := serviceOf(s); ok {
+			list := slices.DeleteFunc(slices.Clone(idx.bySvc[svc]), func(x *discoveryv1.EndpointSlice) bool { return x == s })
+			if len(list) == 0 {
+				delete(idx.bySvc, svc)
+			} else {
+				idx.bySvc[svc] = list
+			}
+		}
+	}
+	for _, s := range d.added {
+		if svc, ok := serviceOf(s); ok {
+			list := append(slices.Clone(idx.bySvc[svc]), s)
+			slices.SortFunc(list, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+			idx.bySvc[svc] = list
+		}
+	}
+	idx.of = next
+	return idx
+}
+
+// lists is the slices of each of the Services.
+func (idx *sliceIndex) lists(services map[nn]bool) map[nn][]*discoveryv1.EndpointSlice {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	out := make(map[nn][]*discoveryv1.EndpointSlice, len(services))
+	for svc := range services {
+		out[svc] = idx.bySvc[svc]
+	}
+	return out
+}
 
 // RefreshEndpoints is Translate(res) for a res that differs from the
 // Resources prev was translated from in EndpointSlices alone: only the
@@ -105,24 +162,34 @@ func RefreshEndpoints(prev *Result, res *Resources) (out *Result, ok bool) {
 	}
 	next := *prev
 	next.endpointSlices = res.EndpointSlices
-	changed, sorted := changedServices(prev.endpointSlices, res.EndpointSlices, prev.slicesSorted)
+	diff, sorted := changedServices(prev.endpointSlices, res.EndpointSlices, prev.slicesSorted)
+	changed := diff.changed
 	if sorted {
 		next.slicesSorted = 1
 	} else {
 		next.slicesSorted = -1
 	}
+	next.sliceIndex = nil
 	if changed != nil && len(changed) == 0 {
+		next.sliceIndex = prev.sliceIndex.handOn(prev.endpointSlices, res.EndpointSlices, diff)
 		return &next, true
 	}
 	var bySvc map[nn][]*discoveryv1.EndpointSlice
-	if changed == nil || len(changed) > maxServicesScanned {
+	switch {
+	case changed == nil:
 		bySvc = slicesByService(res.EndpointSlices)
+	case len(changed) > maxServicesLookedUp:
+		bySvc = slicesByService(res.EndpointSlices)
+		next.sliceIndex = &sliceIndex{of: res.EndpointSlices, bySvc: bySvc}
 		changed = nil
-	} else {
-		bySvc = make(map[nn][]*discoveryv1.EndpointSlice, len(changed))
-		for svc := range changed {
-			bySvc[svc] = slicesOfService(res.EndpointSlices, svc)
+	default:
+		idx := prev.sliceIndex.handOn(prev.endpointSlices, res.EndpointSlices, diff)
+		if idx == nil {
+			bySvc = slicesByService(res.EndpointSlices)
+			idx = &sliceIndex{of: res.EndpointSlices, bySvc: bySvc}
 		}
+		next.sliceIndex = idx
+		bySvc = idx.lists(changed)
 	}
 	next.Snapshots = make([]*snapshot.Snapshot, len(prev.Snapshots))
 	for i, s := range prev.Snapshots {
@@ -197,22 +264,6 @@ func slicesByService(in []*discoveryv1.EndpointSlice) map[nn][]*discoveryv1.Endp
 	return bySvc
 }
 
-// slicesOfService is the slices of Service svc among in, which is in key
-// order, in name order: it looks through svc's namespace alone.
-func slicesOfService(in []*discoveryv1.EndpointSlice, svc nn) []*discoveryv1.EndpointSlice {
-	var out []*discoveryv1.EndpointSlice
-	at, _ := slices.BinarySearchFunc(in, svc.Namespace, func(s *discoveryv1.EndpointSlice, ns string) int { return strings.Compare(s.Namespace, ns) })
-	for _, s := range in[at:] {
-		if s.Namespace != svc.Namespace {
-			break
-		}
-		if got, ok := serviceOf(s); ok && got == svc {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // serviceOf is the Service slice s lists the endpoints of.
 func serviceOf(s *discoveryv1.EndpointSlice) (nn, bool) {
 	if s == nil {
@@ -222,26 +273,35 @@ func serviceOf(s *discoveryv1.EndpointSlice) (nn, bool) {
 	return nn{Namespace: s.Namespace, Name: svc}, svc != ""
 }
 
-// changedServices is the Services whose slices differ between last and
-// next: those of the slices either has and the other has not (the same
-// object is the same slice). Both lists must be in key order; changed is
-// nil when they are not, or lastSorted (1: yes, -1: no, 0: unknown) says
-// last is not. sorted says whether next is in key order.
+// sliceDiff is how two lists of slices differ: the slices only the first
+// has (gone), those only the second has (added), and their Services.
+// changed is nil when that is not known.
+type sliceDiff struct {
+	changed     map[nn]bool
+	gone, added []*discoveryv1.EndpointSlice
+}
+
+// changedServices is the difference of last and next: the slices either
+// has and the other has not (the same object is the same slice), and
+// their Services. Both lists must be in key order; d.changed is nil when
+// they are not, or lastSorted (1: yes, -1: no, 0: unknown) says last is
+// not. sorted says whether next is in key order.
 //
 // A pair of next's slices both found in last is in order, as last is; so
 // once last is known to be, only the pairs around a slice new to next
 // are compared.
-func changedServices(last, next []*discoveryv1.EndpointSlice, lastSorted int8) (changed map[nn]bool, sorted bool) {
+func changedServices(last, next []*discoveryv1.EndpointSlice, lastSorted int8) (d sliceDiff, sorted bool) {
 	if lastSorted == 0 && inKeyOrder(last) {
 		lastSorted = 1
 	}
 	if lastSorted != 1 {
-		return nil, inKeyOrder(next)
+		return sliceDiff{}, inKeyOrder(next)
 	}
-	changed = map[nn]bool{}
-	mark := func(s *discoveryv1.EndpointSlice) {
+	d.changed = map[nn]bool{}
+	mark := func(s *discoveryv1.EndpointSlice, to *[]*discoveryv1.EndpointSlice) {
+		*to = append(*to, s)
 		if svc, ok := serviceOf(s); ok {
-			changed[svc] = true
+			d.changed[svc] = true
 		}
 	}
 	i, j := 0, 0
@@ -249,7 +309,7 @@ func changedServices(last, next []*discoveryv1.EndpointSlice, lastSorted int8) (
 	for i < len(last) || j < len(next) {
 		if i < len(last) && j < len(next) && last[i] == next[j] {
 			if j > 0 && !found && compareSlices(next[j-1], next[j]) >= 0 {
-				return nil, false
+				return sliceDiff{}, false
 			}
 			i, j, found = i+1, j+1, true
 			continue
@@ -259,23 +319,23 @@ func changedServices(last, next []*discoveryv1.EndpointSlice, lastSorted int8) (
 		case j == len(next):
 			c = -1 // last[i] is gone
 		case next[j] == nil:
-			return nil, false
+			return sliceDiff{}, false
 		case i < len(last):
 			c = compareSlices(last[i], next[j])
 		}
 		if c <= 0 {
-			mark(last[i])
+			mark(last[i], &d.gone)
 			i++
 		}
 		if c >= 0 {
 			if j > 0 && compareSlices(next[j-1], next[j]) >= 0 {
-				return nil, false
+				return sliceDiff{}, false
 			}
-			mark(next[j])
+			mark(next[j], &d.added)
 			j, found = j+1, false
 		}
 	}
-	return changed, true
+	return d, true
 }
 
 // inKeyOrder says whether slices are in key order, without nils or

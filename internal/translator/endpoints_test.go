@@ -96,7 +96,59 @@ func TestRefreshEndpointsOfChangedServices(t *testing.T) {
 		if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
 			t.Fatalf("step %d: refreshed and translated Results differ:\n%s", step, firstDifference(w, g))
 		}
+		if step%3 == 0 {
+			// A second refresh from prev, whose slice index the first
+			// took: another change.
+			other := *res
+			other.EndpointSlices = changeSomeSlices(rng, res.EndpointSlices, step+1000)
+			branch, ok := RefreshEndpoints(prev, &other)
+			if !ok {
+				t.Fatalf("step %d: the second refresh was refused", step)
+			}
+			if g, w := mustJSON(t, branch), mustJSON(t, Translate(&other)); !bytes.Equal(g, w) {
+				t.Fatalf("step %d: a second refresh from one Result differs from a translation:\n%s", step, firstDifference(w, g))
+			}
+		}
 		res, prev = &next, got
+	}
+}
+
+// TestSliceIndexIsHandedOnOnce: a refresh from a Result whose slice index
+// a refresh took already (it now indexes that refresh's slices) does not
+// use it. Two refreshes from one Result each add a slice to the same
+// Service; the second must not list the first's endpoint.
+func TestSliceIndexIsHandedOnOnce(t *testing.T) {
+	res := generate(40, 2, 1)
+	sortSlices(res.EndpointSlices)
+	prev := NewMemo().Translate(res)
+	// The first refresh builds the index (a change elsewhere).
+	first := *res
+	first.EndpointSlices = slices.Clone(res.EndpointSlices)
+	c := first.EndpointSlices[0].DeepCopy()
+	c.Endpoints = append(c.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.99.0.9"}})
+	first.EndpointSlices[0] = c
+	base, ok := RefreshEndpoints(prev, &first)
+	if !ok || base.sliceIndex == nil {
+		t.Fatal("the first refresh made no slice index")
+	}
+	addTo := func(from *Resources, name, addr string) *Resources {
+		next := *from
+		s := from.EndpointSlices[3].DeepCopy()
+		s.Name += name
+		s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{addr}}}
+		next.EndpointSlices = append(slices.Clone(from.EndpointSlices), s)
+		sortSlices(next.EndpointSlices)
+		return &next
+	}
+	one, two := addTo(&first, "-one", "10.77.0.1"), addTo(&first, "-two", "10.77.0.2")
+	for _, in := range []*Resources{one, two} {
+		got, ok := RefreshEndpoints(base, in)
+		if !ok {
+			t.Fatal("refused")
+		}
+		if g, w := mustJSON(t, got), mustJSON(t, Translate(in)); !bytes.Equal(g, w) {
+			t.Fatalf("refreshed and translated Results differ:\n%s", firstDifference(w, g))
+		}
 	}
 }
 
@@ -175,7 +227,8 @@ func TestChangedServices(t *testing.T) {
 		{"repeat", []*discoveryv1.EndpointSlice{a, c}, []*discoveryv1.EndpointSlice{a, b, b, c}, nil, false},
 		{"nil", []*discoveryv1.EndpointSlice{a, c}, []*discoveryv1.EndpointSlice{a, nil, c}, nil, false},
 	} {
-		got, sorted := changedServices(tc.last, tc.next, 0)
+		d, sorted := changedServices(tc.last, tc.next, 0)
+		got := d.changed
 		if sorted != tc.sorted {
 			t.Errorf("%s: sorted %v, want %v", tc.name, sorted, tc.sorted)
 		}

@@ -150,6 +150,8 @@ type Result struct {
 	// known yet): what the next refresh compares its slices with.
 	endpointSlices []*discoveryv1.EndpointSlice
 	slicesSorted   int8
+	// sliceIndex, when set, is the slices of each Service (RefreshEndpoints).
+	sliceIndex *sliceIndex
 }
 
 // GatewayClassStatus is the desired status of a GatewayClass we own.
