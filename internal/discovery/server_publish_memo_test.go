@@ -199,8 +199,10 @@ func BenchmarkPublish(b *testing.B) {
 		shared    bool
 		idle      int
 		endpoints bool
+		sets      int // with endpoints: the sets the snapshots list (1 when 0)
 	}
-	shapes := []shape{{1000, false, 0, false}, {1000, true, 0, false}, {10000, false, 0, false}, {10000, true, 0, false}, {10000, true, 999, false}, {10000, true, 0, true}}
+	shapes := []shape{{1000, false, 0, false, 0}, {1000, true, 0, false, 0}, {10000, false, 0, false, 0}, {10000, true, 0, false, 0},
+		{10000, true, 999, false, 0}, {10000, true, 0, true, 0}, {10000, true, 0, true, 10000}}
 	for _, sh := range shapes {
 		n, shared := sh.n, sh.shared
 		name := fmt.Sprintf("hosts=%d/shared=%v", n, shared)
@@ -209,6 +211,9 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		if sh.endpoints {
 			name += "/endpoints"
+		}
+		if sh.sets > 0 {
+			name += fmt.Sprintf(",sets=%d", sh.sets)
 		}
 		{
 			b.Run(name, func(b *testing.B) {
@@ -254,10 +259,17 @@ func BenchmarkPublish(b *testing.B) {
 				}
 				snaps := []*snapshot.Snapshot{build(0), build(1)}
 				if sh.endpoints {
+					// The other sets are the very ones in both, as a
+					// refresh hands them on.
+					others := make([]*snapshot.EndpointSet, 0, sh.sets)
+					for i := range sh.sets - 1 {
+						others = append(others, &snapshot.EndpointSet{Name: fmt.Sprintf("default/svc-%05d:80", i),
+							Endpoints: []snapshot.Endpoint{{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), Port: 8080}}})
+					}
 					set := func(s *snapshot.Snapshot, last byte) *snapshot.Snapshot {
 						cp := *s
-						cp.EndpointSets = []*snapshot.EndpointSet{{Name: "default/api:80",
-							Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + string('0'+last), Port: 8080}}}}
+						cp.EndpointSets = append([]*snapshot.EndpointSet{{Name: "default/api:80",
+							Endpoints: []snapshot.Endpoint{{Address: "10.0.0." + string('0'+last), Port: 8080}}}}, others...)
 						return &cp
 					}
 					snaps = []*snapshot.Snapshot{set(snaps[0], 1), set(snaps[0], 2)}

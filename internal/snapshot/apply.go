@@ -207,7 +207,8 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 
 	s = new(Snapshot)
 	*s = *a.last
-	known := &validated{hosts: make([][]bool, len(s.Listeners))}
+	// A patch changes hosts and sets alone: the certificates are the last's.
+	known := &validated{hosts: make([][]bool, len(s.Listeners)), sameCerts: true}
 	if len(hosts) > 0 {
 		s.Listeners = slices.Clone(s.Listeners)
 		// changes are in key order: a listener's hosts come together, by
