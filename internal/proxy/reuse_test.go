@@ -706,3 +706,59 @@ func TestCompileEndpointSetsByName(t *testing.T) {
 		}
 	}
 }
+
+// TestGoneAddrsEqualsTheLiveSets: over random changes to random endpoint
+// sets (an address in several sets, sets added, removed, changed and left
+// as they are), goneAddrs is the keys the state in force can send to and
+// the next cannot.
+func TestGoneAddrsEqualsTheLiveSets(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	addr := func() snapshot.Endpoint {
+		return snapshot.Endpoint{Address: "10.0.0." + strconv.Itoa(rng.Intn(12)+1), Port: 8080}
+	}
+	var in []*snapshot.EndpointSet
+	for i := range 8 {
+		in = append(in, &snapshot.EndpointSet{Name: "ns/s" + strconv.Itoa(i) + ":80", Endpoints: []snapshot.Endpoint{addr()}})
+	}
+	prev := &state{}
+	prev.sets, _ = compileEndpointSets(in, nil, nil)
+	for step := range 300 {
+		next := slices.Clone(in)
+		for range 1 + rng.Intn(3) {
+			k := rng.Intn(len(next))
+			switch rng.Intn(4) {
+			case 0: // other endpoints
+				c := *next[k]
+				c.Endpoints = []snapshot.Endpoint{addr()}
+				if rng.Intn(2) == 0 {
+					c.Endpoints = append(c.Endpoints, addr())
+				}
+				next[k] = &c
+			case 1: // gone
+				if len(next) > 1 {
+					next = slices.Delete(next, k, k+1)
+				}
+			case 2: // added
+				name := "ns/t" + strconv.Itoa(step) + ":80"
+				next = append(next, &snapshot.EndpointSet{Name: name, Endpoints: []snapshot.Endpoint{addr()}})
+				slices.SortFunc(next, func(a, b *snapshot.EndpointSet) int { return strings.Compare(a.Name, b.Name) })
+			}
+		}
+		st := &state{}
+		st.sets, _ = compileEndpointSets(next, prev, nil)
+		var want []string
+		live := liveAddrs(st)
+		for key := range liveAddrs(prev) {
+			if _, ok := live[key]; !ok {
+				want = append(want, key)
+			}
+		}
+		got := goneAddrs(prev, st)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d: gone %v, want %v", step, got, want)
+		}
+		prev, in = st, next
+	}
+}
