@@ -39,11 +39,13 @@ import (
 // the same list is the same content); anything else is encoded again.
 
 // encodedItem is one item of the rest as an Encoder last encoded it: the
-// value, its resource key and body.
+// value, its resource key and body, and whether a chunk of endpoint sets
+// ends after it (chunkEnds of its key; host_chunks.go).
 type encodedItem[T any] struct {
 	v    T
 	key  string
 	body []byte
+	ends bool
 }
 
 // restKind is how one kind of the rest is keyed, ordered and compared.
@@ -69,7 +71,7 @@ type restKind[T any] struct {
 // prev's very items (k.identical) are in order when prev's were: their
 // keys are not compared (at 10,000 endpoint sets, comparing every key at
 // every change was a tenth of the Encoder's work).
-func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], out []Resource, prevOrdered bool) (_ []Resource, _ []encodedItem[T], ordered bool, _ error) {
+func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], out []Resource, prevOrdered bool, mask uint32) (_ []Resource, _ []encodedItem[T], ordered bool, _ error) {
 	next = lists.Reuse(next, len(items))
 	ordered = true
 	lastTaken := false // items[i-1] was prev's very item
@@ -90,9 +92,11 @@ func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], ou
 			if err != nil {
 				return nil, nil, false, err
 			}
-			e = encodedItem[T]{key: k.key(it), body: b}
+			key := k.key(it)
+			e = encodedItem[T]{key: key, body: b, ends: chunkEnds(key, mask)}
 		}
-		if i > 0 && ordered && !(taken && lastTaken && prevOrdered) && out[len(out)-1].Key >= e.key {
+		inOrder := taken && lastTaken && prevOrdered // prev's items, in prev's order
+		if i > 0 && ordered && !inOrder && out[len(out)-1].Key >= e.key {
 			ordered = false
 		}
 		lastTaken = taken
@@ -171,39 +175,62 @@ type encodedRest struct {
 }
 
 // restResources is the resources of s's rest (bare: its listeners
-// without hosts), in key order, one per key: e.rest are the
-// encodings of the last call, e.restSpare those of the call before, whose
-// storage this call fills.
-func (e *Encoder) restResources(s *Snapshot, bare []Listener) ([]Resource, error) {
+// without hosts), in key order, one per key, but the endpoint sets: those
+// are sets, in chunks (host_chunks.go), so that a change to one set of
+// 10,000 makes one new chunk of about a hundred and hands the others on,
+// where a list of every resource of the rest was 400 KB a change. e.rest
+// are the encodings of the last call, e.restSpare those of the call
+// before, whose storage this call fills.
+func (e *Encoder) restResources(s *Snapshot, bare []Listener) (_ []Resource, sets []HostRun, _ error) {
 	prev, next := &e.rest, &e.restSpare
+	mask := e.chunkMask()
 	// A new list: the result keeps it (Encoded).
-	out := make([]Resource, 0, len(bare)+len(s.EndpointSets)+len(s.Certificates)+len(s.Gateways))
+	out := make([]Resource, 0, len(bare)+len(s.Certificates)+len(s.Gateways))
+	run := lists.Reuse(e.setRun, len(s.EndpointSets))
 	var err error
 	// In the order of their key kinds: cert, endpoints, gateway, listener
 	// (so the kinds are in order with one another).
-	if out, next.certs, next.certsOrdered, err = encodeRest(certificates, s.Certificates, prev.certs, next.certs, out, prev.certsOrdered); err != nil {
-		return nil, err
+	if out, next.certs, next.certsOrdered, err = encodeRest(certificates, s.Certificates, prev.certs, next.certs, out, prev.certsOrdered, mask); err != nil {
+		return nil, nil, err
 	}
-	if out, next.sets, next.setsOrdered, err = encodeRest(endpointSets, s.EndpointSets, prev.sets, next.sets, out, prev.setsOrdered); err != nil {
-		return nil, err
+	if run, next.sets, next.setsOrdered, err = encodeRest(endpointSets, s.EndpointSets, prev.sets, next.sets, run, prev.setsOrdered, mask); err != nil {
+		return nil, nil, err
 	}
-	if out, next.gateways, next.gatewaysOrdered, err = encodeRest(gatewayRefs, s.Gateways, prev.gateways, next.gateways, out, prev.gatewaysOrdered); err != nil {
-		return nil, err
+	if out, next.gateways, next.gatewaysOrdered, err = encodeRest(gatewayRefs, s.Gateways, prev.gateways, next.gateways, out, prev.gatewaysOrdered, mask); err != nil {
+		return nil, nil, err
 	}
-	if out, next.listeners, next.listenersOrdered, err = encodeRest(bareListeners, bare, prev.listeners, next.listeners, out, prev.listenersOrdered); err != nil {
-		return nil, err
+	if out, next.listeners, next.listenersOrdered, err = encodeRest(bareListeners, bare, prev.listeners, next.listeners, out, prev.listenersOrdered, mask); err != nil {
+		return nil, nil, err
 	}
-	ordered := next.certsOrdered && next.setsOrdered && next.gatewaysOrdered && next.listenersOrdered
+	ordered := next.certsOrdered && next.gatewaysOrdered && next.listenersOrdered
+	items := next.sets
+	ends := func(j int) bool { return items[j].ends }
+	if !next.setsOrdered {
+		if err := sortUnique(run); err != nil {
+			return nil, nil, err
+		}
+		ends = func(j int) bool { return chunkEnds(run[j].Key, mask) }
+	}
+	chunks := chunkRun(run, ends, e.setChunks)
+	clear(run) // the scratch keeps no body alive
+	e.setRun = run[:0]
 	e.rest, e.restSpare = e.restSpare, e.rest
 	clearRest(&e.restSpare)
 	if !ordered {
 		// Listener keys are port numbers, not in their string order;
 		// Gateway keys join namespace and name.
 		if err := sortUnique(out); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	e.setChunks = chunks
+	if len(chunks) > 0 {
+		sets = make([]HostRun, len(chunks))
+		for i, c := range chunks {
+			sets[i] = HostRun{Prefix: setsPrefix, Resources: c}
+		}
+	}
+	return out, sets, nil
 }
 
 // clearRest empties r's lists, keeping their storage: what the call

@@ -127,12 +127,19 @@ type Encoder struct {
 	// is the chunk mask instead of the default (tests).
 	run  []Resource
 	mask uint32
+	// setChunks are the endpoint set resources of the last call, in
+	// chunks (as a listener's hosts are), and setRun the scratch list
+	// they are encoded into first.
+	setChunks [][]Resource
+	setRun    []Resource
 }
 
 // Encoded is a snapshot's resources in a layout PerHost as an Encoder
-// makes them: Rest, every resource but the virtual hosts, in key order,
-// then the virtual hosts of each listener, Runs in the order of their key
-// prefixes; a listener's hosts are a run of consecutive chunks
+// makes them: Rest, every resource but the virtual hosts and the endpoint
+// sets, in key order, the endpoint sets in chunks (Sets, whose keys sort
+// among Rest's: after the certificates), then the virtual hosts of each
+// listener, Runs in the order of their key prefixes; a listener's hosts
+// are a run of consecutive chunks
 // (host_chunks.go), each a HostRun with the listener's prefix. Every key
 // of Rest sorts before every virtual host key ("cert", "endpoints",
 // "gateway" and "listener" before "vhost"), and no listener key makes a
@@ -143,7 +150,19 @@ type Encoder struct {
 // once. Never modified once made.
 type Encoded struct {
 	Rest []Resource
+	Sets []HostRun
 	Runs []HostRun
+}
+
+// setsPrefix is the key prefix of endpoint set resources, and the Prefix
+// of Encoded.Sets's chunks.
+const setsPrefix = "endpoints|"
+
+// restSplit is how many of e's Rest resources sort before the endpoint
+// sets (Sets): the certificates.
+func (e Encoded) restSplit() int {
+	n, _ := slices.BinarySearchFunc(e.Rest, setsPrefix, func(r Resource, p string) int { return strings.Compare(r.Key, p) })
+	return n
 }
 
 // HostRun is resources of one listener's virtual hosts, in key order, all
@@ -157,6 +176,9 @@ type HostRun struct {
 // Len is how many resources e holds.
 func (e Encoded) Len() int {
 	n := len(e.Rest)
+	for _, r := range e.Sets {
+		n += len(r.Resources)
+	}
 	for _, r := range e.Runs {
 		n += len(r.Resources)
 	}
@@ -166,7 +188,20 @@ func (e Encoded) Len() int {
 // All yields e's resources in key order.
 func (e Encoded) All() iter.Seq[Resource] {
 	return func(yield func(Resource) bool) {
-		for _, r := range e.Rest {
+		k := e.restSplit()
+		for _, r := range e.Rest[:k] {
+			if !yield(r) {
+				return
+			}
+		}
+		for _, run := range e.Sets {
+			for _, r := range run.Resources {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+		for _, r := range e.Rest[k:] {
 			if !yield(r) {
 				return
 			}
@@ -184,7 +219,12 @@ func (e Encoded) All() iter.Seq[Resource] {
 // Flat is e's resources in one new list, in key order.
 func (e Encoded) Flat() []Resource {
 	out := make([]Resource, 0, e.Len())
-	out = append(out, e.Rest...)
+	k := e.restSplit()
+	out = append(out, e.Rest[:k]...)
+	for _, run := range e.Sets {
+		out = append(out, run.Resources...)
+	}
+	out = append(out, e.Rest[k:]...)
 	for _, run := range e.Runs {
 		out = append(out, run.Resources...)
 	}
@@ -196,7 +236,10 @@ func (e Encoded) Flat() []Resource {
 // both in key order. A chunk of cur that is prev's very chunk is skipped
 // without a look at its resources.
 func Diff(prev, cur Encoded) (upserts []Resource, removed []string) {
-	upserts, removed = diffLists(prev.Rest, cur.Rest, upserts, removed)
+	pk, ck := prev.restSplit(), cur.restSplit()
+	upserts, removed = diffLists(prev.Rest[:pk], cur.Rest[:ck], upserts, removed)
+	upserts, removed = diffChunks(prev.Sets, cur.Sets, upserts, removed)
+	upserts, removed = diffLists(prev.Rest[pk:], cur.Rest[ck:], upserts, removed)
 	p, c := prev.Runs, cur.Runs
 	for len(p) > 0 || len(c) > 0 {
 		switch {
@@ -334,7 +377,7 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 		l.VirtualHosts = nil
 		bare[i] = l
 	}
-	rest, err := e.restResources(s, bare)
+	rest, sets, err := e.restResources(s, bare)
 	clear(bare) // no scratch list keeps a snapshot's memory
 	e.bare = bare
 	if err != nil {
@@ -356,7 +399,7 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 	for _, lk := range taken {
 		delete(e.spare, lk)
 	}
-	return Encoded{Rest: rest, Runs: runs}, nil
+	return Encoded{Rest: rest, Sets: sets, Runs: runs}, nil
 }
 
 // encodeHosts encodes listener lk's hosts (keys under prefix), those last

@@ -777,3 +777,76 @@ func TestEncoderHandsOnUnchangedChunks(t *testing.T) {
 		prev, s = cur, &next
 	}
 }
+
+// TestEncoderHandsOnUnchangedSetChunks: at 10,000 endpoint sets, a set
+// changed, added or removed makes one or two new chunks of sets, the
+// others are the very chunks of the last encoding, and Diff finds the one
+// change; sets out of name order still encode in key order.
+func TestEncoderHandsOnUnchangedSetChunks(t *testing.T) {
+	s := scaled(10000)
+	e := &Encoder{}
+	prev, err := e.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(prev.Sets); n < 20 || n > 400 {
+		t.Fatalf("10,000 sets in %d chunks, want about 78", n)
+	}
+	rng := rand.New(rand.NewSource(9))
+	for step := 0; step < 60; step++ {
+		next := *s
+		next.EndpointSets = slices.Clone(s.EndpointSets)
+		i := rng.Intn(len(next.EndpointSets))
+		switch step % 3 {
+		case 0: // other endpoints, in a new set (sets are shared)
+			es := *next.EndpointSets[i]
+			es.Endpoints = []Endpoint{{Address: fmt.Sprintf("10.9.0.%d", step+1), Port: 8080}}
+			next.EndpointSets[i] = &es
+		case 1: // added
+			next.EndpointSets = append(next.EndpointSets, &EndpointSet{Name: fmt.Sprintf("default/added-%d:80", step)})
+			normalizeTop(&next)
+		case 2: // removed (no route names it: scaled's routes are not checked here)
+			next.EndpointSets = slices.Delete(next.EndpointSets, i, i+1)
+		}
+		cur, err := e.Encode(&next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := map[*Resource]bool{}
+		for _, r := range prev.Sets {
+			old[&r.Resources[0]] = true
+		}
+		fresh := 0
+		for _, r := range cur.Sets {
+			if !old[&r.Resources[0]] {
+				fresh++
+			}
+		}
+		if fresh < 1 || fresh > 2 {
+			t.Fatalf("step %d: %d new chunks of sets, want one or two", step, fresh)
+		}
+		if up, rm := Diff(prev, cur); len(up)+len(rm) != 1 {
+			t.Fatalf("step %d: Diff found %d upserts and %d removals, want one change", step, len(up), len(rm))
+		}
+		checkDiff(t, step, prev, cur)
+		prev, s = cur, &next
+	}
+	// Out of name order: encoded in key order all the same.
+	shuffled := *s
+	shuffled.EndpointSets = slices.Clone(s.EndpointSets)
+	rng.Shuffle(len(shuffled.EndpointSets), func(i, j int) {
+		shuffled.EndpointSets[i], shuffled.EndpointSets[j] = shuffled.EndpointSets[j], shuffled.EndpointSets[i]
+	})
+	got, err := e.Encode(&shuffled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ResourcesIn(LayoutVirtualHosts, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat := got.Flat(); len(flat) != len(want) || !inStrictOrder(flat) {
+		t.Fatalf("shuffled sets: %d resources, in order %v; want %d", len(flat), inStrictOrder(flat), len(want))
+	}
+	checkDiff(t, -1, prev, got)
+}
