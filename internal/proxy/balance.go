@@ -186,8 +186,9 @@ func sortedSets(in []*snapshot.EndpointSet) []*snapshot.EndpointSet {
 
 // endpointSets are a state's compiled endpoint sets, in name order, and
 // the list they were compiled from (the snapshot's, or a sorted copy when
-// it was not in name order): srcs[i] is list[i].src, walked without
-// loading each compiled set. tls says whether a set opens upstream TLS.
+// it was not in name order): list[i] is srcs[i] compiled, or a set taken
+// over for it (whose src is then an equal set), walked without loading
+// each compiled set. tls says whether a set opens upstream TLS.
 type endpointSets struct {
 	list []*endpointSet
 	srcs []*snapshot.EndpointSet
