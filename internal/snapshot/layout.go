@@ -175,59 +175,58 @@ type HostRun struct {
 
 // Len is how many resources e holds.
 func (e Encoded) Len() int {
-	n := len(e.Rest)
-	for _, r := range e.Sets {
-		n += len(r.Resources)
-	}
-	for _, r := range e.Runs {
-		n += len(r.Resources)
-	}
+	n := 0
+	e.parts(func(part []Resource) bool {
+		n += len(part)
+		return true
+	})
 	return n
+}
+
+// parts calls f with e's lists of resources in key order (the
+// certificates, the chunks of sets, the rest of Rest, then the chunks of
+// hosts) until it reports false.
+func (e Encoded) parts(f func([]Resource) bool) {
+	k := e.restSplit()
+	if !f(e.Rest[:k]) {
+		return
+	}
+	for _, run := range e.Sets {
+		if !f(run.Resources) {
+			return
+		}
+	}
+	if !f(e.Rest[k:]) {
+		return
+	}
+	for _, run := range e.Runs {
+		if !f(run.Resources) {
+			return
+		}
+	}
 }
 
 // All yields e's resources in key order.
 func (e Encoded) All() iter.Seq[Resource] {
 	return func(yield func(Resource) bool) {
-		k := e.restSplit()
-		for _, r := range e.Rest[:k] {
-			if !yield(r) {
-				return
-			}
-		}
-		for _, run := range e.Sets {
-			for _, r := range run.Resources {
+		e.parts(func(part []Resource) bool {
+			for _, r := range part {
 				if !yield(r) {
-					return
+					return false
 				}
 			}
-		}
-		for _, r := range e.Rest[k:] {
-			if !yield(r) {
-				return
-			}
-		}
-		for _, run := range e.Runs {
-			for _, r := range run.Resources {
-				if !yield(r) {
-					return
-				}
-			}
-		}
+			return true
+		})
 	}
 }
 
 // Flat is e's resources in one new list, in key order.
 func (e Encoded) Flat() []Resource {
 	out := make([]Resource, 0, e.Len())
-	k := e.restSplit()
-	out = append(out, e.Rest[:k]...)
-	for _, run := range e.Sets {
-		out = append(out, run.Resources...)
-	}
-	out = append(out, e.Rest[k:]...)
-	for _, run := range e.Runs {
-		out = append(out, run.Resources...)
-	}
+	e.parts(func(part []Resource) bool {
+		out = append(out, part...)
+		return true
+	})
 	return out
 }
 

@@ -755,17 +755,7 @@ func TestEncoderHandsOnUnchangedChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := map[*Resource]bool{}
-		for _, r := range prev.Runs {
-			old[&r.Resources[0]] = true
-		}
-		fresh, freshHosts := 0, 0
-		for _, r := range cur.Runs {
-			if !old[&r.Resources[0]] {
-				fresh++
-				freshHosts += len(r.Resources)
-			}
-		}
+		fresh, freshHosts := newChunks(prev.Runs, cur.Runs)
 		if fresh < 1 || fresh > 2 || freshHosts > 2*maxHostChunk {
 			t.Fatalf("step %d: %d new chunks of %d hosts in all, want one or two", step, fresh, freshHosts)
 		}
@@ -776,6 +766,22 @@ func TestEncoderHandsOnUnchangedChunks(t *testing.T) {
 		checkDiff(t, step, prev, cur)
 		prev, s = cur, &next
 	}
+}
+
+// newChunks counts the chunks of cur that are not chunks of prev (the
+// very lists), and their resources.
+func newChunks(prev, cur []HostRun) (chunks, resources int) {
+	old := map[*Resource]bool{}
+	for _, r := range prev {
+		old[&r.Resources[0]] = true
+	}
+	for _, r := range cur {
+		if !old[&r.Resources[0]] {
+			chunks++
+			resources += len(r.Resources)
+		}
+	}
+	return chunks, resources
 }
 
 // TestEncoderHandsOnUnchangedSetChunks: at 10,000 endpoint sets, a set
@@ -812,18 +818,8 @@ func TestEncoderHandsOnUnchangedSetChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := map[*Resource]bool{}
-		for _, r := range prev.Sets {
-			old[&r.Resources[0]] = true
-		}
-		fresh := 0
-		for _, r := range cur.Sets {
-			if !old[&r.Resources[0]] {
-				fresh++
-			}
-		}
-		if fresh < 1 || fresh > 2 {
-			t.Fatalf("step %d: %d new chunks of sets, want one or two", step, fresh)
+		if fresh, n := newChunks(prev.Sets, cur.Sets); fresh < 1 || fresh > 2 || n > 2*maxHostChunk {
+			t.Fatalf("step %d: %d new chunks of %d sets in all, want one or two", step, fresh, n)
 		}
 		if up, rm := Diff(prev, cur); len(up)+len(rm) != 1 {
 			t.Fatalf("step %d: Diff found %d upserts and %d removals, want one change", step, len(up), len(rm))

@@ -249,20 +249,28 @@ func TestDecodeRejectsUnknownFieldsAndTrailingData(t *testing.T) {
 	}
 }
 
-// TestNullVirtualHostRefused: a wire form or file that lists a virtual
-// host as null is refused with an error, never dereferenced.
-func TestNullVirtualHostRefused(t *testing.T) {
+// sampleWithNull is the sample's JSON with a null first in its first list
+// named field, which Decode must refuse with an error naming it.
+func sampleWithNull(t *testing.T, field string) []byte {
+	t.Helper()
 	b, err := json.Marshal(sample())
 	if err != nil {
 		t.Fatal(err)
 	}
-	withNull := bytes.Replace(b, []byte(`"virtualHosts":[`), []byte(`"virtualHosts":[null,`), 1)
+	withNull := bytes.Replace(b, []byte(`"`+field+`":[`), []byte(`"`+field+`":[null,`), 1)
 	if bytes.Equal(withNull, b) {
-		t.Fatal("the sample lists no virtual host")
+		t.Fatalf("the sample lists no %s", field)
 	}
 	if _, err := Decode(withNull); err == nil || !strings.Contains(err.Error(), "null") {
-		t.Fatalf("Decode: %v, want a null virtual host refused", err)
+		t.Fatalf("Decode: %v, want a null in %s refused", err, field)
 	}
+	return withNull
+}
+
+// TestNullVirtualHostRefused: a wire form or file that lists a virtual
+// host as null is refused with an error, never dereferenced.
+func TestNullVirtualHostRefused(t *testing.T) {
+	withNull := sampleWithNull(t, "virtualHosts")
 	var s Snapshot
 	if err := json.Unmarshal(withNull, &s); err != nil {
 		t.Fatal(err)
@@ -288,17 +296,7 @@ func TestNullVirtualHostRefused(t *testing.T) {
 // set as null is refused with an error, never dereferenced, and so is an
 // endpoint set resource whose body is null.
 func TestNullEndpointSetRefused(t *testing.T) {
-	b, err := json.Marshal(sample())
-	if err != nil {
-		t.Fatal(err)
-	}
-	withNull := bytes.Replace(b, []byte(`"endpointSets":[`), []byte(`"endpointSets":[null,`), 1)
-	if bytes.Equal(withNull, b) {
-		t.Fatal("the sample lists no endpoint set")
-	}
-	if _, err := Decode(withNull); err == nil || !strings.Contains(err.Error(), "null") {
-		t.Fatalf("Decode: %v, want a null endpoint set refused", err)
-	}
+	sampleWithNull(t, "endpointSets")
 	nullSets := func(res []Resource, err error) []Resource {
 		if err != nil {
 			t.Fatal(err)

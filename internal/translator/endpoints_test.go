@@ -174,10 +174,7 @@ func changeSomeSlices(rng *rand.Rand, in []*discoveryv1.EndpointSlice, step int)
 		c := out[k].DeepCopy()
 		switch rng.Intn(6) {
 		case 0: // toggle readiness
-			for i := range c.Endpoints {
-				ready := c.Endpoints[i].Conditions.Ready == nil || *c.Endpoints[i].Conditions.Ready
-				c.Endpoints[i].Conditions.Ready = ptr.To(!ready)
-			}
+			toggleReady(c)
 		case 1: // a new address
 			c.Endpoints = append(c.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.200.%d.%d", step%250, rng.Intn(250)+1)}})
 		case 2: // remove the slice
@@ -202,6 +199,14 @@ func changeSomeSlices(rng *rand.Rand, in []*discoveryv1.EndpointSlice, step int)
 		out[k] = c
 	}
 	return out
+}
+
+// toggleReady turns each endpoint of c ready or not, the other way.
+func toggleReady(c *discoveryv1.EndpointSlice) {
+	for i := range c.Endpoints {
+		ready := c.Endpoints[i].Conditions.Ready == nil || *c.Endpoints[i].Conditions.Ready
+		c.Endpoints[i].Conditions.Ready = ptr.To(!ready)
+	}
 }
 
 func sortSlices(in []*discoveryv1.EndpointSlice) {
@@ -305,10 +310,7 @@ func churnSlices(rng *rand.Rand, in []*discoveryv1.EndpointSlice, step int) []*d
 		c := s.DeepCopy()
 		switch rng.Intn(8) {
 		case 0: // toggle readiness
-			for i := range c.Endpoints {
-				ready := c.Endpoints[i].Conditions.Ready == nil || *c.Endpoints[i].Conditions.Ready
-				c.Endpoints[i].Conditions.Ready = ptr.To(!ready)
-			}
+			toggleReady(c)
 		case 1: // drop an endpoint
 			if len(c.Endpoints) > 0 {
 				c.Endpoints = c.Endpoints[1:]
