@@ -51,6 +51,10 @@ type churnProbe struct {
 	// took is each change's time from the update call to the first answer
 	// that shows it.
 	took []time.Duration
+	// update is each change's update call alone, beside took: the
+	// apiserver's share, which the controller and the proxies cannot
+	// shorten.
+	update []time.Duration
 	// late counts the changes not shown within the bound (10 s).
 	late int
 }
@@ -140,10 +144,12 @@ func (cp *churnProbe) measure(ready bool) error {
 	if err := cp.p.c.Update(cp.p.ctx, cp.slice); err != nil {
 		return err
 	}
+	update := time.Since(begin)
 	deadline := begin.Add(10 * time.Second)
 	for {
 		if code, _, err := cp.p.get(cp.host, "/"); err == nil && code == want {
 			cp.took = append(cp.took, time.Since(begin))
+			cp.update = append(cp.update, update)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -157,6 +163,29 @@ func (cp *churnProbe) measure(ready bool) error {
 // quantiles are p50, p90, p99 and max of the measured changes in
 // milliseconds (-1 each when none was).
 func (cp *churnProbe) quantiles() (p50, p90, p99, maxMS float64) {
-	s := slices.Sorted(slices.Values(cp.took))
+	return durationQuantiles(cp.took)
+}
+
+// updateQuantiles are the same figures of the update calls alone.
+func (cp *churnProbe) updateQuantiles() (p50, p90, p99, maxMS float64) {
+	return durationQuantiles(cp.update)
+}
+
+// afterUpdateQuantiles are the same figures of each change's time from
+// the end of its update call to the first answer that showed it: a lower
+// bound of the controller's and the proxy's share (the watch event can
+// come before the call returns).
+func (cp *churnProbe) afterUpdateQuantiles() (p50, p90, p99, maxMS float64) {
+	after := make([]time.Duration, len(cp.took))
+	for i := range cp.took {
+		after[i] = cp.took[i] - cp.update[i]
+	}
+	return durationQuantiles(after)
+}
+
+// durationQuantiles are p50, p90, p99 and max of d in milliseconds (-1
+// each when d is empty).
+func durationQuantiles(d []time.Duration) (p50, p90, p99, maxMS float64) {
+	s := slices.Sorted(slices.Values(d))
 	return quantileMS(s, 0.5), quantileMS(s, 0.9), quantileMS(s, 0.99), quantileMS(s, 1)
 }

@@ -662,6 +662,14 @@ func TestEndpointChurn(t *testing.T) {
 		probeInterval, pp50, pp90, pp99, pmax, len(probe.took), probe.late, cycle)
 	fmt.Printf("churn_probe preload=%d rate=%d interval_ms=%d changes=%d late=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f balancer_cycle_ms=%.1f\n",
 		preload, rate, probeInterval.Milliseconds(), len(probe.took), probe.late, pp50, pp90, pp99, pmax, cycle)
+	up50, up90, up99, upmax := probe.updateQuantiles()
+	t.Logf("probe's update calls alone (the apiserver's share of the figures above): p50 %.1f ms, p90 %.1f, p99 %.1f, max %.1f",
+		up50, up90, up99, upmax)
+	ap50, ap90, ap99, apmax := probe.afterUpdateQuantiles()
+	t.Logf("probe's changes from the end of their update call (at least the controller's and the proxy's share): p50 %.1f ms, p90 %.1f, p99 %.1f, max %.1f",
+		ap50, ap90, ap99, apmax)
+	fmt.Printf("churn_probe_update p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f after_p50_ms=%.1f after_p90_ms=%.1f after_p99_ms=%.1f after_max_ms=%.1f\n",
+		up50, up90, up99, upmax, ap50, ap90, ap99, apmax)
 	if probe.late > 0 {
 		t.Errorf("%d probe changes were not served within 10 s", probe.late)
 	}
