@@ -116,6 +116,7 @@ func validateBackendPolicies(s, validated *snapshot.Snapshot) error {
 			oldSets = oldSets[1:]
 		}
 		if len(oldSets) > 0 && oldSets[0] == es {
+			oldSets = oldSets[1:]
 			continue
 		}
 		if err := validateEndpointSetPolicies(es); err != nil {

@@ -451,13 +451,18 @@ func BenchmarkCompileManyListeners(b *testing.B) {
 }
 
 // benchSwaps compiles inputs[0], then swaps between the two inputs, each
-// compiled with the state before it in force, as a proxy applies them.
+// compiled with the state before it in force, as a proxy applies them,
+// with a swap's bookkeeping after it (DataPlane.apply): the health
+// checkers (none here) and the pool keys gone.
 func benchSwaps(b *testing.B, inputs []*snapshot.Snapshot) {
 	m := newMetrics(nil)
 	prev, err := compile(inputs[0], nil, m)
 	if err != nil {
 		b.Fatal(err)
 	}
+	bs, keys := newBackendState(nil), keyCounts{}
+	bs.sync(nil, prev)
+	keys.move(nil, prev)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -465,6 +470,8 @@ func benchSwaps(b *testing.B, inputs []*snapshot.Snapshot) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		bs.sync(prev, st)
+		keys.move(prev, st)
 		prev = st
 	}
 }

@@ -53,8 +53,10 @@ type DataPlane struct {
 	// client and the stream listeners.
 	dialer *net.Dialer
 
-	mu     sync.Mutex // serialises Apply and Shutdown
-	bound  map[listenerAddr]*boundListener
+	mu    sync.Mutex // serialises Apply and Shutdown
+	bound map[listenerAddr]*boundListener
+	// keys counts the pool keys of the state in force (dropUpstreams).
+	keys   keyCounts
 	closed bool
 	ports  atomic.Pointer[[]int32]
 
@@ -161,7 +163,7 @@ func (d *DataPlane) apply(s *snapshot.Snapshot, version string) (bool, []int32, 
 	}
 	st.applied = time.Now()
 	d.state.Store(st)
-	d.env.backends.sync(st)
+	d.env.backends.sync(prev, st)
 	d.dropUpstreams(prev, st)
 	changed := len(opened) > 0
 	for _, bl := range opened {

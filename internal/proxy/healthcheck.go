@@ -145,30 +145,54 @@ type healthTarget struct {
 	ep *endpoint
 }
 
-// sync makes the running checkers those st wants: it stops the ones whose
-// set, settings or endpoint left, starts the new ones, and clears the
-// status of endpoints no longer checked.
-func (b *backendState) sync(st *state) {
-	want := map[checkerKey]healthTarget{}
-	for _, es := range st.sets.list {
-		name := es.name
-		for _, ep := range es.eps {
-			if es.health == nil {
-				ep.health.Store(nil)
-				continue
-			}
-			want[checkerKey{set: name, fp: es.health.fp, ep: ep.key}] = healthTarget{es: es, ep: ep}
-		}
+// sync makes the running checkers those st wants, prev being the state
+// they were made for (nil: none): it stops the ones whose set, settings
+// or endpoint left, starts the new ones, and clears the status of
+// endpoints no longer checked. A checker belongs to one set (its key
+// names it), so only the sets that are not the very ones of prev are
+// looked at (changedSets).
+func (b *backendState) sync(prev, st *state) {
+	var old []*endpointSet
+	if prev != nil {
+		old = prev.sets.list
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return
 	}
-	for k, c := range b.checkers {
-		if t, ok := want[k]; !ok || t.ep != c.ep {
-			c.cancel()
-			delete(b.checkers, k)
+	for o, n := range changedSets(old, st.sets.list) {
+		b.syncSet(o, n)
+	}
+}
+
+// syncSet makes the checkers of one set's name those of es (nil: the set
+// left) where they were those of old (nil: the set came).
+func (b *backendState) syncSet(old, es *endpointSet) {
+	var want map[checkerKey]healthTarget
+	if es != nil {
+		for _, ep := range es.eps {
+			if es.health == nil {
+				ep.health.Store(nil)
+				continue
+			}
+			if want == nil {
+				want = make(map[checkerKey]healthTarget, len(es.eps))
+			}
+			want[checkerKey{set: es.name, fp: es.health.fp, ep: ep.key}] = healthTarget{es: es, ep: ep}
+		}
+	}
+	if old != nil && old.health != nil {
+		for _, ep := range old.eps {
+			k := checkerKey{set: old.name, fp: old.health.fp, ep: ep.key}
+			c, ok := b.checkers[k]
+			if !ok {
+				continue
+			}
+			if t, ok := want[k]; !ok || t.ep != c.ep {
+				c.cancel()
+				delete(b.checkers, k)
+			}
 		}
 	}
 	for k, t := range want {

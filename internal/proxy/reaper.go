@@ -17,10 +17,7 @@ limitations under the License.
 package proxy
 
 import (
-	"slices"
 	"time"
-
-	"github.com/coxswain-go/coxswain/internal/lists"
 )
 
 // maxReapInterval bounds how long a connection the upstream closed may
@@ -48,61 +45,53 @@ func liveAddrs(st *state) map[string]struct{} {
 	return live
 }
 
-// goneAddrs are the pool keys (poolKey: endpoint addresses, with the
-// TLS fingerprint of a TLS set) of prev that next no longer has:
-// addresses that left, and those whose set's TLS settings changed.
-//
-// Only the sets that are not the very ones of prev can have lost one, so
-// both states' sets (in name order) are walked side by side for them;
-// a key they lost is gone unless another set of next still has it. At
-// 10,000 sets, a map of every key of both states at every swap was most
-// of what the proxy did under endpoint churn.
-func goneAddrs(prev, next *state) []string {
-	if prev == nil {
-		return nil
+// keyCounts counts how many endpoints of the state in force's sets have
+// each pool key (poolKey: an endpoint address, with the TLS fingerprint
+// of a TLS set): a key may be in several sets. Swaps are serialised
+// (DataPlane.apply), and so are its moves.
+type keyCounts struct {
+	n map[string]int32
+}
+
+// move makes the counts next's where they were prev's (nil: none), and
+// returns the keys of prev that next no longer has: addresses that left,
+// and those whose set's TLS settings changed. Only the sets that are not
+// the very ones of prev are looked at (changedSets). At 10,000 sets,
+// reading every key of next to see whether another set still had one
+// that left a set was most of what the proxy did under endpoint churn.
+func (k *keyCounts) move(prev, next *state) []string {
+	var from []*endpointSet
+	if prev != nil {
+		from = prev.sets.list
 	}
-	a, b := prev.sets.list, next.sets.list
-	if len(a) == len(b) && lists.Same(a, b) {
-		return nil
-	}
-	var lost map[string]struct{}
-	lose := func(key string) {
-		if lost == nil {
-			lost = map[string]struct{}{}
-		}
-		lost[key] = struct{}{}
-	}
-	for i, j := 0, 0; i < len(a); {
-		switch {
-		case j < len(b) && a[i] == b[j]:
-			i, j = i+1, j+1
-		case j < len(b) && b[j].name < a[i].name:
-			j++ // a set added: it loses nothing
-		case j < len(b) && b[j].name == a[i].name:
-			for _, ep := range a[i].eps {
-				if !slices.ContainsFunc(b[j].eps, func(e *endpoint) bool { return e.key == ep.key }) {
-					lose(ep.key)
-				}
+	if k.n == nil {
+		k.n = map[string]int32{}
+		for _, es := range from {
+			for _, ep := range es.eps {
+				k.n[ep.key]++
 			}
-			i, j = i+1, j+1
-		default: // a set gone
-			for _, ep := range a[i].eps {
-				lose(ep.key)
+		}
+	}
+	var left []string
+	for o, n := range changedSets(from, next.sets.list) {
+		if o != nil {
+			for _, ep := range o.eps {
+				k.n[ep.key]--
+				left = append(left, ep.key)
 			}
-			i++
+		}
+		if n != nil {
+			for _, ep := range n.eps {
+				k.n[ep.key]++
+			}
 		}
 	}
-	for _, es := range b {
-		if len(lost) == 0 {
-			return nil
+	var gone []string
+	for _, key := range left {
+		if c, ok := k.n[key]; ok && c <= 0 {
+			delete(k.n, key)
+			gone = append(gone, key)
 		}
-		for _, ep := range es.eps {
-			delete(lost, ep.key)
-		}
-	}
-	gone := make([]string, 0, len(lost))
-	for key := range lost {
-		gone = append(gone, key)
 	}
 	return gone
 }
@@ -112,7 +101,7 @@ func goneAddrs(prev, next *state) []string {
 // settings changed (or whose client certificate rotated) never has a
 // connection made under the old ones reused.
 func (d *DataPlane) dropUpstreams(prev, next *state) {
-	gone := goneAddrs(prev, next)
+	gone := d.keys.move(prev, next)
 	if len(gone) == 0 {
 		return
 	}

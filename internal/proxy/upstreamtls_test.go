@@ -324,10 +324,19 @@ func TestUpstreamTLSPoolsFollowSettings(t *testing.T) {
 	b := startHTTPSBackend(t, "tls", ca.issue(t, "ns/srv", "srv", []string{"backend.example"}), clientCA.pool(), false, nil)
 	p := newTestPlane(t)
 	port := testkit.FreePortInt32(t)
+	// A set whose own settings are unchanged is the very one of the last
+	// snapshot, as discovery's Assembler hands it over: a rotated client
+	// certificate changes only the snapshot's certificates.
+	sets := map[string]*snapshot.EndpointSet{} // by CA
 	snap := func(caPEM string, client snapshot.Certificate) *snapshot.Snapshot {
-		u := snapshot.UpstreamTLS{ServerName: "backend.example", CAPEM: caPEM, ClientCertificate: client.Name}
+		set := sets[caPEM]
+		if set == nil {
+			u := snapshot.UpstreamTLS{ServerName: "backend.example", CAPEM: caPEM, ClientCertificate: client.Name}
+			set = tlsSet("ns/b:443", &u, b)
+			sets[caPEM] = set
+		}
 		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), Certificates: []snapshot.Certificate{client},
-			EndpointSets: []*snapshot.EndpointSet{tlsSet("ns/b:443", &u, b)},
+			EndpointSets: []*snapshot.EndpointSet{set},
 			Listeners:    []snapshot.Listener{httpListener(port, snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r", Backends: to("ns/b:443")}}})}}
 		snapshot.Normalize(s)
 		return s
