@@ -39,13 +39,11 @@ import (
 // the same list is the same content); anything else is encoded again.
 
 // encodedItem is one item of the rest as an Encoder last encoded it: the
-// value, its resource key and body, and whether a chunk of endpoint sets
-// ends after it (chunkEnds of its key; host_chunks.go).
+// value, its resource key and body.
 type encodedItem[T any] struct {
 	v    T
 	key  string
 	body []byte
-	ends bool
 }
 
 // restKind is how one kind of the rest is keyed, ordered and compared.
@@ -56,35 +54,23 @@ type restKind[T any] struct {
 	// same reports whether a and b have the same encoding, false when
 	// that cannot be told cheaply.
 	same func(a, b *T) bool
-	// identical, when set, reports whether a and b are the very same
-	// item (the same pointer), which it tells without reading either.
-	identical func(a, b *T) bool
 }
 
 // encodeRest appends the resources of items to out, taking the body of
 // prev's item (the last call's encodings, in order) for an item the same
 // as it, and returns out with this call's encodings, made in next's
-// storage (the call before the last's, which no result keeps).
-//
-// ordered says whether the keys it appended are in strict order;
-// prevOrdered says prev's were. Two items one after the other that are
-// prev's very items (k.identical) are in order when prev's were: their
-// keys are not compared (at 10,000 endpoint sets, comparing every key at
-// every change was a tenth of the Encoder's work).
-func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], out []Resource, prevOrdered bool, mask uint32) (_ []Resource, _ []encodedItem[T], ordered bool, _ error) {
+// storage (the call before the last's, which no result keeps). ordered
+// says whether the keys it appended are in strict order.
+func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], out []Resource) (_ []Resource, _ []encodedItem[T], ordered bool, _ error) {
 	next = lists.Reuse(next, len(items))
 	ordered = true
-	lastTaken := false // items[i-1] was prev's very item
 	for i := range items {
 		it := &items[i]
 		var e encodedItem[T]
-		taken := k.identical != nil && len(prev) > 0 && k.identical(&prev[0].v, it)
-		if !taken {
-			for len(prev) > 0 && k.compare(&prev[0].v, it) < 0 {
-				prev = prev[1:]
-			}
+		for len(prev) > 0 && k.compare(&prev[0].v, it) < 0 {
+			prev = prev[1:]
 		}
-		if taken || (len(prev) > 0 && k.same(&prev[0].v, it)) {
+		if len(prev) > 0 && k.same(&prev[0].v, it) {
 			e = prev[0]
 			prev = prev[1:]
 		} else {
@@ -92,14 +78,11 @@ func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], ou
 			if err != nil {
 				return nil, nil, false, err
 			}
-			key := k.key(it)
-			e = encodedItem[T]{key: key, body: b, ends: chunkEnds(key, mask)}
+			e = encodedItem[T]{key: k.key(it), body: b}
 		}
-		inOrder := taken && lastTaken && prevOrdered // prev's items, in prev's order
-		if i > 0 && ordered && !inOrder && out[len(out)-1].Key >= e.key {
+		if i > 0 && ordered && out[len(out)-1].Key >= e.key {
 			ordered = false
 		}
-		lastTaken = taken
 		e.v = *it
 		next = append(next, e)
 		out = append(out, Resource{Key: e.key, Body: e.body})
@@ -128,15 +111,6 @@ var bareListeners = restKind[Listener]{
 	},
 }
 
-// endpointSets are compared by identity first: a set a snapshot holds is
-// never modified, and unchanged ones are handed on.
-var endpointSets = restKind[*EndpointSet]{
-	key:       func(s **EndpointSet) string { return "endpoints|" + (*s).Name },
-	compare:   func(a, b **EndpointSet) int { return strings.Compare((*a).Name, (*b).Name) },
-	same:      func(a, b **EndpointSet) bool { return *a == *b || SameEndpointSet(*a, *b) },
-	identical: func(a, b **EndpointSet) bool { return *a == *b },
-}
-
 // SameEndpointSet reports whether a and b are the same set: equal names
 // and settings, and the very endpoint list and policy settings (compared
 // by identity: a snapshot's are never modified).
@@ -163,60 +137,44 @@ var gatewayRefs = restKind[GatewayRef]{
 	},
 }
 
-// encodedRest is an Encoder's encodings of the rest, kind by kind, and
-// whether each kind's keys were in strict order (encodeRest).
+// encodedRest is an Encoder's encodings of the rest, kind by kind (the
+// endpoint sets apart: encode_sets.go).
 type encodedRest struct {
 	listeners []encodedItem[Listener]
-	sets      []encodedItem[*EndpointSet]
 	certs     []encodedItem[Certificate]
 	gateways  []encodedItem[GatewayRef]
-
-	listenersOrdered, setsOrdered, certsOrdered, gatewaysOrdered bool
 }
 
 // restResources is the resources of s's rest (bare: its listeners
 // without hosts), in key order, one per key, but the endpoint sets: those
-// are sets, in chunks (host_chunks.go), so that a change to one set of
-// 10,000 makes one new chunk of about a hundred and hands the others on,
-// where a list of every resource of the rest was 400 KB a change. e.rest
-// are the encodings of the last call, e.restSpare those of the call
-// before, whose storage this call fills.
+// are sets, in chunks (encodeSets), so that a change to one set of 10,000
+// makes one new chunk of about a hundred and hands the others on, where a
+// list of every resource of the rest was 400 KB a change. e.rest are the
+// encodings of the last call, e.restSpare those of the call before, whose
+// storage this call fills.
 func (e *Encoder) restResources(s *Snapshot, bare []Listener) (_ []Resource, sets []HostRun, _ error) {
 	prev, next := &e.rest, &e.restSpare
-	mask := e.chunkMask()
 	// A new list: the result keeps it (Encoded).
 	out := make([]Resource, 0, len(bare)+len(s.Certificates)+len(s.Gateways))
-	run := lists.Reuse(e.setRun, len(s.EndpointSets))
-	var err error
-	// In the order of their key kinds: cert, endpoints, gateway, listener
-	// (so the kinds are in order with one another).
-	if out, next.certs, next.certsOrdered, err = encodeRest(certificates, s.Certificates, prev.certs, next.certs, out, prev.certsOrdered, mask); err != nil {
+	chunks, err := encodeSets(s.EndpointSets, e.setChunks, e.chunkMask())
+	if err != nil {
 		return nil, nil, err
 	}
-	if run, next.sets, next.setsOrdered, err = encodeRest(endpointSets, s.EndpointSets, prev.sets, next.sets, run, prev.setsOrdered, mask); err != nil {
+	// In the order of their key kinds: cert, (endpoints,) gateway,
+	// listener (so the kinds are in order with one another).
+	var certsOrdered, gatewaysOrdered, listenersOrdered bool
+	if out, next.certs, certsOrdered, err = encodeRest(certificates, s.Certificates, prev.certs, next.certs, out); err != nil {
 		return nil, nil, err
 	}
-	if out, next.gateways, next.gatewaysOrdered, err = encodeRest(gatewayRefs, s.Gateways, prev.gateways, next.gateways, out, prev.gatewaysOrdered, mask); err != nil {
+	if out, next.gateways, gatewaysOrdered, err = encodeRest(gatewayRefs, s.Gateways, prev.gateways, next.gateways, out); err != nil {
 		return nil, nil, err
 	}
-	if out, next.listeners, next.listenersOrdered, err = encodeRest(bareListeners, bare, prev.listeners, next.listeners, out, prev.listenersOrdered, mask); err != nil {
+	if out, next.listeners, listenersOrdered, err = encodeRest(bareListeners, bare, prev.listeners, next.listeners, out); err != nil {
 		return nil, nil, err
 	}
-	ordered := next.certsOrdered && next.gatewaysOrdered && next.listenersOrdered
-	items := next.sets
-	ends := func(j int) bool { return items[j].ends }
-	if !next.setsOrdered {
-		if err := sortUnique(run); err != nil {
-			return nil, nil, err
-		}
-		ends = func(j int) bool { return chunkEnds(run[j].Key, mask) }
-	}
-	chunks := chunkRun(run, ends, e.setChunks)
-	clear(run) // the scratch keeps no body alive
-	e.setRun = run[:0]
 	e.rest, e.restSpare = e.restSpare, e.rest
 	clearRest(&e.restSpare)
-	if !ordered {
+	if !certsOrdered || !gatewaysOrdered || !listenersOrdered {
 		// Listener keys are port numbers, not in their string order;
 		// Gateway keys join namespace and name.
 		if err := sortUnique(out); err != nil {
@@ -227,7 +185,7 @@ func (e *Encoder) restResources(s *Snapshot, bare []Listener) (_ []Resource, set
 	if len(chunks) > 0 {
 		sets = make([]HostRun, len(chunks))
 		for i, c := range chunks {
-			sets[i] = HostRun{Prefix: setsPrefix, Resources: c}
+			sets[i] = HostRun{Prefix: setsPrefix, Resources: c.res}
 		}
 	}
 	return out, sets, nil
@@ -237,8 +195,7 @@ func (e *Encoder) restResources(s *Snapshot, bare []Listener) (_ []Resource, set
 // before the last encoded must not keep its snapshot's memory.
 func clearRest(r *encodedRest) {
 	clear(r.listeners)
-	clear(r.sets)
 	clear(r.certs)
 	clear(r.gateways)
-	r.listeners, r.sets, r.certs, r.gateways = r.listeners[:0], r.sets[:0], r.certs[:0], r.gateways[:0]
+	r.listeners, r.certs, r.gateways = r.listeners[:0], r.certs[:0], r.gateways[:0]
 }

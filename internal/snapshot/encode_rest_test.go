@@ -65,9 +65,17 @@ func ownSet(sets []*EndpointSet, i int) *EndpointSet {
 }
 
 func TestEncoderKeepsTheRest(t *testing.T) {
+	// One chunk of sets, mostly, and chunks of 2 on average (encodeSets
+	// then hands chunks on whole, or not, at every step).
+	for _, mask := range []uint32{0, 1} {
+		t.Run(fmt.Sprintf("mask=%d", mask), func(t *testing.T) { encoderKeepsTheRest(t, mask) })
+	}
+}
+
+func encoderKeepsTheRest(t *testing.T, mask uint32) {
 	rng := rand.New(rand.NewSource(7))
 	s := restSnapshot(40)
-	e := &Encoder{}
+	e := &Encoder{mask: mask}
 	var prev map[string][]byte
 	for step := range 300 {
 		next := *s
@@ -125,6 +133,8 @@ func TestEncoderKeepsTheRest(t *testing.T) {
 			l := &next.Listeners[rng.Intn(len(next.Listeners))]
 			l.VirtualHosts = []*VirtualHost{{Hostname: fmt.Sprintf("renamed-%d.example.org", step)}}
 			changed = VirtualHostKey(ListenerKey(l), l.VirtualHosts[0].Hostname)
+		case 10: // a set copied, unchanged (as a full translation makes it)
+			ownSet(next.EndpointSets, rng.Intn(len(next.EndpointSets)))
 		}
 		Normalize(&next)
 		got, err := e.Resources(&next)
@@ -151,6 +161,14 @@ func TestEncoderKeepsTheRest(t *testing.T) {
 		if _, _, err := (&Assembler{Scope: next.Scope, Layout: LayoutVirtualHosts}).Assemble(got); err != nil {
 			t.Fatalf("step %d: the resources do not assemble: %v", step, err)
 		}
+		// Where a chunk of sets ends depends on the keys alone.
+		fresh := &Encoder{mask: mask}
+		if _, err := fresh.Resources(&next); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := chunkLens(e.setChunks), chunkLens(fresh.setChunks); !slices.Equal(got, want) {
+			t.Fatalf("step %d: chunks of %v sets, a fresh Encoder's %v", step, got, want)
+		}
 		prev, s = bodies, &next
 	}
 }
@@ -167,5 +185,45 @@ func TestRestFieldsAreTheEncoders(t *testing.T) {
 		if got := typ.NumField(); got != n {
 			t.Errorf("%s has %d fields; teach encode_rest.go's same to compare the new one, then update this test", typ.Name(), got)
 		}
+	}
+}
+
+// chunkLens is how many sets each chunk holds.
+func chunkLens(chunks []setChunk) []int {
+	var n []int
+	for _, c := range chunks {
+		n = append(n, len(c.res))
+	}
+	return n
+}
+
+// TestSetChunksEndByKeyOrLength: a chunk of sets that no key ends ends at
+// maxHostChunk sets; sets added after the last chunk, which ended with the
+// sets, make it anew (it would have gone on), and leave the full ones as
+// they were.
+func TestSetChunksEndByKeyOrLength(t *testing.T) {
+	s := &Snapshot{Scope: SharedPool()}
+	for i := range 3000 {
+		s.EndpointSets = append(s.EndpointSets, &EndpointSet{Name: fmt.Sprintf("ns/s%05d:80", i)})
+	}
+	e := &Encoder{mask: 1<<24 - 1} // a key ends a chunk once in 16 million
+	first, err := e.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := chunkLens(e.setChunks); !slices.Equal(got, []int{maxHostChunk, maxHostChunk, 3000 - 2*maxHostChunk}) {
+		t.Fatalf("chunks of %v sets", got)
+	}
+	more := *s
+	more.EndpointSets = append(slices.Clone(s.EndpointSets), &EndpointSet{Name: "ns/s99999:80"})
+	second, err := e.Encode(&more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := chunkLens(e.setChunks); !slices.Equal(got, []int{maxHostChunk, maxHostChunk, 3001 - 2*maxHostChunk}) {
+		t.Fatalf("after a set added at the end, chunks of %v sets", got)
+	}
+	if fresh, _ := newChunks(first.Sets, second.Sets); fresh != 1 {
+		t.Fatalf("%d new chunks, want the last one alone", fresh)
 	}
 }

@@ -128,10 +128,8 @@ type Encoder struct {
 	run  []Resource
 	mask uint32
 	// setChunks are the endpoint set resources of the last call, in
-	// chunks (as a listener's hosts are), and setRun the scratch list
-	// they are encoded into first.
-	setChunks [][]Resource
-	setRun    []Resource
+	// chunks (as a listener's hosts are: encodeSets).
+	setChunks []setChunk
 }
 
 // Encoded is a snapshot's resources in a layout PerHost as an Encoder

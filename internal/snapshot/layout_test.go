@@ -626,6 +626,19 @@ func TestEncoderRefusesKeysTwice(t *testing.T) {
 			}
 		}
 	}
+	// An endpoint set name twice, in name order and out of it.
+	for name, sets := range map[string][]string{"in order": {"ns/a:80", "ns/a:80", "ns/b:80"}, "out of order": {"ns/b:80", "ns/a:80", "ns/b:80"}} {
+		s := &Snapshot{Scope: SharedPool()}
+		for _, n := range sets {
+			s.EndpointSets = append(s.EndpointSets, &EndpointSet{Name: n})
+		}
+		e := &Encoder{}
+		for round := range 2 {
+			if _, err := e.Resources(s); err == nil || !strings.Contains(err.Error(), "duplicate resource key") {
+				t.Errorf("a set twice, %s, round %d: %v", name, round, err)
+			}
+		}
+	}
 	// Runs that are out of order but distinct are put in order: "vhost|8080|"
 	// sorts before "vhost|80|".
 	s := &Snapshot{Scope: SharedPool(), Listeners: []Listener{listener(80, "a.example.com"), listener(8080, "a.example.com")}}
