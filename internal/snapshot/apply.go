@@ -318,24 +318,30 @@ func mergeHosts(hosts []*VirtualHost, changes []hostChange, unchanged func([]*Vi
 }
 
 // patchSets is sets (by name) with changes (by name) put in, in a new
-// list, and marks saying which of its sets were there before.
+// list, and marks saying which of its sets were there before. Each change
+// is found by binary search and the sets between changes are copied as
+// they are: at 10,000 sets, comparing every set's name with the next
+// change's read every set of the snapshot at every endpoint change.
 func patchSets(sets []*EndpointSet, changes []setChange) ([]*EndpointSet, []bool) {
 	out := make([]*EndpointSet, 0, len(sets)+len(changes))
-	marks := make([]bool, 0, len(sets)+len(changes))
-	for len(sets) > 0 || len(changes) > 0 {
-		if len(changes) == 0 || (len(sets) > 0 && sets[0].Name < changes[0].name) {
-			out = append(out, sets[0])
-			marks = append(marks, true)
-			sets = sets[1:]
-			continue
+	var put []int // where out has a change's set
+	for _, c := range changes {
+		n, found := slices.BinarySearchFunc(sets, c.name, func(es *EndpointSet, name string) int { return strings.Compare(es.Name, name) })
+		out = append(out, sets[:n]...)
+		if found {
+			n++
 		}
-		c := changes[0]
-		changes = changes[1:]
-		if len(sets) > 0 && sets[0].Name == c.name {
-			sets = sets[1:]
-		}
+		sets = sets[n:]
+		put = append(put, len(out))
 		out = append(out, c.set)
-		marks = append(marks, false)
+	}
+	out = append(out, sets...)
+	marks := make([]bool, len(out))
+	for i := range marks {
+		marks[i] = true
+	}
+	for _, i := range put {
+		marks[i] = false
 	}
 	return out, marks
 }

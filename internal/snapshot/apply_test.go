@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"reflect"
 	"runtime"
@@ -514,6 +515,44 @@ func TestApplyRefusesAnEmptyBody(t *testing.T) {
 			}
 			if a.last != before {
 				t.Errorf("DigestsOnly %v: a refused delta changed the baseline", digestsOnly)
+			}
+		}
+	}
+}
+
+// TestPatchSets: random changes (sets replaced and sets put in, in name
+// order) made to a list of sets in name order give the list a map of the
+// sets by name gives, and the marks say which sets were there before.
+func TestPatchSets(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for round := range 200 {
+		var sets []*EndpointSet
+		for i := range rng.Intn(40) {
+			if rng.Intn(3) > 0 {
+				sets = append(sets, &EndpointSet{Name: fmt.Sprintf("ns/s%03d:80", 2*i)})
+			}
+		}
+		byName := map[string]*EndpointSet{}
+		for _, es := range sets {
+			byName[es.Name] = es
+		}
+		var changes []setChange
+		fresh := map[*EndpointSet]bool{}
+		for i := range 90 {
+			if rng.Intn(6) == 0 {
+				es := &EndpointSet{Name: fmt.Sprintf("ns/s%03d:80", i)} // an odd one is new
+				changes = append(changes, setChange{name: es.Name, set: es})
+				byName[es.Name], fresh[es] = es, true
+			}
+		}
+		got, marks := patchSets(sets, changes)
+		want := slices.SortedFunc(maps.Values(byName), func(a, b *EndpointSet) int { return strings.Compare(a.Name, b.Name) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: %d sets, want %d", round, len(got), len(want))
+		}
+		for i, es := range got {
+			if marks[i] == fresh[es] {
+				t.Fatalf("round %d: set %s marked %v", round, es.Name, marks[i])
 			}
 		}
 	}

@@ -227,3 +227,37 @@ func TestSetChunksEndByKeyOrLength(t *testing.T) {
 		t.Fatalf("%d new chunks, want the last one alone", fresh)
 	}
 }
+
+// TestSetsOutOfOrderEncodeInKeyOrder: sets out of name order, after an
+// encoding of the same sets in order (whose chunks they then start and
+// end in other places), encode in key order all the same.
+func TestSetsOutOfOrderEncodeInKeyOrder(t *testing.T) {
+	for _, mask := range []uint32{0, 1} {
+		s := restSnapshot(40)
+		want, err := ResourcesIn(LayoutVirtualHosts, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &Encoder{mask: mask}
+		rng := rand.New(rand.NewSource(int64(mask)))
+		for round := range 20 {
+			next := *s
+			next.EndpointSets = slices.Clone(s.EndpointSets)
+			switch round % 3 {
+			case 1:
+				slices.Reverse(next.EndpointSets)
+			case 2:
+				rng.Shuffle(len(next.EndpointSets), func(i, j int) {
+					next.EndpointSets[i], next.EndpointSets[j] = next.EndpointSets[j], next.EndpointSets[i]
+				})
+			}
+			got, err := e.Resources(&next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || !inStrictOrder(got) {
+				t.Fatalf("mask %d, round %d: %d resources, in order %v; want %d", mask, round, len(got), inStrictOrder(got), len(want))
+			}
+		}
+	}
+}

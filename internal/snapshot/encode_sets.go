@@ -63,39 +63,48 @@ func encodeSets(sets []*EndpointSet, last []setChunk, mask uint32) ([]setChunk, 
 
 // encodeSortedSets is encodeSets of sets in strict name order; ok is false
 // when they are not.
+//
+// A run of chunks handed on one after the other, as last had them, reads
+// no set at all: their order is last's.
 func encodeSortedSets(sets []*EndpointSet, last []setChunk, mask uint32) (out []setChunk, ok bool, err error) {
 	whole := last // last's chunks from the first that may still be handed on whole
 	bodies := setBodies{chunks: last}
-	var cur []Resource // the chunk being encoded
-	start := 0         // its first set
-	prevName := ""     // the name of the set before sets[i]
+	var cur []Resource    // the chunk being encoded
+	start := 0            // its first set
+	var prev *EndpointSet // the set before sets[i]
+	// next: whole[0] is the chunk of last after the one just handed on.
+	next := false
 	for i := 0; i < len(sets); {
 		es := sets[i]
-		if i > 0 && prevName >= es.Name {
-			return nil, false, nil
-		}
-		if len(cur) == 0 {
-			for len(whole) > 0 && whole[0].sets[0] != es && whole[0].sets[0].Name < es.Name {
-				whole = whole[1:]
+		// The first set of the chunk of last after the one just handed on
+		// is in order after it, as in last.
+		if !(len(cur) == 0 && next && len(whole) > 0 && whole[0].sets[0] == es) {
+			if prev != nil && prev.Name >= es.Name {
+				return nil, false, nil
 			}
-			if len(whole) > 0 && handsOn(whole[0], sets[i:]) {
-				out = append(out, whole[0])
-				n := len(whole[0].sets)
-				// In order inside: the very sets of a chunk that was.
-				prevName, i, whole = sets[i+n-1].Name, i+n, whole[1:]
-				// The sets after it sort after its own.
-				bodies = setBodies{chunks: whole}
-				start = i
-				continue
+			if len(cur) == 0 {
+				for len(whole) > 0 && whole[0].sets[0] != es && whole[0].sets[0].Name < es.Name {
+					whole = whole[1:]
+				}
 			}
 		}
-		r, err := bodies.resource(es)
+		next = false
+		if len(cur) == 0 && len(whole) > 0 && handsOn(whole[0], sets[i:]) {
+			out = append(out, whole[0])
+			// In order inside: the very sets of a chunk that was.
+			i += len(whole[0].sets)
+			prev, whole, next = sets[i-1], whole[1:], true
+			// The sets after it sort after its own.
+			bodies = setBodies{chunks: whole}
+			start = i
+			continue
+		}
+		r, byKey, err := bodies.resource(es, mask)
 		if err != nil {
 			return nil, false, err
 		}
 		cur = append(cur, r)
-		prevName, i = es.Name, i+1
-		byKey := chunkEnds(r.Key, mask)
+		prev, i = es, i+1
 		if !byKey && len(cur) < maxHostChunk && i < len(sets) {
 			continue
 		}
@@ -130,9 +139,11 @@ type setBodies struct {
 	k      int // the next set of chunks[0]
 }
 
-// resource is es's resource: the body of the last call's set of its name
-// when that is the same set, a new encoding otherwise.
-func (b *setBodies) resource(es *EndpointSet) (Resource, error) {
+// resource is es's resource, and whether a chunk ends after it
+// (chunkEnds): the body of the last call's set of its name when that is
+// the same set, a new encoding otherwise. Inside a chunk of the last call
+// no key but the last ends one, so a body taken over needs no hash.
+func (b *setBodies) resource(es *EndpointSet, mask uint32) (_ Resource, ends bool, _ error) {
 	for len(b.chunks) > 0 {
 		c := &b.chunks[0]
 		if b.k == len(c.sets) {
@@ -146,13 +157,14 @@ func (b *setBodies) resource(es *EndpointSet) (Resource, error) {
 		}
 		if old == es || SameEndpointSet(old, es) {
 			b.k++
-			return c.res[b.k-1], nil
+			return c.res[b.k-1], b.k == len(c.sets) && c.byKey, nil
 		}
 		break
 	}
 	body, err := json.Marshal(es)
 	if err != nil {
-		return Resource{}, err
+		return Resource{}, false, err
 	}
-	return Resource{Key: setsPrefix + es.Name, Body: body}, nil
+	key := setsPrefix + es.Name
+	return Resource{Key: key, Body: body}, chunkEnds(key, mask), nil
 }
