@@ -77,8 +77,9 @@ func encodeSortedSets(sets []*EndpointSet, last []setChunk, mask uint32) (out []
 	for i := 0; i < len(sets); {
 		es := sets[i]
 		// The first set of the chunk of last after the one just handed on
-		// is in order after it, as in last.
-		if !(len(cur) == 0 && next && len(whole) > 0 && whole[0].sets[0] == es) {
+		// is in order after it, as in last (followsLast).
+		followsLast := len(cur) == 0 && next && len(whole) > 0 && whole[0].sets[0] == es
+		if !followsLast {
 			if prev != nil && prev.Name >= es.Name {
 				return nil, false, nil
 			}
