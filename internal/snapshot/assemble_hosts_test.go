@@ -47,6 +47,7 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 			// The route lists of every source so far: a host unchanged
 			// since an earlier step keeps that step's.
 			sources := map[*Route]bool{}
+			sourceSets := map[*EndpointSet]bool{} // and the sets
 			for step := 0; step < 200; step++ {
 				cur := mutate(rng, s)
 				if step%10 == 9 {
@@ -80,6 +81,9 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 				for _, vh := range cur.Listeners[0].VirtualHosts {
 					sources[&vh.Routes[0]] = true
 				}
+				for _, es := range cur.EndpointSets {
+					sourceSets[es] = true
+				}
 				want, wantV, wantErr := assemble(decoding)
 				sourced.Hosts = HostsOf(cur)
 				got, gotV, gotErr := assemble(sourced)
@@ -97,6 +101,11 @@ func TestAssemblerHostsOfSource(t *testing.T) {
 				for _, vh := range got.Listeners[0].VirtualHosts {
 					if !sources[&vh.Routes[0]] {
 						t.Fatalf("step %d: host %s's routes are a decoded copy, not a source's", step, vh.Hostname)
+					}
+				}
+				for _, es := range got.EndpointSets {
+					if !sourceSets[es] {
+						t.Fatalf("step %d: set %s is a decoded copy, not a source's", step, es.Name)
 					}
 				}
 				// A patched list of hosts is the source's own, not a copy.
@@ -135,6 +144,15 @@ func TestHostsOf(t *testing.T) {
 	} {
 		if _, ok := hosts.Host(key); ok {
 			t.Errorf("%s: found", key)
+		}
+	}
+	// And a set by its key, nothing for another kind or name.
+	if es, ok := hosts.Set("endpoints|" + s.EndpointSets[0].Name); !ok || es != s.EndpointSets[0] {
+		t.Errorf("set %s: %v", s.EndpointSets[0].Name, ok)
+	}
+	for _, key := range []string{"endpoints|default/nowhere:80", VirtualHostKey("30000", "h00003.example.com"), s.EndpointSets[0].Name} {
+		if _, ok := hosts.Set(key); ok {
+			t.Errorf("set %s: found", key)
 		}
 	}
 }
