@@ -64,13 +64,18 @@ import (
 // most one gap plus one rebuild, and rebuilding keeps at most about half
 // of one CPU busy. While only EndpointSlices changed since the last
 // rebuild, EndpointsQuiet replaces Quiet: refreshing endpoints alone costs
-// a fraction of a translation (about 3 ms of CPU with 10,000 routes), so
-// a shorter gap brings a new endpoint to the proxies sooner for a little
-// more CPU (make bench-scale's churn at 100 updates/s, three runs each:
-// probe p50 20-27 -> 13-17 ms, controller CPU 11-15 -> 11-20 %).
+// a fraction of a translation, so a shorter gap brings a new endpoint to
+// the proxies sooner for a little more CPU. With 10,000 routes each with a
+// Service of its own, a refresh costs the controller about 1 ms and a
+// proxy under 1 ms; make bench-scale's churn at 100 updates/s
+// (BACKENDS=1), two runs each of one build, 10 -> 5 ms: probe p50 17.6 ->
+// 13.4-15.8 ms (the first request after the update call returned: 10.3
+// -> 6.2-7.3 ms), p99 60-68 -> 47-77 ms (the shared VM's noise),
+// controller CPU 22.8-23.2 -> 25.0-27.4 %, 78 -> 98-102 rebuilds a
+// second.
 const (
 	DefaultQuiet          = 20 * time.Millisecond
-	DefaultEndpointsQuiet = 10 * time.Millisecond
+	DefaultEndpointsQuiet = 5 * time.Millisecond
 	DefaultMaxDelay       = 500 * time.Millisecond
 )
 
