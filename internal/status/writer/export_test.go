@@ -56,3 +56,7 @@ func SweptFully(w *Writer, kind string) bool { return w.sweptFully[kind] }
 // SkippedRouteRounds is how many of w's rounds skipped the routes, their
 // lists the very ones of the Result written before.
 func SkippedRouteRounds(w *Writer) int64 { return w.skippedRouteRounds.Load() }
+
+// SkippedClassReads is how many times w found a GatewayClass's status
+// settled by its stamp, without comparing it.
+func SkippedClassReads(w *Writer) int64 { return w.skippedClassReads.Load() }

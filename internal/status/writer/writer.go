@@ -128,6 +128,11 @@ type Writer struct {
 	// skippedRouteRounds counts the rounds that skipped the routes
 	// (sameRoutes; tests read it).
 	skippedRouteRounds atomic.Int64
+	// classesSettled are the GatewayClasses whose status the last look
+	// found to be what it desired (class_stamp.go; Write's goroutine
+	// only), and skippedClassReads counts the looks they spared (tests).
+	classesSettled    map[types.NamespacedName]classStamp
+	skippedClassReads atomic.Int64
 	notify             chan struct{}
 	once               sync.Once
 
@@ -395,12 +400,22 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 	if ok, err := w.get(ctx, d.NamespacedName, obj); !ok || err != nil {
 		return err
 	}
+	stamp := stampClass(obj.ResourceVersion, d)
+	if obj.ResourceVersion != "" && w.classesSettled[d.NamespacedName] == stamp {
+		w.skippedClassReads.Add(1)
+		return nil
+	}
 	orig := obj.DeepCopy()
 	obj.Status.Conditions, _ = status.MergeConditions(obj.Status.Conditions, d.Status.Conditions, obj.Generation, w.now())
 	obj.Status.SupportedFeatures = d.Status.SupportedFeatures
 	if apiequality.Semantic.DeepEqual(orig.Status, obj.Status) {
+		if w.classesSettled == nil {
+			w.classesSettled = map[types.NamespacedName]classStamp{}
+		}
+		w.classesSettled[d.NamespacedName] = stamp
 		return nil
 	}
+	delete(w.classesSettled, d.NamespacedName)
 	return w.patch(ctx, "GatewayClass", obj, orig)
 }
 
