@@ -133,8 +133,8 @@ type Writer struct {
 	// only), and skippedClassReads counts the looks they spared (tests).
 	classesSettled    map[types.NamespacedName]classStamp
 	skippedClassReads atomic.Int64
-	notify             chan struct{}
-	once               sync.Once
+	notify            chan struct{}
+	once              sync.Once
 
 	mu         sync.Mutex
 	lastEvents map[string]bool
