@@ -30,8 +30,9 @@ import (
 // same lists has nothing to compare: under endpoint churn, copying the
 // class read once more and comparing its status (the supported features
 // are a long list) at each of 100 rounds a second was two thirds of the
-// writer's work. Any change to the object (another writer's edit included) gives
-// it another resourceVersion, and a new translation new lists.
+// writer's work. Any change to the object (another writer's edit
+// included) gives it another resourceVersion, and a new translation new
+// lists.
 type classStamp struct {
 	resourceVersion string
 	conditions      *metav1.Condition
