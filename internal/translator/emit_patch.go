@@ -49,6 +49,23 @@ type emission struct {
 	// listener whose routes change at every translation never pays for
 	// the list.
 	uses []setUse
+	// one is atts's room for a port of one listener, and built the
+	// listener emitPatched carries when no host changed: at 1,000
+	// Gateways, three allocations per Gateway were one.
+	one   [1][]attachment
+	built builtListener
+}
+
+// emissionOf is an emission of listeners ords with room for their n
+// attachment lists.
+func emissionOf(ords []int, n int) *emission {
+	e := &emission{ords: ords}
+	if n == 1 {
+		e.atts = e.one[:]
+	} else {
+		e.atts = make([][]attachment, n)
+	}
+	return e
 }
 
 // plainEnvironment reports whether nothing of the environment rewrites or
@@ -72,7 +89,7 @@ func (t *translator) newEmission(gi *gatewayInfo, serv []*listenerInfo) *emissio
 	if t.memo == nil || t.memo.built == nil || !t.plainEnvironment(gi) {
 		return nil
 	}
-	e := &emission{ords: make([]int, len(serv)), atts: make([][]attachment, len(serv))}
+	e := emissionOf(make([]int, len(serv)), len(serv))
 	for i, li := range serv {
 		if li.ord == 0 {
 			return nil
@@ -96,7 +113,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	if t.memo == nil || !t.memo.sameEnv || lb.vhosts != nil || lb.patched != nil || !t.plainEnvironment(gi) {
 		return false
 	}
-	lk := snapshot.ListenerKey(&lb.l)
+	lk := lb.keyOf()
 	last := t.memo.lastBuilt(sb.scope, lk)
 	if last == nil || last.emit == nil || len(last.emit.ords) != len(serv) || last.from == nil {
 		return false
@@ -148,7 +165,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 			lb.clientValidation = li.clientValidation
 		}
 	}
-	lb.emit = &emission{ords: last.emit.ords, atts: make([][]attachment, len(serv))}
+	lb.emit = emissionOf(last.emit.ords, len(serv))
 	for i, li := range serv {
 		lb.emit.atts[i] = t.state(li).routes
 	}
@@ -158,7 +175,8 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 			sb.useSet(&last.emit.uses[i])
 		}
 		lb.emit.uses = last.emit.uses
-		lb.patched = &builtListener{hosts: last.hosts, from: last.from, emit: lb.emit}
+		lb.emit.built = builtListener{hosts: last.hosts, from: last.from, emit: lb.emit}
+		lb.patched = &lb.emit.built
 		t.memo.patched++
 		t.memo.carried++
 		return true
@@ -209,7 +227,8 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	if len(hosts) == 0 {
 		// No host changed: the last translation's hosts, as they are
 		// (a snapshot is never changed once built, so two may share them).
-		lb.patched = &builtListener{hosts: last.hosts, from: last.from}
+		lb.emit.built = builtListener{hosts: last.hosts, from: last.from}
+		lb.patched = &lb.emit.built
 	} else {
 		lb.patched = t.patchHosts(last, hosts, entries, claims)
 	}

@@ -71,6 +71,10 @@ type gatewayInfo struct {
 	served     bool
 	// ports are the served Gateway's listeners by port (groupPorts).
 	ports []gatewayPort
+	// memoStatus is the status the last translation with a Memo gave the
+	// Gateway (memoPass.gatewayStatus): a Memo keeps a gatewayInfo only
+	// for the next translation of the same environment (keptGateways).
+	memoStatus *memoGatewayStatus
 }
 
 // refusal says why a Gateway that is not served was refused.

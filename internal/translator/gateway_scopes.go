@@ -34,6 +34,12 @@ func (t *translator) buildGatewayScopes() {
 	if len(t.gwOrder) > 0 {
 		t.out.Gateways = make([]GatewayStatus, 0, len(t.gwOrder))
 	}
+	// The GatewayRefs' port lists share one array (at 1,000 Gateways, a
+	// list of its own was an allocation per Gateway).
+	var slab portSlab
+	if n := t.gatewayPortCount(); n > 0 {
+		slab = make(portSlab, 0, n)
+	}
 	for _, gi := range t.gwOrder {
 		primary := snapshot.SharedPool()
 		if gi.servedDedicated() {
@@ -43,6 +49,7 @@ func (t *translator) buildGatewayScopes() {
 			if gi.servedShared() {
 				sb := t.scope(snapshot.SharedPool())
 				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
+				start := len(slab)
 				for i := range gi.ports {
 					gp := &gi.ports[i]
 					internal, ok := gi.internal[gp.port]
@@ -55,9 +62,10 @@ func (t *translator) buildGatewayScopes() {
 						continue
 					}
 					if t.emitGatewayPort(sb, gi, gp, internal, gp.port) {
-						ref.Ports = append(ref.Ports, internal)
+						slab = append(slab, internal)
 					}
 				}
+				ref.Ports = slab.since(start)
 				if sb.gateways == nil { // at most all of them, at once rather than grown
 					sb.gateways = make([]snapshot.GatewayRef, 0, len(t.gwOrder))
 				}
@@ -66,18 +74,43 @@ func (t *translator) buildGatewayScopes() {
 			if gi.servedDedicated() {
 				sb := t.scope(primary)
 				ref := snapshot.GatewayRef{Namespace: gi.gw.Namespace, Name: gi.gw.Name, Generation: gi.gw.Generation}
+				start := len(slab)
 				for i := range gi.ports {
 					gp := &gi.ports[i]
 					if t.emitGatewayPort(sb, gi, gp, gp.port, 0) {
-						ref.Ports = append(ref.Ports, gp.port)
+						slab = append(slab, gp.port)
 					}
 				}
+				ref.Ports = slab.since(start)
 				sb.gateways = append(sb.gateways, ref)
 			}
 		}
 		t.gatewayStatus(gi, primary)
 	}
 	t.tlsPolicyStatuses()
+}
+
+// portSlab is the array of the port lists of a translation's GatewayRefs.
+type portSlab []int32
+
+// since is the ports appended from start on, with no room after them
+// (nil when none).
+func (s portSlab) since(start int) []int32 {
+	if len(s) == start {
+		return nil
+	}
+	return s[start:len(s):len(s)]
+}
+
+// gatewayPortCount is the number of ports of the served Gateways.
+func (t *translator) gatewayPortCount() int {
+	n := 0
+	for _, gi := range t.gwOrder {
+		if gi.served {
+			n += len(gi.ports)
+		}
+	}
+	return n
 }
 
 // gatewayPort is one port of a served Gateway: its listeners (its own,

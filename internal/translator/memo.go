@@ -70,10 +70,8 @@ type Memo struct {
 	// pointer is quicker to look up than its kind, namespace and name
 	// (a tenth of a translation at 10,000 routes).
 	byMeta map[*metav1.ObjectMeta]*memoRoute
-	// gateways are the Gateways' statuses of the last translation, ports
-	// its internal port assignment.
-	gateways map[nn]*memoGatewayStatus
-	ports    *memoPorts
+	// ports is the last translation's internal port assignment.
+	ports *memoPorts
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
 	// hostOrder is the hostnames of each listener of the last
@@ -266,11 +264,9 @@ type memoPass struct {
 	// environment changed.
 	routes map[memoKey]*memoRoute
 	byMeta map[*metav1.ObjectMeta]*memoRoute
-	// gateways are the Memo's Gateway statuses, nil when the inputs
-	// cannot be trusted; ports is, on entry, the Memo's internal port
-	// assignment (nil: none) and, on exit, this translation's.
-	gateways map[nn]*memoGatewayStatus
-	ports    *memoPorts
+	// ports is, on entry, the Memo's internal port assignment (nil:
+	// none) and, on exit, this translation's.
+	ports *memoPorts
 	// built are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
 	built map[listenerID]*builtListener
@@ -364,7 +360,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	env, ok := m.ids.digest(res)
 	if m.routes == nil {
 		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
-		m.byMeta, m.gateways = map[*metav1.ObjectMeta]*memoRoute{}, map[nn]*memoGatewayStatus{}
+		m.byMeta = map[*metav1.ObjectMeta]*memoRoute{}
 		m.walks = map[string]any{}
 		m.conds = map[[2]metav1.Condition][]metav1.Condition{}
 		m.parents = map[parentKey][]gwv1.RouteParentStatus{}
@@ -379,7 +375,6 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if !sameEnv {
 		clear(m.routes)
 		clear(m.byMeta)
-		clear(m.gateways)
 		m.envIndex = nil
 		m.gatewaysKept = nil
 	}
@@ -404,7 +399,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder)), scratch: spare,
 		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources}
 	if ok {
-		pass.built, pass.gateways, pass.sameEnv = m.built, m.gateways, sameEnv
+		pass.built, pass.sameEnv = m.built, sameEnv
 		pass.keptGateways = gatewaysKept
 		pass.spareRoutes = m.spareRoutes
 	}
@@ -420,12 +415,10 @@ func (m *Memo) Translate(res *Resources) *Result {
 			maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
 		}
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
-		maps.DeleteFunc(m.gateways, func(_ nn, g *memoGatewayStatus) bool { return g.gen != m.gen })
 		m.ports = pass.ports
 	} else {
 		clear(m.routes)
 		clear(m.byMeta)
-		clear(m.gateways)
 		clear(m.built)
 		m.routeLists, m.spareRoutes = nil, nil
 	}
