@@ -36,6 +36,15 @@ type setKey struct {
 	udp      bool
 }
 
+// setName is the name of the endpoint set of k: made of k alone.
+func (k setKey) setName() string {
+	name := k.ns + "/" + k.name + ":" + strconv.Itoa(int(k.port))
+	if k.udp {
+		name += "/udp"
+	}
+	return name
+}
+
 type resolved struct {
 	set         string
 	reason, msg string
@@ -152,10 +161,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	sk := setKey{svc.Namespace, svc.Name, sp.Port, udp}
 	name, ok := t.setNames[sk]
 	if !ok {
-		name = svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(sp.Port))
-		if udp {
-			name += "/udp"
-		}
+		name = sk.setName()
 		t.setNames[sk] = name
 	}
 	t.recordSet(svc, sp, proto, name)

@@ -1094,9 +1094,39 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 	if !slices.Equal(mapOf(m.spare), before) {
 		t.Error("the second translation worked in new scratch maps")
 	}
-	if s := m.spare; len(s.endpointSets)+len(s.setNames)+len(s.slices)+len(s.poolSets)+len(s.poolListeners)+s.used+s.buildersUsed > 0 ||
+	if s := m.spare; len(s.endpointSets)+len(s.slices)+len(s.poolSets)+len(s.poolListeners)+s.used+s.buildersUsed > 0 ||
 		s.sets[0][0].Name != "" || s.builders[0][0].l.Name != "" || s.states[0].routes != nil {
 		t.Error("the scratch was kept with what a translation put in it")
+	}
+	// Set names are kept: each is its key's alone.
+	if len(m.spare.setNames) == 0 {
+		t.Error("the set names were not kept")
+	}
+	for k, n := range m.spare.setNames {
+		if n != k.setName() {
+			t.Errorf("set name %q kept for %+v", n, k)
+		}
+	}
+}
+
+// TestScratchForgetsSetNamesOfServicesGone: the set names a scratch keeps
+// are cleared once they are many more than a translation's sets.
+func TestScratchForgetsSetNamesOfServicesGone(t *testing.T) {
+	s := newScratch(0, 0)
+	for i := range 100 {
+		k := setKey{ns: "ns", name: fmt.Sprintf("svc-%d", i), port: 80}
+		s.setNames[k] = k.setName()
+	}
+	s.endpointSets["ns/svc-0:80"] = &snapshot.EndpointSet{}
+	s.empty()
+	if len(s.setNames) != 0 {
+		t.Errorf("%d set names kept with one set made", len(s.setNames))
+	}
+	k := setKey{ns: "ns", name: "svc", port: 53, udp: true}
+	s.setNames[k] = k.setName()
+	s.empty()
+	if s.setNames[k] != "ns/svc:53/udp" {
+		t.Errorf("set names after a translation of few sets: %v", s.setNames)
 	}
 }
 
