@@ -274,7 +274,7 @@ func (t *translator) gatewayStatus(gi *gatewayInfo, scope snapshot.Scope) {
 	}
 	gw := gi.gw
 	gen := gw.Generation
-	st := GatewayStatus{NamespacedName: key(&gw.ObjectMeta), Generation: gen, Scope: scope}
+	st := GatewayStatus{&GatewayState{NamespacedName: key(&gw.ObjectMeta), Generation: gen, Scope: scope}}
 	anyAccepted, anyRejected := false, false
 	for _, li := range gi.listeners {
 		if li.accepted.Status == metav1.ConditionTrue {

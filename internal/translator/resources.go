@@ -161,10 +161,18 @@ type GatewayClassStatus struct {
 	Status     gwv1.GatewayClassStatus
 }
 
-// GatewayStatus is the desired status of a Gateway of one of our classes.
-// Programmed reflects the snapshot being published; the status writer gates
-// it on the data plane once discovery reports binds and acks.
+// GatewayStatus is the desired status of a Gateway of one of our classes, a
+// GatewayState that a Memo's translations share while it does not change:
+// at 1,000 Gateways a list of the states themselves was the largest thing a
+// route change allocated. Neither is ever modified.
 type GatewayStatus struct {
+	*GatewayState
+}
+
+// GatewayState is a Gateway's desired status. Programmed reflects the
+// snapshot being published; the status writer gates it on the data plane
+// once discovery reports binds and acks.
+type GatewayState struct {
 	types.NamespacedName
 	Generation int64
 	Status     gwv1.GatewayStatus

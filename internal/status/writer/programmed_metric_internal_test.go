@@ -34,7 +34,7 @@ func TestProgrammedMetricPrune(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newProgrammedMetric(reg)
 	a, b := types.NamespacedName{Namespace: "n", Name: "a"}, types.NamespacedName{Namespace: "n", Name: "b"}
-	round := []translator.GatewayStatus{{NamespacedName: a}}
+	round := []translator.GatewayStatus{{GatewayState: &translator.GatewayState{NamespacedName: a}}}
 	series := func() int {
 		mfs, err := reg.Gather()
 		if err != nil {

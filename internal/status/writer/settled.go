@@ -372,6 +372,9 @@ func newDesiredDigests(res *translator.Result, prev *desiredDigests) *desiredDig
 // sameGatewayStatus reports whether a and b are the status of one Gateway
 // made of the very same lists (hence equal, as neither is modified).
 func sameGatewayStatus(a, b *translator.GatewayStatus) bool {
+	if a.GatewayState == b.GatewayState {
+		return true
+	}
 	return a.NamespacedName == b.NamespacedName &&
 		lists.Same(a.Status.Listeners, b.Status.Listeners) && lists.Same(a.Status.Conditions, b.Status.Conditions) &&
 		lists.Same(a.Status.Addresses, b.Status.Addresses) && a.Status.AttachedListenerSets == b.Status.AttachedListenerSets

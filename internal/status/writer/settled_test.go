@@ -114,7 +114,7 @@ func TestGatewayDigestCoversEveryField(t *testing.T) {
 	}
 	base := func() input {
 		return input{
-			d: translator.GatewayStatus{Status: gwv1.GatewayStatus{
+			d: translator.GatewayStatus{GatewayState: &translator.GatewayState{Status: gwv1.GatewayStatus{
 				Addresses:  []gwv1.GatewayStatusAddress{{Type: ptr.To(gwv1.IPAddressType), Value: "10.0.0.1"}},
 				Conditions: []metav1.Condition{cond()},
 				Listeners: []gwv1.ListenerStatus{{
@@ -124,7 +124,7 @@ func TestGatewayDigestCoversEveryField(t *testing.T) {
 					Conditions:     []metav1.Condition{cond()},
 				}},
 				AttachedListenerSets: ptr.To(int32(1)),
-			}},
+			}}},
 			g: programmedGate{dp: &GatewayDataPlane{Published: true, Scope: "shared", Proxies: 2, Ready: 2}, scope: "shared", generation: 1},
 		}
 	}
@@ -241,11 +241,11 @@ func TestDesiredDigestsReuseTheSameLists(t *testing.T) {
 		t.Fatalf("GatewayStatus has %d fields, not 4: teach sameGatewayStatus the new one, then update this test", n)
 	}
 	status := func(name string, attached int32) translator.GatewayStatus {
-		return translator.GatewayStatus{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}, Status: gwv1.GatewayStatus{
+		return translator.GatewayStatus{GatewayState: &translator.GatewayState{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}, Status: gwv1.GatewayStatus{
 			Addresses:  []gwv1.GatewayStatusAddress{{Type: ptr.To(gwv1.IPAddressType), Value: "10.0.0.1"}},
 			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}},
 			Listeners:  []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: attached}},
-		}}
+		}}}
 	}
 	first := &translator.Result{Gateways: []translator.GatewayStatus{status("a", 1), status("b", 1), status("c", 1)}}
 	prev := newDesiredDigests(first, nil)
@@ -253,9 +253,9 @@ func TestDesiredDigestsReuseTheSameLists(t *testing.T) {
 	for i := range prev.digests {
 		prev.digests[i] = marked
 	}
-	equalCopy := first.Gateways[2]
+	equalCopy := *first.Gateways[2].GatewayState
 	equalCopy.Status.Listeners = []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: 1}}
-	next := &translator.Result{Gateways: []translator.GatewayStatus{first.Gateways[0], status("b", 2), equalCopy}}
+	next := &translator.Result{Gateways: []translator.GatewayStatus{first.Gateways[0], status("b", 2), {GatewayState: &equalCopy}}}
 	got, fresh := newDesiredDigests(next, prev), newDesiredDigests(next, nil)
 	if got.digests[0] != marked {
 		t.Error("the very same status was digested again")

@@ -190,7 +190,7 @@ func (f *fixture) write() *gwv1.Gateway {
 		return f.gateway()
 	}
 	snapshotOnly := status.Programmed(true, status.ReasonProgrammed, "Gateway is in the published snapshot", gen)
-	res := &translator.Result{Gateways: []translator.GatewayStatus{{
+	res := &translator.Result{Gateways: []translator.GatewayStatus{{GatewayState: &translator.GatewayState{
 		NamespacedName: f.key,
 		Generation:     gen,
 		Scope:          snapshot.SharedPool(),
@@ -205,7 +205,7 @@ func (f *fixture) write() *gwv1.Gateway {
 				},
 			}},
 		},
-	}}}
+	}}}}
 	f.res = res
 	if err := f.w.Write(f.ctx, res); err != nil {
 		f.t.Fatal(err)
