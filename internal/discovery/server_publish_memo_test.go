@@ -228,6 +228,13 @@ func BenchmarkPublish(b *testing.B) {
 					h := fmt.Sprintf("r%d.example.com", i)
 					unchanged[i] = routes(h, "moved-"+h)
 				}
+				// The idle listeners' host lists are the same in both
+				// snapshots, as the translator's Memo carries a listener
+				// no change touched.
+				idleHosts := make([][]*snapshot.VirtualHost, sh.idle)
+				for i := range idleHosts {
+					idleHosts[i] = []*snapshot.VirtualHost{{Hostname: fmt.Sprintf("idle-%d.example.org", i)}}
+				}
 				// build changes host changed; with shared, the other
 				// hosts keep their route lists, as the translator's Memo
 				// keeps them.
@@ -250,7 +257,7 @@ func BenchmarkPublish(b *testing.B) {
 						port := int32(30001 + i)
 						s.Listeners = append(s.Listeners, snapshot.Listener{
 							Name: fmt.Sprintf("gateway/default/idle-%d/80", i), Port: port, ExternalPort: 80, Protocol: snapshot.ProtocolHTTP,
-							VirtualHosts: []*snapshot.VirtualHost{{Hostname: fmt.Sprintf("idle-%d.example.org", i)}},
+							VirtualHosts: idleHosts[i],
 						})
 						s.Gateways = append(s.Gateways, snapshot.GatewayRef{Namespace: "default", Name: fmt.Sprintf("idle-%d", i), Generation: 1, Ports: []int32{port}})
 					}

@@ -59,8 +59,13 @@ func (a *Assembler) decode(r Resource) (any, error) {
 // HostSource is the snapshot a set of resources was encoded from, for an
 // Assembler to take their virtual hosts from (Assembler.Hosts).
 type HostSource struct {
-	s          *Snapshot
-	listenerAt map[string]int // made at the first look-up
+	s *Snapshot
+	// sorted says s's listeners are in ListenerLess order, each key once
+	// (found by binary search, as a translator's snapshot has them);
+	// known says sorted was looked at; listenerAt is the index of the
+	// listeners by key otherwise, made at the first look-up.
+	sorted, known bool
+	listenerAt    map[string]int
 }
 
 // HostsOf is s as the source of the resources encoded from it.
@@ -108,10 +113,19 @@ func (h *HostSource) Set(key string) (*EndpointSet, bool) {
 
 // listenerHosts is the virtual hosts of the source's listener of key lk.
 func (h *HostSource) listenerHosts(lk string) ([]*VirtualHost, bool) {
-	if h.listenerAt == nil {
-		h.listenerAt = listenerIndex(h.s)
+	if !h.known {
+		h.sorted, h.known = listenersInOrder(h.s.Listeners), true
 	}
-	li, found := h.listenerAt[lk]
+	var li int
+	var found bool
+	if h.sorted {
+		li, found = searchListener(h.s.Listeners, lk)
+	} else {
+		if h.listenerAt == nil {
+			h.listenerAt = listenerIndex(h.s)
+		}
+		li, found = h.listenerAt[lk]
+	}
 	if !found {
 		return nil, false
 	}

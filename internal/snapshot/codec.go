@@ -18,6 +18,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -203,7 +204,11 @@ func validate(s *Snapshot, known *validated) error {
 			return fmt.Errorf("endpointSets[%d] (%s): tls.clientCertificate refers to unknown certificate %q", i, es.Name, es.TLS.ClientCertificate)
 		}
 	}
-	ports := make(map[string]bool, len(s.Listeners))
+	// Listeners in order have each key once; others are checked by key.
+	var ports map[string]bool
+	if !listenersInOrder(s.Listeners) {
+		ports = make(map[string]bool, len(s.Listeners))
+	}
 	for i := range s.Listeners {
 		l := &s.Listeners[i]
 		where := listenerAt{i, l.Name} // formatted only in an error
@@ -216,11 +221,13 @@ func validate(s *Snapshot, known *validated) error {
 		if l.ExternalPort != 0 && !validPort(l.ExternalPort) {
 			return fmt.Errorf("%s: externalPort %d out of range", where, l.ExternalPort)
 		}
-		pk := ListenerKey(l)
-		if ports[pk] {
-			return fmt.Errorf("%s: port %d is used by another %s listener", where, l.Port, transportOf(l.Protocol))
+		if ports != nil {
+			pk := ListenerKey(l)
+			if ports[pk] {
+				return fmt.Errorf("%s: port %d is used by another %s listener", where, l.Port, transportOf(l.Protocol))
+			}
+			ports[pk] = true
 		}
-		ports[pk] = true
 		var hosts []bool
 		if known != nil {
 			hosts = known.hosts[i]
@@ -700,6 +707,54 @@ func ListenerLess(a, b *Listener) bool {
 		return a.Port < b.Port
 	}
 	return a.Protocol != ProtocolUDP && b.Protocol == ProtocolUDP
+}
+
+// compareListeners is ListenerLess as a comparison: by port, a TCP
+// protocol before UDP.
+func compareListeners(a, b *Listener) int {
+	if c := cmp.Compare(a.Port, b.Port); c != 0 {
+		return c
+	}
+	au, bu := a.Protocol == ProtocolUDP, b.Protocol == ProtocolUDP
+	switch {
+	case au == bu:
+		return 0
+	case bu:
+		return -1
+	}
+	return 1
+}
+
+// listenersInOrder reports whether ls is in ListenerLess order with no key
+// twice: each listener's key is then found by searchListener, and none is
+// another's. At 1,000 Gateways, the key of every listener, made to look
+// the keys up in a map, was most of what publishing a change allocated.
+func listenersInOrder(ls []Listener) bool {
+	for i := 1; i < len(ls); i++ {
+		if compareListeners(&ls[i-1], &ls[i]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// searchListener finds the listener of key lk in ls, which is in order
+// (listenersInOrder).
+func searchListener(ls []Listener, lk string) (int, bool) {
+	ports, udp := strings.CutSuffix(lk, "/udp")
+	if ports == "" || len(ports) > 1 && ports[0] == '0' || strings.ContainsFunc(ports, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false // not a key ListenerKey makes
+	}
+	port, err := strconv.ParseInt(ports, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	want := Listener{Port: int32(port)}
+	if udp {
+		want.Protocol = ProtocolUDP
+	}
+	i := sort.Search(len(ls), func(i int) bool { return compareListeners(&ls[i], &want) >= 0 })
+	return i, i < len(ls) && compareListeners(&ls[i], &want) == 0
 }
 
 // Normalize sorts the lists whose order carries no meaning (listeners by
