@@ -103,20 +103,20 @@ func ResourcesIn(layout Layout, s *Snapshot) ([]Resource, error) {
 // the snapshot's resources (encode_rest.go). The zero value is ready; an
 // Encoder serves one caller at a time.
 type Encoder struct {
-	// listeners holds, by listener key, the hosts last encoded for it in
+	// listeners holds, by listener (portKey), the hosts last encoded for it in
 	// their order: a normalized snapshot lists a listener's hosts by
 	// hostname, so the next one's are matched by walking both lists, with
 	// no map of every host to build and probe.
-	listeners map[string]encodedListener
+	listeners map[portKey]encodedListener
 	// spare holds the lists of the call before the last, whose arrays
 	// the next call fills again; bare is that call's scratch list of
 	// listeners, which no result keeps.
-	spare map[string]encodedListener
+	spare map[portKey]encodedListener
 	bare  []Listener
 	// free is the map spare was before the last call, emptied: the next
 	// call's listeners (at 2,000 listeners a new map was an eighth of
 	// what a change allocated in the controller).
-	free map[string]encodedListener
+	free map[portKey]encodedListener
 	// rest are the encodings of the rest of the last snapshot (its
 	// listeners without hosts, endpoint sets, certificates and Gateways:
 	// encode_rest.go), restSpare the storage of the call before the
@@ -281,6 +281,8 @@ func diffLists(prev, cur []Resource, upserts []Resource, removed []string) ([]Re
 // it keeps alive), chunks its resources in key order under prefix, cut
 // into chunks.
 type encodedListener struct {
+	// key is the listener's key (ListenerKey), made once.
+	key    string
 	hosts  []encodedHost
 	from   **VirtualHost
 	chunks [][]Resource
@@ -289,6 +291,17 @@ type encodedListener struct {
 	// the run was sorted.
 	ordered bool
 }
+
+// portKey is what a listener's key is made of: the Encoder's maps are
+// keyed by it, so that a listener's key is made once (at 1,000 Gateways,
+// the key of every listener at every call was most of what encoding a
+// route change allocated).
+type portKey struct {
+	port int32
+	udp  bool
+}
+
+func portKeyOf(l *Listener) portKey { return portKey{l.Port, l.Protocol == ProtocolUDP} }
 
 // takesOver reports whether hosts is the very host list el encoded (a
 // snapshot whose listener is unchanged, as an endpoint refresh hands it
@@ -334,40 +347,43 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 	next := e.free
 	e.free = nil // a failed call leaves no map in two places
 	if next == nil {
-		next = make(map[string]encodedListener, len(s.Listeners))
+		next = make(map[portKey]encodedListener, len(s.Listeners))
 	}
 	bare := lists.Reuse(e.bare, len(s.Listeners))[:len(s.Listeners)] // the listeners without hosts
 	runs := make([]HostRun, 0, len(s.Listeners))
 	// taken are the listeners whose last encoding was taken over: their
 	// lists stay in use, so they are no spare storage.
-	var taken []string
+	var taken []portKey
 	for i := range s.Listeners {
 		l := s.Listeners[i]
-		lk := ListenerKey(&l)
-		if _, dup := next[lk]; dup {
+		pk := portKeyOf(&l)
+		if _, dup := next[pk]; dup {
 			clear(bare)
-			return Encoded{}, fmt.Errorf("duplicate resource key %q", "listener|"+lk)
+			return Encoded{}, fmt.Errorf("duplicate resource key %q", "listener|"+ListenerKey(&l))
 		}
-		last := e.listeners[lk]
+		last := e.listeners[pk]
 		switch {
 		case last.takesOver(l.VirtualHosts):
-			next[lk] = last
-			taken = append(taken, lk)
+			next[pk] = last
+			taken = append(taken, pk)
 		case len(l.VirtualHosts) > 0:
-			prefix := last.prefix // the same string at every call
+			lk, prefix := last.key, last.prefix // the same strings at every call
+			if lk == "" {
+				lk = ListenerKey(&l)
+			}
 			if prefix == "" {
 				prefix = VirtualHostKey(lk, "")
 			}
-			el, err := e.encodeHosts(lk, prefix, l.VirtualHosts, last)
+			el, err := e.encodeHosts(pk, lk, prefix, l.VirtualHosts, last)
 			if err != nil {
 				clear(bare)
 				return Encoded{}, err
 			}
-			next[lk] = el
+			next[pk] = el
 		default:
-			next[lk] = encodedListener{}
+			next[pk] = encodedListener{}
 		}
-		el := next[lk]
+		el := next[pk]
 		for _, c := range el.chunks {
 			runs = append(runs, HostRun{Prefix: el.prefix, Resources: c})
 		}
@@ -393,8 +409,8 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 		e.free = e.spare
 	}
 	e.spare, e.listeners = e.listeners, next
-	for _, lk := range taken {
-		delete(e.spare, lk)
+	for _, pk := range taken {
+		delete(e.spare, pk)
 	}
 	return Encoded{Rest: rest, Sets: sets, Runs: runs}, nil
 }
@@ -403,8 +419,8 @@ func (e *Encoder) Encode(s *Snapshot) (Encoded, error) {
 // (lk's last encoding) does not hold anew, into chunks, each one of last's
 // when its resources are; the list of their encodings is the spare
 // storage of lk.
-func (e *Encoder) encodeHosts(lk, prefix string, hosts []*VirtualHost, last encodedListener) (encodedListener, error) {
-	encoded := lists.Reuse(e.spare[lk].hosts, len(hosts))
+func (e *Encoder) encodeHosts(pk portKey, lk, prefix string, hosts []*VirtualHost, last encodedListener) (encodedListener, error) {
+	encoded := lists.Reuse(e.spare[pk].hosts, len(hosts))
 	run := lists.Reuse(e.run, len(hosts))
 	mask := e.chunkMask()
 	prev := last.hosts // by hostname, from the first not yet passed
@@ -484,7 +500,7 @@ func (e *Encoder) encodeHosts(lk, prefix string, hosts []*VirtualHost, last enco
 	chunks := chunkRun(run, ends, last.chunks)
 	clear(run) // the scratch keeps no body alive
 	e.run = run[:0]
-	return encodedListener{hosts: encoded, from: &hosts[0], chunks: chunks, prefix: prefix, ordered: ordered}, nil
+	return encodedListener{key: lk, hosts: encoded, from: &hosts[0], chunks: chunks, prefix: prefix, ordered: ordered}, nil
 }
 
 // compareKeys orders resources by key.

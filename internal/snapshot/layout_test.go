@@ -391,8 +391,8 @@ func encoderEqualsResourcesIn(t *testing.T, mask uint32) {
 			checkDiff(t, step, prevEnc, enc)
 		}
 		quietRun := enc.Runs[len(enc.Runs)-1]
-		if len(enc.Runs) < 2 || quietRun.Prefix != VirtualHostKey("4000", "") || len(e.listeners["4000"].chunks) != 1 ||
-			&quietRun.Resources[0] != &e.listeners["4000"].chunks[0][0] ||
+		if len(enc.Runs) < 2 || quietRun.Prefix != VirtualHostKey("4000", "") || len(e.listeners[portKey{port: 4000}].chunks) != 1 ||
+			&quietRun.Resources[0] != &e.listeners[portKey{port: 4000}].chunks[0][0] ||
 			(step > 0 && &quietRun.Resources[0] != &prevEnc.Runs[len(prevEnc.Runs)-1].Resources[0]) {
 			t.Fatalf("step %d: the quiet listener's run is not the one encoded first", step)
 		}
