@@ -17,8 +17,10 @@ limitations under the License.
 package translator
 
 import (
+	"cmp"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -270,7 +272,15 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	for _, lb := range sb.listeners {
 		lbs = append(lbs, lb)
 	}
-	sort.Slice(lbs, func(i, j int) bool { return snapshot.ListenerLess(&lbs[i].l, &lbs[j].l) })
+	slices.SortFunc(lbs, func(a, b *listenerBuilder) int {
+		switch {
+		case snapshot.ListenerLess(&a.l, &b.l):
+			return -1
+		case snapshot.ListenerLess(&b.l, &a.l):
+			return 1
+		}
+		return 0
+	})
 	if len(lbs) > 0 {
 		s.Listeners = make([]snapshot.Listener, 0, len(lbs))
 	}
@@ -288,9 +298,9 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		built := lb.patched
 		if built == nil {
 			built = t.buildHosts(sb, lk, lb)
-		} else {
-			t.memo.keepHostOrderOf(sb.scope, lk, built.hosts)
 		}
+		// A listener's built hosts are its host order for the next
+		// translation (memoPass.hostOrder).
 		t.memo.keepBuilt(sb.scope, lk, built)
 		l.VirtualHosts = built.hosts
 		s.Listeners = append(s.Listeners, l)
@@ -310,12 +320,13 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		}
 	}
 	s.Gateways = sb.gateways
-	sort.SliceStable(s.Gateways, func(i, j int) bool {
-		if s.Gateways[i].Namespace != s.Gateways[j].Namespace {
-			return s.Gateways[i].Namespace < s.Gateways[j].Namespace
-		}
-		return s.Gateways[i].Name < s.Gateways[j].Name
-	})
+	// Emitted in the Gateways' order, they are in order already.
+	byName := func(a, b snapshot.GatewayRef) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	}
+	if !slices.IsSortedFunc(s.Gateways, byName) {
+		slices.SortStableFunc(s.Gateways, byName)
+	}
 	return s
 }
 

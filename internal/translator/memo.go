@@ -547,20 +547,26 @@ func (mr *memoRoute) nameOf(meta *metav1.ObjectMeta) (nn, int64) {
 // translation was a tenth of a megabyte).
 type hostOrder struct {
 	names []string
-	hosts []*snapshot.VirtualHost
 }
 
 // hostOrder is the hostnames listener of scope had in the last
-// translation, in order (nil: none, or no memo).
+// translation, in order (nil: none, or no memo): those it built, or else
+// those of the listener it carried or patched (its builtListener, which
+// this translation has not yet replaced when it asks). At 1,000 Gateways,
+// keeping a host order apart for every carried listener was a map entry
+// per Gateway at every change.
 func (p *memoPass) hostOrder(scope snapshot.Scope, listener string) []string {
 	if p == nil {
 		return nil
 	}
-	o := p.lastHostOrder[listenerID{scope, listener}]
-	if o.names == nil && o.hosts != nil {
-		return hostnames(o.hosts)
+	id := listenerID{scope, listener}
+	if o, ok := p.lastHostOrder[id]; ok {
+		return o.names
 	}
-	return o.names
+	if b := p.built[id]; b != nil {
+		return hostnames(b.hosts)
+	}
+	return nil
 }
 
 // hostCount is len(hostOrder(scope, listener)).
@@ -568,8 +574,14 @@ func (p *memoPass) hostCount(scope snapshot.Scope, listener string) int {
 	if p == nil {
 		return 0
 	}
-	o := p.lastHostOrder[listenerID{scope, listener}]
-	return max(len(o.names), len(o.hosts))
+	id := listenerID{scope, listener}
+	if o, ok := p.lastHostOrder[id]; ok {
+		return len(o.names)
+	}
+	if b := p.built[id]; b != nil {
+		return len(b.hosts)
+	}
+	return 0
 }
 
 // keepHostOrder keeps the hostnames of listener of scope, in order, for
@@ -577,14 +589,6 @@ func (p *memoPass) hostCount(scope snapshot.Scope, listener string) int {
 func (p *memoPass) keepHostOrder(scope snapshot.Scope, listener string, hosts []string) {
 	if p != nil {
 		p.nextHostOrder[listenerID{scope, listener}] = hostOrder{names: hosts}
-	}
-}
-
-// keepHostOrderOf is keepHostOrder(scope, listener, hostnames(hosts)),
-// listed when needed.
-func (p *memoPass) keepHostOrderOf(scope snapshot.Scope, listener string, hosts []*snapshot.VirtualHost) {
-	if p != nil {
-		p.nextHostOrder[listenerID{scope, listener}] = hostOrder{hosts: hosts}
 	}
 }
 
