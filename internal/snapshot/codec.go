@@ -702,16 +702,10 @@ func strictUnmarshal(b []byte, v any) error {
 
 // ListenerLess is the listener order of a snapshot: by port, the UDP
 // listener of a port after its TCP-protocol one.
-func ListenerLess(a, b *Listener) bool {
-	if a.Port != b.Port {
-		return a.Port < b.Port
-	}
-	return a.Protocol != ProtocolUDP && b.Protocol == ProtocolUDP
-}
+func ListenerLess(a, b *Listener) bool { return CompareListeners(a, b) < 0 }
 
-// compareListeners is ListenerLess as a comparison: by port, a TCP
-// protocol before UDP.
-func compareListeners(a, b *Listener) int {
+// CompareListeners is ListenerLess as a comparison (0: the same key).
+func CompareListeners(a, b *Listener) int {
 	if c := cmp.Compare(a.Port, b.Port); c != 0 {
 		return c
 	}
@@ -731,7 +725,7 @@ func compareListeners(a, b *Listener) int {
 // the keys up in a map, was most of what publishing a change allocated.
 func listenersInOrder(ls []Listener) bool {
 	for i := 1; i < len(ls); i++ {
-		if compareListeners(&ls[i-1], &ls[i]) >= 0 {
+		if CompareListeners(&ls[i-1], &ls[i]) >= 0 {
 			return false
 		}
 	}
@@ -753,8 +747,8 @@ func searchListener(ls []Listener, lk string) (int, bool) {
 	if udp {
 		want.Protocol = ProtocolUDP
 	}
-	i := sort.Search(len(ls), func(i int) bool { return compareListeners(&ls[i], &want) >= 0 })
-	return i, i < len(ls) && compareListeners(&ls[i], &want) == 0
+	i := sort.Search(len(ls), func(i int) bool { return CompareListeners(&ls[i], &want) >= 0 })
+	return i, i < len(ls) && CompareListeners(&ls[i], &want) == 0
 }
 
 // Normalize sorts the lists whose order carries no meaning (listeners by

@@ -94,16 +94,8 @@ func encodeRest[T any](k restKind[T], items []T, prev, next []encodedItem[T], ou
 // nil in the items); the stream routes and the TLS and client traffic
 // settings are compared by identity.
 var bareListeners = restKind[Listener]{
-	key: func(l *Listener) string { return "listener|" + ListenerKey(l) },
-	compare: func(a, b *Listener) int {
-		switch {
-		case ListenerLess(a, b):
-			return -1
-		case ListenerLess(b, a):
-			return 1
-		}
-		return 0
-	},
+	key:     func(l *Listener) string { return "listener|" + ListenerKey(l) },
+	compare: CompareListeners,
 	same: func(a, b *Listener) bool {
 		return a.Name == b.Name && a.Port == b.Port && a.ExternalPort == b.ExternalPort && a.Protocol == b.Protocol &&
 			a.TLS == b.TLS && len(a.VirtualHosts) == 0 && len(b.VirtualHosts) == 0 && lists.Same(a.StreamRoutes, b.StreamRoutes) &&

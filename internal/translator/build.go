@@ -272,15 +272,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	for _, lb := range sb.listeners {
 		lbs = append(lbs, lb)
 	}
-	slices.SortFunc(lbs, func(a, b *listenerBuilder) int {
-		switch {
-		case snapshot.ListenerLess(&a.l, &b.l):
-			return -1
-		case snapshot.ListenerLess(&b.l, &a.l):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(lbs, func(a, b *listenerBuilder) int { return snapshot.CompareListeners(&a.l, &b.l) })
 	if len(lbs) > 0 {
 		s.Listeners = make([]snapshot.Listener, 0, len(lbs))
 	}

@@ -556,32 +556,34 @@ type hostOrder struct {
 // keeping a host order apart for every carried listener was a map entry
 // per Gateway at every change.
 func (p *memoPass) hostOrder(scope snapshot.Scope, listener string) []string {
-	if p == nil {
-		return nil
+	names, built := p.lastHosts(scope, listener)
+	if built != nil {
+		return hostnames(built)
 	}
-	id := listenerID{scope, listener}
-	if o, ok := p.lastHostOrder[id]; ok {
-		return o.names
-	}
-	if b := p.built[id]; b != nil {
-		return hostnames(b.hosts)
-	}
-	return nil
+	return names
 }
 
 // hostCount is len(hostOrder(scope, listener)).
 func (p *memoPass) hostCount(scope snapshot.Scope, listener string) int {
+	names, built := p.lastHosts(scope, listener)
+	return max(len(names), len(built))
+}
+
+// lastHosts is the host order the last translation kept for listener of
+// scope, or else the hosts of the listener it carried or patched (one of
+// the two, or neither).
+func (p *memoPass) lastHosts(scope snapshot.Scope, listener string) ([]string, []*snapshot.VirtualHost) {
 	if p == nil {
-		return 0
+		return nil, nil
 	}
 	id := listenerID{scope, listener}
 	if o, ok := p.lastHostOrder[id]; ok {
-		return len(o.names)
+		return o.names, nil
 	}
 	if b := p.built[id]; b != nil {
-		return len(b.hosts)
+		return nil, b.hosts
 	}
-	return 0
+	return nil, nil
 }
 
 // keepHostOrder keeps the hostnames of listener of scope, in order, for
