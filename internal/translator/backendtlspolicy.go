@@ -130,11 +130,19 @@ func (t *translator) compileTLSPolicy(p *gwv1.BackendTLSPolicy) *tlsPolicy {
 	// against nothing, so no request reaches the backend unverified.
 	tp.tls = &snapshot.UpstreamTLS{ServerName: "invalid.invalid"}
 	u := &snapshot.UpstreamTLS{ServerName: strings.ToLower(string(v.Hostname))}
-	for _, san := range v.SubjectAltNames {
+	for i, san := range v.SubjectAltNames {
 		switch san.Type {
 		case gwv1.HostnameSubjectAltNameType:
+			if san.Hostname == "" || san.URI != "" {
+				tp.accepted = status.Accepted(false, string(gwv1.PolicyReasonInvalid), fmt.Sprintf("subjectAltNames[%d] of type Hostname needs a hostname and no uri", i), gen)
+				return tp
+			}
 			u.SubjectAltNames = append(u.SubjectAltNames, snapshot.SubjectAltName{Hostname: strings.ToLower(string(san.Hostname))})
 		case gwv1.URISubjectAltNameType:
+			if san.URI == "" || san.Hostname != "" {
+				tp.accepted = status.Accepted(false, string(gwv1.PolicyReasonInvalid), fmt.Sprintf("subjectAltNames[%d] of type URI needs a uri and no hostname", i), gen)
+				return tp
+			}
 			u.SubjectAltNames = append(u.SubjectAltNames, snapshot.SubjectAltName{URI: string(san.URI)})
 		default:
 			tp.accepted = status.Accepted(false, string(gwv1.PolicyReasonInvalid), fmt.Sprintf("subjectAltNames type %q is not Hostname or URI", san.Type), gen)
