@@ -97,6 +97,9 @@ type Memo struct {
 	// lastHits and lastMisses count the compilations the last Translate
 	// reused and made, lastPatched the listeners whose hosts it patched.
 	lastHits, lastMisses, lastPatched, lastCarried int
+	// lastRoutesCarried counts the routes the last Translate's walks
+	// took from the walks before without a visit (carryWalk).
+	lastRoutesCarried int
 	// ids are the environment's objects' ids (envDigest).
 	ids envIDs
 	// envIndex is the last translation's index of its environment
@@ -176,6 +179,8 @@ type memoRoute struct {
 
 	uid types.UID
 	rv  string
+	// kind is the route's memo kind.
+	kind string
 }
 
 // memoAtt is one listener a route matched (attachToListeners): the
@@ -319,6 +324,20 @@ type memoPass struct {
 	// scratch is, on entry, the Memo's spare maps (nil: none) and, on
 	// exit, this translation's (scratchFor).
 	scratch *scratch
+	// lastRoutes are the last translation's route lists by ord (nil:
+	// none to trust), which a carried walk takes its routes' from.
+	lastRoutes [][]attachment
+	// walked are the memo kinds whose walk started from the last one's
+	// (carryWalk): their entries this pass did not visit are still in
+	// use. routesCarried counts the routes such walks did not visit.
+	walked        []string
+	routesCarried int
+}
+
+// walkCarried reports whether the walk of memo kind kind started from
+// the last one's, its entries in use whatever their gen.
+func (p *memoPass) walkCarried(kind string) bool {
+	return slices.Contains(p.walked, kind)
 }
 
 // walkOf is the scratch lists of the route walk of memo kind kind, kept
@@ -402,6 +421,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		pass.built, pass.sameEnv = m.built, sameEnv
 		pass.keptGateways = gatewaysKept
 		pass.spareRoutes = m.spareRoutes
+		pass.lastRoutes = m.routeLists
 	}
 	out := translate(res, pass)
 	if ok {
@@ -411,8 +431,9 @@ func (m *Memo) Translate(res *Resources) *Result {
 		// nothing to sweep (a walk of 10,000 entries scattered over the
 		// heap).
 		if pass.current != len(m.routes) || len(m.byMeta) != len(m.routes) {
-			maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return mr.gen != m.gen })
-			maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return mr.gen != m.gen || mr.meta != meta })
+			stale := func(mr *memoRoute) bool { return mr.gen != m.gen && !pass.walkCarried(mr.kind) }
+			maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return stale(mr) })
+			maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return stale(mr) || mr.meta != meta })
 		}
 		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
 		m.ports = pass.ports
@@ -424,6 +445,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
 	m.lastHits, m.lastMisses, m.lastPatched, m.lastCarried = pass.hits, pass.misses, pass.patched, pass.carried
+	m.lastRoutesCarried = pass.routesCarried
 	m.lastKeptGateways = pass.keptGatewaysUsed
 	m.sizes = pass.sizes
 	if m.hostOrder != nil {
@@ -458,7 +480,7 @@ func (p *memoPass) compile(t *translator, kind string, meta *metav1.ObjectMeta, 
 	cr := compile()
 	p.rec = nil
 	if meta.ResourceVersion != "" && len(cr.ext) == 0 {
-		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, name: key(meta), generation: meta.Generation,
+		p.cur = &memoRoute{uid: meta.UID, rv: meta.ResourceVersion, name: key(meta), generation: meta.Generation, kind: kind,
 			gen: p.gen, meta: meta, rank: p.ranked, lent: cr, lentTo: meta, sets: rec}
 		if old := p.routes[k]; old != nil {
 			if old.gen == p.gen {

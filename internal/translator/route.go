@@ -137,8 +137,11 @@ func processRouteKind[R any, PR interface {
 	metav1.ObjectMetaAccessor
 }](t *translator, memoKind string, routes []*R, parts func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference), compile func(*R) *compiledRoute) []RouteStatus {
 	walk := walkOf[R](t.memo, memoKind)
+	v := &routeVisit[R]{t: t, parts: parts, compile: compile}
+	if out, ok := carryWalk[R, PR](t, walk, memoKind, routes, v); ok {
+		return out
+	}
 	sorted := walk.list(len(routes))
-	defer func() { walk.done(sorted) }()
 	for i, r := range routes {
 		if r == nil {
 			continue
@@ -151,36 +154,67 @@ func processRouteKind[R any, PR interface {
 		}
 	}
 	sorted = walk.sort(sorted)
+	carry := walk.carry.begin(t, memoKind)
 	var out []RouteStatus // nil when none: the Result says null
-	var states []RouteState
 	if t.memo == nil {
-		states = make([]RouteState, 0, len(sorted))
+		v.states = make([]RouteState, 0, len(sorted))
 	}
 	var last nn
-	for i, n := range sorted {
-		meta := n.meta
-		k, gen := n.kept.nameOf(meta)
+	for i := range sorted {
+		n := &sorted[i]
+		k, gen := n.kept.nameOf(n.meta)
 		if i > 0 && !walk.unique && last == k {
+			n.kept = nil
+			carry.twice()
 			continue
 		}
 		last = k
-		t.memo.ranking(i)
-		parents, reused := t.memo.reattach(t, n.kept, meta)
-		if !reused {
-			_, refs := parts(n.r)
-			if !t.hasOurParent(meta.Namespace, refs) {
-				continue
-			}
-			parents = t.attachRoute(compile(n.r), refs)
-		}
-		if len(parents) > 0 {
+		s, used, ours := v.visit(n, i, k, gen)
+		n.kept = used
+		carry.visited(used, ours)
+		if s != nil {
 			if out == nil {
 				out = make([]RouteStatus, 0, len(sorted)-i)
 			}
-			out = append(out, RouteStatus{t.memo.routeState(&states, k, gen, parents)})
+			out = append(out, RouteStatus{s})
 		}
 	}
+	walk.done(t, carry, routes, sorted, out)
 	return out
+}
+
+// routeVisit is what a kind's route walk needs to visit one route.
+type routeVisit[R any] struct {
+	t       *translator
+	parts   func(*R) (*metav1.ObjectMeta, []gwv1.ParentReference)
+	compile func(*R) *compiledRoute
+	// states holds the routes' states without a Memo (routeState).
+	states []RouteState
+}
+
+// visit compiles and attaches route n, at position i of its kind's order,
+// named k at generation gen (its attachment reused when the Memo's entry
+// has it), and returns its state (nil: no parent of ours took a status),
+// the Memo's entry that now holds its attachment (nil: none), and whether
+// a parentRef names a Gateway or ListenerSet of ours.
+func (v *routeVisit[R]) visit(n *namedRoute[R], i int, k nn, gen int64) (s *RouteState, used *memoRoute, ours bool) {
+	t := v.t
+	t.memo.ranking(i)
+	parents, reused := t.memo.reattach(t, n.kept, n.meta)
+	if !reused {
+		_, refs := v.parts(n.r)
+		if !t.hasOurParent(n.meta.Namespace, refs) {
+			return nil, nil, false
+		}
+		parents = t.attachRoute(v.compile(n.r), refs)
+	}
+	if t.memo != nil {
+		used = t.memo.stated
+	}
+	if len(parents) > 0 {
+		s = t.memo.routeState(&v.states, k, gen, parents)
+	}
+	return s, used, true
 }
 
 // --- HTTPRoute -------------------------------------------------------------

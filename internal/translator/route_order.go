@@ -88,6 +88,9 @@ type routeWalk[R any] struct {
 	// neither another new one nor a neighbour has): the walk need not
 	// compare each route's name with the one before for a repeat.
 	unique bool
+	// carry is what the last walk left for this one to start from
+	// (carryWalk).
+	carry walkCarry[R]
 }
 
 // list is the walk's list of routes, emptied, with room for n.
@@ -95,13 +98,18 @@ func (w *routeWalk[R]) list(n int) []namedRoute[R] {
 	return lists.Reuse(w.sorted, n)
 }
 
-// done keeps list, the walk's sorted routes, for the next walk, keeping
-// no route alive.
-func (w *routeWalk[R]) done(list []namedRoute[R]) {
-	clear(list)
+// done ends a walk of routes whose sorted list was list and statuses out:
+// with c (nil: nothing to carry), list is kept for the next walk to start
+// from, else emptied, keeping no route alive, for the next to fill.
+func (w *routeWalk[R]) done(t *translator, c *walkCarry[R], routes []*R, list []namedRoute[R], out []RouteStatus) {
 	clear(w.known)
 	clear(w.fresh)
-	w.sorted = list
+	if c == nil {
+		clear(list)
+		w.sorted = list
+		return
+	}
+	w.sorted = c.keep(t, routes, list, out)
 }
 
 // sort is sortNamed(routes), with the walk's scratch lists.

@@ -1,0 +1,314 @@
+/*
+Copyright 2026 The Coxswain Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package translator
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// TestCarriedWalkEqualsTranslate: sequences of route changes in one
+// environment (routes edited, added, removed, moved in the input,
+// EndpointSlices churned), each translated by a Memo whose walks start
+// from the last ones, equal fresh translations; and the walks did start
+// from them.
+func TestCarriedWalkEqualsTranslate(t *testing.T) {
+	rng := rand.New(rand.NewSource(41))
+	inputs := map[string]*Resources{"generated": generate(300, 7, 5)}
+	for in, res := range goldenResources(t) {
+		inputs[in] = res
+	}
+	carriedSteps, steps := 0, 0
+	for _, in := range slices.Sorted(maps.Keys(inputs)) {
+		res := inputs[in]
+		v := &versioner{}
+		v.stampAll(res)
+		m := NewMemo()
+		var last *Result
+		var lastJSON []byte
+		for step := 0; step < 24; step++ {
+			if step > 0 {
+				res = v.routeChanges(rng, res, step)
+			}
+			got, want := m.Translate(res), Translate(res)
+			g, w := mustJSON(t, got), mustJSON(t, want)
+			if !bytes.Equal(g, w) {
+				t.Fatalf("%s step %d: memoized and fresh translations differ:\n%s", in, step, firstDifference(w, g))
+			}
+			if !reflect.DeepEqual(sourcesBySet(got), sourcesBySet(want)) {
+				t.Fatalf("%s step %d: endpoint sources differ: %v, want %v", in, step, sourcesBySet(got), sourcesBySet(want))
+			}
+			if last != nil {
+				if again := mustJSON(t, last); !bytes.Equal(again, lastJSON) {
+					t.Fatalf("%s step %d: the translation modified the last one's Result:\n%s", in, step, firstDifference(lastJSON, again))
+				}
+			}
+			last, lastJSON = got, g
+			fresh := NewMemo()
+			fresh.Translate(res)
+			if d := diffRouteLists(m.routeLists, fresh.routeLists); d != "" {
+				t.Fatalf("%s step %d: the listeners' route lists are not a walk's: %s", in, step, d)
+			}
+			if step > 0 && len(res.HTTPRoutes) > 0 {
+				steps++
+				if m.lastRoutesCarried > 0 {
+					carriedSteps++
+				}
+			}
+		}
+	}
+	t.Logf("walks carried over in %d of %d steps", carriedSteps, steps)
+	if carriedSteps < steps/2 {
+		t.Fatalf("walks carried over in %d of %d steps: the carry is not doing its job", carriedSteps, steps)
+	}
+}
+
+// routeChanges returns a copy of res with one to four random changes to
+// its routes or EndpointSlices, which leave the environment as it was.
+func (v *versioner) routeChanges(rng *rand.Rand, res *Resources, step int) *Resources {
+	next := *res
+	for range 1 + rng.Intn(4) {
+		switch rng.Intn(6) {
+		case 0, 1:
+			next.HTTPRoutes = v.changeHTTPRoute(rng, next.HTTPRoutes, step)
+		case 2: // two routes swap places in the input
+			if n := len(next.HTTPRoutes); n > 1 {
+				moved := append(next.HTTPRoutes[:0:0], next.HTTPRoutes...)
+				i, j := rng.Intn(n), rng.Intn(n)
+				moved[i], moved[j] = moved[j], moved[i]
+				next.HTTPRoutes = moved
+			}
+		case 3: // a route added with a name of its own, first in the input
+			if n := len(next.HTTPRoutes); n > 0 && next.HTTPRoutes[n-1] != nil {
+				c := next.HTTPRoutes[rng.Intn(n)]
+				if c == nil {
+					break
+				}
+				c = c.DeepCopy()
+				c.Name = "a-new-" + v.next()
+				c.UID = ""
+				v.stamp(c)
+				next.HTTPRoutes = append([]*gwv1.HTTPRoute{c}, next.HTTPRoutes...)
+			}
+		case 4:
+			next.EndpointSlices = churnSlices(rng, next.EndpointSlices, step)
+			for _, s := range next.EndpointSlices {
+				v.stamp(s)
+			}
+		case 5: // a route re-versioned, unchanged (as our status writes do)
+			if n := len(next.HTTPRoutes); n > 0 {
+				i := rng.Intn(n)
+				if next.HTTPRoutes[i] == nil {
+					break
+				}
+				c := next.HTTPRoutes[i].DeepCopy()
+				v.stamp(c)
+				next.HTTPRoutes = append(next.HTTPRoutes[:0:0], next.HTTPRoutes...)
+				next.HTTPRoutes[i] = c
+			}
+		}
+	}
+	return &next
+}
+
+// TestCarriedWalkDropsRemovedRoutes: a route removed while the walk is
+// carried over is gone from the statuses, the listeners' route lists and
+// the Memo's entries, and one added back is attached again.
+func TestCarriedWalkDropsRemovedRoutes(t *testing.T) {
+	res := generate(200, 5, 3)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	entries := len(m.routes)
+	gone := res.HTTPRoutes[17]
+	less := *res
+	less.HTTPRoutes = append(append(res.HTTPRoutes[:0:0], res.HTTPRoutes[:17]...), res.HTTPRoutes[18:]...)
+	got := m.Translate(&less)
+	if m.lastRoutesCarried == 0 {
+		t.Fatal("the walk was not carried over")
+	}
+	if w := mustJSON(t, Translate(&less)); !bytes.Equal(mustJSON(t, got), w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
+	}
+	for _, s := range got.HTTPRoutes {
+		if s.NamespacedName == key(&gone.ObjectMeta) {
+			t.Fatalf("the removed route %v still has a status", s.NamespacedName)
+		}
+	}
+	if len(m.routes) != entries-1 || len(m.byMeta) != entries-1 {
+		t.Fatalf("the Memo has %d entries (%d by object) after a removal from %d", len(m.routes), len(m.byMeta), entries)
+	}
+	again := m.Translate(res)
+	if m.lastRoutesCarried == 0 {
+		t.Fatal("the walk was not carried over")
+	}
+	if w := mustJSON(t, Translate(res)); !bytes.Equal(mustJSON(t, again), w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, again)))
+	}
+	if len(m.routes) != entries {
+		t.Fatalf("the Memo has %d entries after the route came back, want %d", len(m.routes), entries)
+	}
+}
+
+// TestCarryGivesWayToAWalk: a name twice in the input, or more changes
+// than maxCarried, are walked.
+func TestCarryGivesWayToAWalk(t *testing.T) {
+	res := generate(200, 5, 3)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+
+	twice := *res
+	dup := res.HTTPRoutes[3].DeepCopy()
+	dup.UID = "another"
+	v.stamp(dup)
+	twice.HTTPRoutes = append(append(res.HTTPRoutes[:0:0], res.HTTPRoutes...), dup)
+	got := m.Translate(&twice)
+	if m.lastRoutesCarried != 0 {
+		t.Fatalf("a name twice: %d routes carried over", m.lastRoutesCarried)
+	}
+	if w := mustJSON(t, Translate(&twice)); !bytes.Equal(mustJSON(t, got), w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
+	}
+
+	many := *res
+	many.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
+	for i := range maxCarried + 1 {
+		c := many.HTTPRoutes[i].DeepCopy()
+		v.stamp(c)
+		many.HTTPRoutes[i] = c
+	}
+	m.Translate(res)
+	m.Translate(res) // the last translation's walk had no name twice
+	got = m.Translate(&many)
+	if m.lastRoutesCarried != 0 {
+		t.Fatalf("%d changes: %d routes carried over", maxCarried+1, m.lastRoutesCarried)
+	}
+	if w := mustJSON(t, Translate(&many)); !bytes.Equal(mustJSON(t, got), w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
+	}
+}
+
+// TestMergeTail: attachments appended after a listener's carried list
+// move into name order.
+func TestMergeTail(t *testing.T) {
+	att := func(name string) attachment {
+		return attachment{cr: &compiledRoute{meta: &metav1.ObjectMeta{Namespace: "ns", Name: name}}}
+	}
+	names := func(l []attachment) string {
+		var b bytes.Buffer
+		for _, a := range l {
+			b.WriteString(a.cr.meta.Name)
+		}
+		return b.String()
+	}
+	for _, c := range []struct{ head, list, tail, want string }{
+		{"", "bdf", "aceg", "abcdefg"},
+		{"z", "bdf", "a", "zabdf"},
+		{"", "", "ab", "ab"},
+		{"", "ac", "", "ac"},
+		{"yz", "b", "cd", "yzbcd"},
+	} {
+		var l []attachment
+		for _, s := range c.head + c.list + c.tail {
+			l = append(l, att(string(s)))
+		}
+		mergeTail(l, len(c.head), len(c.head)+len(c.list))
+		if got := names(l); got != c.want {
+			t.Errorf("mergeTail(%q+%q, %q) = %q, want %q", c.head, c.list, c.tail, got, c.want)
+		}
+	}
+}
+
+// diffRouteLists describes the first difference between two
+// translations' listener route lists ("": none): the routes in order,
+// with their hosts.
+func diffRouteLists(got, want [][]attachment) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d listeners, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			return fmt.Sprintf("listener %d has %d routes, want %d", i+1, len(got[i]), len(want[i]))
+		}
+		for j, w := range want[i] {
+			g := got[i][j]
+			if key(g.cr.meta) != key(w.cr.meta) || !slices.Equal(g.hosts, w.hosts) || g.bits != w.bits {
+				return fmt.Sprintf("listener %d route %d is %v %v, want %v %v", i+1, j, key(g.cr.meta), g.hosts, key(w.cr.meta), w.hosts)
+			}
+		}
+	}
+	return ""
+}
+
+// TestCarriedWalkKeepsItsEntries: when another kind's walk leaves entries
+// to sweep, those of a carried walk stay, though it did not visit them.
+func TestCarriedWalkKeepsItsEntries(t *testing.T) {
+	var res *Resources
+	for in, r := range goldenResources(t) {
+		if strings.HasSuffix(in, "grpc-and-http-share-service.in.yaml") {
+			res = r
+		}
+	}
+	if res == nil || len(res.GRPCRoutes) != 1 || len(res.HTTPRoutes) == 0 {
+		t.Fatal("no golden input with one GRPCRoute and HTTPRoutes")
+	}
+	v := &versioner{}
+	v.stampAll(res)
+	g1 := res.GRPCRoutes[0]
+	g2 := g1.DeepCopy()
+	g2.Name, g2.UID = g1.Name+"-two", ""
+	v.stamp(g2)
+	res.GRPCRoutes = append(res.GRPCRoutes, g2)
+	m := NewMemo()
+	m.Translate(res)
+	m.Translate(res)
+
+	// g2 gone and g1's name twice: the GRPCRoute walk is a walk, and
+	// leaves g2's entry to sweep.
+	next := *res
+	dup := g1.DeepCopy()
+	dup.UID = "another"
+	v.stamp(dup)
+	next.GRPCRoutes = []*gwv1.GRPCRoute{g1, dup}
+	got := m.Translate(&next)
+	if m.lastRoutesCarried == 0 {
+		t.Fatal("the HTTPRoute walk was not carried over")
+	}
+	if w := mustJSON(t, Translate(&next)); !bytes.Equal(mustJSON(t, got), w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
+	}
+	for _, r := range next.HTTPRoutes {
+		if mr := m.byMeta[&r.ObjectMeta]; mr == nil || m.routes[memoKey{kindHTTPRoute, r.Namespace, r.Name}] != mr {
+			t.Fatalf("HTTPRoute %s/%s lost its entry", r.Namespace, r.Name)
+		}
+	}
+	if _, ok := m.routes[memoKey{kindGRPCRoute, g2.Namespace, g2.Name}]; ok {
+		t.Fatal("the removed GRPCRoute's entry was not swept")
+	}
+}
