@@ -37,6 +37,10 @@ func compilePathRewriteRegexes(t *translator) {
 		},
 		func(o *gatewayv1alpha1.PathRewriteRegex, p *policy) {
 			p.httpOnly = true
+			if o.Spec.Pattern == "" { // what the CRD refuses, should it be bypassed
+				p.invalidf("spec.pattern: must not be empty")
+				return
+			}
 			if _, err := regexp.Compile(o.Spec.Pattern); err != nil {
 				p.invalidf("spec.pattern: %v", err)
 				return
