@@ -312,3 +312,27 @@ func TestCarriedWalkKeepsItsEntries(t *testing.T) {
 		t.Fatal("the removed GRPCRoute's entry was not swept")
 	}
 }
+
+// TestMergeRuns: elements gone are left out, added ones go in before the
+// element of their place (and before a gone one there).
+func TestMergeRuns(t *testing.T) {
+	for _, c := range []struct {
+		last, added  string
+		gone, places []int
+		want         string
+		wantAt       []int
+	}{
+		{"abcd", "", nil, nil, "abcd", nil},
+		{"abcd", "", []int{0, 3}, nil, "bc", nil},
+		{"bdf", "aceg", nil, []int{0, 1, 2, 3}, "abcdefg", []int{0, 2, 4, 6}},
+		{"abc", "B", []int{1}, []int{1}, "aBc", []int{1}},
+		{"abc", "xy", []int{2}, []int{3, 3}, "abxy", []int{2, 3}},
+		{"", "xy", nil, []int{0, 0}, "xy", []int{0, 1}},
+		{"abc", "", []int{0, 1, 2}, nil, "", nil},
+	} {
+		got, at := mergeRuns(nil, []byte(c.last), c.gone, []byte(c.added), c.places, nil)
+		if string(got) != c.want || !slices.Equal(at, c.wantAt) {
+			t.Errorf("mergeRuns(%q less %v, %q at %v) = %q %v, want %q %v", c.last, c.gone, c.added, c.places, got, at, c.want, c.wantAt)
+		}
+	}
+}
