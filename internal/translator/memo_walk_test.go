@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -335,4 +336,51 @@ func TestMergeRuns(t *testing.T) {
 			t.Errorf("mergeRuns(%q less %v, %q at %v) = %q %v, want %q %v", c.last, c.gone, c.added, c.places, got, at, c.want, c.wantAt)
 		}
 	}
+}
+
+// FuzzMemoCarry: a Memo translating a sequence of changes, mostly to
+// routes and EndpointSlices (so that walks start from the last ones),
+// sometimes to anything, equals fresh translations at every step. The
+// input is the bytes FuzzTranslate takes and a seed for the changes.
+func FuzzMemoCarry(f *testing.F) {
+	for i, in := range goldenInputs(f) {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, int64(i))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, seed int64) {
+		if len(data) > 1<<20 {
+			return
+		}
+		inputs := []*Resources{structuredResources(data)}
+		if res, err := loadResources(data, false); err == nil {
+			inputs = append(inputs, res)
+		}
+		rng := rand.New(rand.NewSource(seed))
+		for _, res := range inputs {
+			v := &versioner{}
+			v.stampAll(res)
+			m := NewMemo()
+			for step := 0; step < 8; step++ {
+				if step > 0 {
+					if rng.Intn(5) == 0 {
+						res = v.change(rng, res, step)
+					} else {
+						res = v.routeChanges(rng, res, step)
+					}
+				}
+				got, want := m.Translate(res), Translate(res)
+				if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
+					t.Fatalf("step %d: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
+				}
+				fresh := NewMemo()
+				fresh.Translate(res)
+				if d := diffRouteLists(m.routeLists, fresh.routeLists); d != "" {
+					t.Fatalf("step %d: the listeners' route lists are not a walk's: %s", step, d)
+				}
+			}
+		}
+	})
 }
