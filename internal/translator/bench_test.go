@@ -180,16 +180,18 @@ func BenchmarkTranslate(b *testing.B) {
 // every route on one Gateway and 999 idle ones (idle=999).
 func BenchmarkTranslateOneRouteChange(b *testing.B) {
 	// own: every route has a hostname of its own, as those of
-	// TestPropagationLatency (make bench-scale).
+	// TestPropagationLatency (make bench-scale); services: one Service
+	// per route (COXSWAIN_PROPAGATION_BACKENDS=1) rather than per five.
 	type size struct {
 		routes, gateways, idle int
-		own                    bool
+		own, services          bool
 	}
 	var sizes []size
 	for _, n := range benchSizes() {
-		sizes = append(sizes, size{n, 1, 0, false})
+		sizes = append(sizes, size{n, 1, 0, false, false})
 	}
-	sizes = append(sizes, size{10000, 1000, 0, false}, size{10000, 1, 999, false}, size{10000, 1, 0, true})
+	sizes = append(sizes, size{10000, 1000, 0, false, false}, size{10000, 1, 999, false, false}, size{10000, 1, 0, true, false},
+		size{10000, 1, 0, false, true})
 	for _, sz := range sizes {
 		n := sz.routes
 		// memo changes one route; memo-add adds one (last in name order,
@@ -197,6 +199,8 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 		for _, mode := range []string{"full", "memo", "memo-add"} {
 			name := fmt.Sprintf("routes=%d/%s", n, mode)
 			switch {
+			case sz.services:
+				name = fmt.Sprintf("routes=%d,services=%d/%s", n, n, mode)
 			case sz.own:
 				name = fmt.Sprintf("routes=%d,hosts=%d/%s", n, n, mode)
 			case sz.idle > 0:
@@ -206,6 +210,9 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				a := generate(n, 50, sz.gateways)
+				if sz.services {
+					a = generateServices(n, 50, sz.gateways, n)
+				}
 				addIdleGateways(a, sz.idle)
 				if sz.own {
 					for i, r := range a.HTTPRoutes {
