@@ -35,8 +35,12 @@ type state struct {
 	sets    endpointSets
 	certs   map[string]*parsedCert
 	stats   map[statsKey]*routeStats
-	// listeners is the set of sockets to bind, with the kind of each.
-	listeners map[listenerAddr]listenerKind
+	// listeners is the set of sockets to bind, with the kind of each;
+	// sameListeners says it is the state before's, the very map (a
+	// snapshot with its listeners at the same addresses, of the same
+	// kinds, in the same order): nothing to bind or unbind.
+	listeners     map[listenerAddr]listenerKind
+	sameListeners bool
 	// streams are the compiled TLS, TCP and UDP listeners (stream.go);
 	// router holds the HTTP and HTTPS ones.
 	streams map[listenerAddr]*streamListener
@@ -118,20 +122,29 @@ func compileEnv(s *snapshot.Snapshot, version string, prev *state, m *metrics, e
 	}
 	sets, changedSets := compileEndpointSets(s.EndpointSets, prev, certs)
 	st := &state{
-		version:   version,
-		source:    s,
-		router:    &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
-		sets:      sets,
-		certs:     certs,
-		stats:     make(map[statsKey]*routeStats, statsHint(prev)),
-		listeners: make(map[listenerAddr]listenerKind, len(s.Listeners)),
-		streams:   map[listenerAddr]*streamListener{},
+		version: version,
+		source:  s,
+		router:  &router{ports: make(map[int32]*listenerRouter, len(s.Listeners))},
+		sets:    sets,
+		certs:   certs,
+		stats:   make(map[statsKey]*routeStats, statsHint(prev)),
+		streams: map[listenerAddr]*streamListener{},
+	}
+	if sameListenerAddrs(s, prev) {
+		// At 1,000 Gateways of the shared pool, 1,000 listeners: a map of
+		// them, and binding, unbinding and listing their ports, at every
+		// route change.
+		st.listeners, st.sameListeners = prev.listeners, true
+	} else {
+		st.listeners = make(map[listenerAddr]listenerKind, len(s.Listeners))
 	}
 	c := &compiler{st: st, prev: prev, m: m, env: env, changedSets: changedSets}
 	for li := range s.Listeners {
 		l := &s.Listeners[li]
 		addr := addrOf(l)
-		st.listeners[addr] = kindOf(l.Protocol)
+		if !st.sameListeners {
+			st.listeners[addr] = kindOf(l.Protocol)
+		}
 		if l.Protocol.Stream() {
 			sl, err := c.compileStreamListener(l)
 			if err != nil {
@@ -147,6 +160,21 @@ func compileEnv(s *snapshot.Snapshot, version string, prev *state, m *metrics, e
 		st.router.ports[l.Port] = lr
 	}
 	return st, nil
+}
+
+// sameListenerAddrs reports whether s's listeners are at the addresses,
+// and of the kinds, of the listeners of prev's snapshot, in the same order.
+func sameListenerAddrs(s *snapshot.Snapshot, prev *state) bool {
+	if prev == nil || prev.source == nil || prev.listeners == nil || len(prev.source.Listeners) != len(s.Listeners) {
+		return false
+	}
+	for i := range s.Listeners {
+		a, b := &s.Listeners[i], &prev.source.Listeners[i]
+		if addrOf(a) != addrOf(b) || kindOf(a.Protocol) != kindOf(b.Protocol) {
+			return false
+		}
+	}
+	return true
 }
 
 // compiler compiles the listeners of one snapshot into st, with the state

@@ -154,39 +154,52 @@ func (d *DataPlane) apply(s *snapshot.Snapshot, version string) (bool, []int32, 
 		d.noteApplyError(err)
 		return false, nil, err
 	}
+	// The listeners of the state before, every one bound (a listener
+	// lost restoring a failed protocol switch is bound again below).
+	sameBound := st.sameListeners && len(d.bound) == len(st.listeners)
 	// Bind what is new before publishing, so a bind failure leaves the old
 	// state and every old listener untouched.
-	opened, err := d.bindListeners(st)
-	if err != nil {
-		d.noteApplyError(err)
-		return false, nil, err
+	var opened []*boundListener
+	if !sameBound {
+		if opened, err = d.bindListeners(st); err != nil {
+			d.noteApplyError(err)
+			return false, nil, err
+		}
 	}
 	st.applied = time.Now()
 	d.state.Store(st)
 	d.env.backends.sync(prev, st)
 	d.dropUpstreams(prev, st)
-	changed := len(opened) > 0
-	for _, bl := range opened {
-		if old := d.bound[bl.addr]; old != nil {
-			d.unbind(old) // the protocol changed: drain the old listener
+	changed, ports := false, *d.ports.Load() // never modified: publishPorts stores a new list
+	if !sameBound {
+		changed = len(opened) > 0
+		for _, bl := range opened {
+			if old := d.bound[bl.addr]; old != nil {
+				d.unbind(old) // the protocol changed: drain the old listener
+			}
+			d.bound[bl.addr] = bl
+			d.serveListener(bl)
 		}
-		d.bound[bl.addr] = bl
-		d.serveListener(bl)
-	}
-	for addr, bl := range d.bound {
-		if _, ok := st.listeners[addr]; !ok {
-			d.unbind(bl)
-			changed = true
+		for addr, bl := range d.bound {
+			if _, ok := st.listeners[addr]; !ok {
+				d.unbind(bl)
+				changed = true
+			}
 		}
+		ports = d.publishPorts()
 	}
-	ports := d.publishPorts()
 	if prev == nil || prev.version != st.version {
 		d.m.setVersion(st.version)
 	}
 	if d.opts.Readiness != nil {
 		d.opts.Readiness.Ready()
 	}
-	d.log.Info("applied routing snapshot", "version", st.version, "ports", ports)
+	if sameBound {
+		// Its ports are the last one's, listed when they changed.
+		d.log.Info("applied routing snapshot", "version", st.version, "listeners", len(st.listeners))
+	} else {
+		d.log.Info("applied routing snapshot", "version", st.version, "ports", ports)
+	}
 	return changed, ports, nil
 }
 

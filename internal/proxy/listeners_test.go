@@ -21,10 +21,12 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -243,5 +245,61 @@ func TestHTTPListenerOneGoroutine(t *testing.T) {
 	}
 	if served := p.fastServed(ports[0]); served != 1 {
 		t.Errorf("the fast path served %d requests on port %d, want 1 (the HTTP/1.0 one is net/http's)", served, ports[0])
+	}
+}
+
+// TestSameListenersKeepTheirSockets: a snapshot whose listeners are at
+// the addresses, of the kinds, of the last one's (a route change) binds
+// and unbinds nothing, and reports no port change, and its routes serve;
+// a listener lost since (a failed restore) is bound again.
+func TestSameListenersKeepTheirSockets(t *testing.T) {
+	a := startBackend(t, "a", false, nil)
+	p := newTestPlane(t)
+	p1, p2 := testkit.FreePortInt32(t), testkit.FreePortInt32(t)
+	changes := 0
+	p.OnBoundPortsChange(func([]int32) { changes++ })
+	mk := func(path string) *snapshot.Snapshot {
+		vh := snapshot.VirtualHost{Hostname: "*", Routes: []snapshot.Route{{ID: "r" + path,
+			Match: snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: path}}, Backends: to("ns/a:80")}}}
+		s := &snapshot.Snapshot{Scope: snapshot.SharedPool(), EndpointSets: []*snapshot.EndpointSet{epSet("ns/a:80", a)},
+			Listeners: []snapshot.Listener{httpListener(p1, vh), httpListener(p2, vh)}}
+		snapshot.Normalize(s)
+		return s
+	}
+	p.mustApply(t, mk("/one"))
+	bound := maps.Clone(p.bound)
+	ports := p.BoundPorts()
+	p.mustApply(t, mk("/two"))
+	if !p.state.Load().sameListeners {
+		t.Fatal("the state does not know its listeners are the last one's")
+	}
+	if changes != 1 {
+		t.Errorf("%d port change callbacks, want the first apply's only", changes)
+	}
+	for addr, bl := range p.bound {
+		if bound[addr] != bl {
+			t.Errorf("listener %s was bound again", addr)
+		}
+	}
+	if got := p.BoundPorts(); !slices.Equal(got, ports) {
+		t.Errorf("BoundPorts = %v, want %v", got, ports)
+	}
+	c := client()
+	for _, port := range []int32{p1, p2} {
+		if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/two", port)); r.code != 200 {
+			t.Errorf("port %d: the new route = %d", port, r.code)
+		}
+		if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/one", port)); r.code != 404 {
+			t.Errorf("port %d: the old route = %d, want 404", port, r.code)
+		}
+	}
+
+	// A listener lost: the next apply of the same listeners binds it.
+	p.mu.Lock()
+	p.unbind(p.bound[listenerAddr{port: p2}])
+	p.mu.Unlock()
+	p.mustApply(t, mk("/three"))
+	if r := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/three", p2)); r.code != 200 {
+		t.Errorf("the lost listener, bound again: %d", r.code)
 	}
 }
