@@ -357,13 +357,19 @@ func walkOf[R any](p *memoPass, kind string) *routeWalk[R] {
 
 // index is the translation's index of res: the Memo's index of the same
 // environment with res's EndpointSlices, when it has one, else built;
-// the EndpointSlices are indexed into slices, an empty map.
-func (p *memoPass) index(res *Resources, slices map[nn][]*discoveryv1.EndpointSlice) *index {
+// the EndpointSlices are sc's index of them, made unless sc has it.
+func (p *memoPass) index(res *Resources, sc *scratch) *index {
 	if p == nil {
-		return buildIndex(res, slices)
+		return buildIndex(res, sc.slices)
 	}
 	if p.envIndex == nil {
 		p.envIndex = buildEnvIndex(res)
+	}
+	slices, indexed := sc.slicesFor(res.EndpointSlices)
+	if indexed {
+		out := *p.envIndex
+		out.slices = slices
+		return &out
 	}
 	return p.envIndex.withSlices(res, slices)
 }

@@ -29,6 +29,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -1094,7 +1095,7 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 	if !slices.Equal(mapOf(m.spare), before) {
 		t.Error("the second translation worked in new scratch maps")
 	}
-	if s := m.spare; len(s.endpointSets)+len(s.slices)+len(s.poolSets)+len(s.poolListeners)+s.used+s.buildersUsed > 0 ||
+	if s := m.spare; len(s.endpointSets)+len(s.poolSets)+len(s.poolListeners)+s.used+s.buildersUsed > 0 ||
 		s.sets[0][0].Name != "" || s.builders[0][0].l.Name != "" || s.states[0].routes != nil {
 		t.Error("the scratch was kept with what a translation put in it")
 	}
@@ -1106,6 +1107,40 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 		if n != k.setName() {
 			t.Errorf("set name %q kept for %+v", n, k)
 		}
+	}
+}
+
+// TestMemoKeepsTheSliceIndex: the index of EndpointSlices by Service is
+// kept for a translation of the very same list, and made again for
+// another list.
+func TestMemoKeepsTheSliceIndex(t *testing.T) {
+	res := generate(50, 2, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	sentinel := nn{Namespace: "not", Name: "indexed"}
+	m.spare.slices[sentinel] = nil // what a new index would not have
+	m.Translate(res)
+	if _, ok := m.spare.slices[sentinel]; !ok {
+		t.Fatal("the index of the same EndpointSlices was made again")
+	}
+	next := *res
+	next.EndpointSlices = churnSlices(rand.New(rand.NewSource(1)), res.EndpointSlices, 1)
+	for _, s := range next.EndpointSlices {
+		v.stamp(s)
+	}
+	got := m.Translate(&next)
+	if _, ok := m.spare.slices[sentinel]; ok {
+		t.Fatal("the index of other EndpointSlices was kept")
+	}
+	want := map[nn][]*discoveryv1.EndpointSlice{}
+	(&index{}).indexSlices(next.EndpointSlices, want)
+	if !reflect.DeepEqual(m.spare.slices, want) {
+		t.Error("the index kept is not the index of the list translated")
+	}
+	if g, w := mustJSON(t, got), mustJSON(t, Translate(&next)); !bytes.Equal(g, w) {
+		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, g))
 	}
 }
 

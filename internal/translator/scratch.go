@@ -19,6 +19,7 @@ package translator
 import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/coxswain-go/coxswain/internal/lists"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
@@ -34,8 +35,11 @@ type scratch struct {
 	endpointSets map[string]*snapshot.EndpointSet
 	setNames     map[setKey]string
 	slices       map[nn][]*discoveryv1.EndpointSlice
-	poolSets     map[string]bool
-	sources      map[string]endpointSource
+	// slicesOf is the list slices indexes (nil: none): a translation of
+	// the very same list takes the index as it is (slicesFor).
+	slicesOf []*discoveryv1.EndpointSlice
+	poolSets map[string]bool
+	sources  map[string]endpointSource
 	// sets holds the endpoint sets endpointSets points to, used of them
 	// in use: a snapshot takes copies, so they are refilled from the start
 	// by the next translation. Chunks of a fixed size keep every pointer
@@ -116,19 +120,34 @@ func newScratch(sets, slices int) *scratch {
 // it stays right, and making every set's name again was two allocations
 // per set at every change (2,000 Services: a third of what a route change
 // allocated). It is cleared once it holds many more names than this
-// translation made sets, so that Services gone are forgotten.
+// translation made sets, so that Services gone are forgotten. So is
+// slices, the index of the list slicesOf (which it keeps alive), for the
+// next translation of that list.
 func (s *scratch) empty() {
 	if len(s.setNames) > 2*len(s.endpointSets)+64 {
 		clear(s.setNames)
 	}
 	clear(s.endpointSets)
-	clear(s.slices)
 	clear(s.poolSets)
 	clear(s.sources)
 	emptyChunks(s.sets, &s.used)
 	emptyChunks(s.builders, &s.buildersUsed)
 	clear(s.poolListeners)
 	clear(s.states)
+}
+
+// slicesFor is the index of list by Service for a translation to fill,
+// and whether it holds list's already: the last translation's, of the
+// very same list (a Resources' lists are never modified in place). At
+// 10,000 Services, indexing their EndpointSlices again was a sixth of a
+// route change.
+func (s *scratch) slicesFor(list []*discoveryv1.EndpointSlice) (map[nn][]*discoveryv1.EndpointSlice, bool) {
+	if s.slicesOf != nil && lists.Same(s.slicesOf, list) {
+		return s.slices, true
+	}
+	clear(s.slices)
+	s.slicesOf = list
+	return s.slices, false
 }
 
 // scratchFor is the maps a translation of res works in: the Memo's spare

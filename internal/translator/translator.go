@@ -178,7 +178,7 @@ func translate(res *Resources, memo *memoPass) *Result {
 	t := &translator{
 		memo:         memo,
 		res:          res,
-		ix:           memo.index(res, sc.slices),
+		ix:           memo.index(res, sc),
 		out:          &Result{},
 		endpointSets: sc.endpointSets,
 		setNames:     sc.setNames,
