@@ -168,6 +168,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	if _, ok := t.endpointSets[name]; ok {
 		return name
 	}
+	proto0 := proto
 	if proto == snapshot.AppProtocolH2C && grpcOnly(sp.AppProtocol) {
 		proto = snapshot.AppProtocolHTTP // upgraded by markH2C once served
 	}
@@ -176,7 +177,11 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 	t.applyTLSPolicy(es, svc, sp)
 	t.applyBackendPolicy(es, svc.Namespace, svc.Name, sp.Name)
 	src := endpointSource{service: key(&svc.ObjectMeta), portName: sp.Name, protocol: sp.Protocol}
-	es.Endpoints = t.readyEndpoints(name, t.ix.slices[src.service], src)
+	var e *memoEndpoints
+	es.Endpoints, e = t.readyEndpoints(name, t.ix.slices[src.service], src)
+	if e != nil {
+		e.madeGen, e.madeProto, e.madeApp = e.gen, proto0, es.AppProtocol
+	}
 	t.endpointSets[name] = es
 	t.recordSource(name, src)
 	return name

@@ -244,6 +244,11 @@ type memoEndpoints struct {
 	eps    []snapshot.Endpoint
 	gen    uint64
 	usedIn uint64
+	// madeGen is the last translation that made the set (endpointSet or
+	// remakeSet), asked for protocol madeProto, and madeApp the protocol
+	// it got (remakeSet).
+	madeGen            uint64
+	madeProto, madeApp snapshot.AppProtocol
 }
 
 // madeNow reports whether e (nil: unknown) is of a set this translation
@@ -332,6 +337,9 @@ type memoPass struct {
 	// use. routesCarried counts the routes such walks did not visit.
 	walked        []string
 	routesCarried int
+	// slicesKept says the EndpointSlices are the list the last
+	// translation indexed (scratch.slicesFor).
+	slicesKept bool
 }
 
 // walkCarried reports whether the walk of memo kind kind started from
@@ -366,6 +374,7 @@ func (p *memoPass) index(res *Resources, sc *scratch) *index {
 		p.envIndex = buildEnvIndex(res)
 	}
 	slices, indexed := sc.slicesFor(res.EndpointSlices)
+	p.slicesKept = indexed
 	if indexed {
 		out := *p.envIndex
 		out.slices = slices
@@ -896,10 +905,10 @@ func (t *translator) noteSizes() {
 // the last translation's list when it was listed from the same source and
 // the same slices, each at the same resourceVersion (a slice without one
 // is never trusted).
-func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointSlice, src endpointSource) []snapshot.Endpoint {
+func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointSlice, src endpointSource) ([]snapshot.Endpoint, *memoEndpoints) {
 	p := t.memo
 	if p == nil {
-		return readyEndpoints(slices, src)
+		return readyEndpoints(slices, src), nil
 	}
 	if e := p.endpoints[name]; e != nil && e.src == src && len(e.slices) == len(slices) {
 		same := true
@@ -911,7 +920,7 @@ func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointS
 		}
 		if same {
 			e.gen = p.gen
-			return e.eps
+			return e.eps, e
 		}
 	}
 	eps := readyEndpoints(slices, src)
@@ -920,7 +929,39 @@ func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointS
 		e.rvs[i] = s.ResourceVersion
 	}
 	p.endpoints[name] = e
-	return eps
+	return eps, e
+}
+
+// plainSets reports whether a set the last translation made can be made
+// again from its Memo entry alone (remakeSet): the environment is the
+// last one's, the EndpointSlices the very list it indexed, and no
+// BackendTLSPolicy or policy could add to a set.
+func (t *translator) plainSets() bool {
+	p := t.memo
+	return p != nil && p.sameEnv && p.slicesKept && len(t.tlsByService) == 0 && len(t.tlsWinners) == 0 && len(t.policyWinners) == 0
+}
+
+// remakeSet makes c's endpoint set as the last translation did, from its
+// Memo entry (plainSets must hold), and reports whether it could: that
+// translation made it, for the protocol c asks. Its endpoints are that
+// translation's (its EndpointSlices are the same), and the rest of a set
+// without policies is its name and protocol. At 10,000 Services, making
+// each set again (endpointSet), reading its Service, port and slices, was
+// most of a route change.
+func (t *translator) remakeSet(c *setCall) bool {
+	p := t.memo
+	e := c.ends
+	if e == nil || e.madeGen+1 != p.gen || e.gen+1 != p.gen || e.madeProto != c.proto {
+		return false
+	}
+	if _, made := t.endpointSets[c.name]; !made {
+		es := t.scratch.newSet()
+		es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
+		t.endpointSets[c.name] = es
+		t.recordSource(c.name, e.src)
+	}
+	e.gen, e.madeGen = p.gen, p.gen
+	return true
 }
 
 // recordSet notes an endpointSet call made by a compilation in progress.

@@ -204,7 +204,11 @@ func carryWalk[R any, PR interface {
 			c.countSets(n.kept.sets, -1)
 		}
 	}
+	plain := t.plainSets()
 	for _, s := range c.sets {
+		if plain && t.remakeSet(&s.call[0]) {
+			continue
+		}
 		if !t.replaySets(s.call[:]) {
 			c.ok = false
 			return nil, false
