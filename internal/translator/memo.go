@@ -948,13 +948,20 @@ func (t *translator) plainSets() bool {
 // without policies is its name and protocol. At 10,000 Services, making
 // each set again (endpointSet), reading its Service, port and slices, was
 // most of a route change.
-func (t *translator) remakeSet(c *setCall) bool {
+//
+// first says no set was made before in this translation, nor is c's set
+// asked for twice: it is not looked up.
+func (t *translator) remakeSet(c *setCall, first bool) bool {
 	p := t.memo
 	e := c.ends
 	if e == nil || e.madeGen+1 != p.gen || e.gen+1 != p.gen || e.madeProto != c.proto {
 		return false
 	}
-	if _, made := t.endpointSets[c.name]; !made {
+	made := false
+	if !first {
+		_, made = t.endpointSets[c.name]
+	}
+	if !made {
 		es := t.scratch.newSet()
 		es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
 		t.endpointSets[c.name] = es
