@@ -38,7 +38,7 @@ type state struct {
 	// listeners is the set of sockets to bind, with the kind of each;
 	// sameListeners says it is the state before's, the very map (a
 	// snapshot with its listeners at the same addresses, of the same
-	// kinds, in the same order): nothing to bind or unbind.
+	// kinds): nothing to bind or unbind.
 	listeners     map[listenerAddr]listenerKind
 	sameListeners bool
 	// streams are the compiled TLS, TCP and UDP listeners (stream.go);
@@ -163,18 +163,19 @@ func compileEnv(s *snapshot.Snapshot, version string, prev *state, m *metrics, e
 }
 
 // sameListenerAddrs reports whether s's listeners are at the addresses,
-// and of the kinds, of the listeners of prev's snapshot, in the same order.
+// and of the kinds, of the listeners of prev (its map, which a caller
+// that modifies a snapshot it applied cannot change).
 func sameListenerAddrs(s *snapshot.Snapshot, prev *state) bool {
-	if prev == nil || prev.source == nil || prev.listeners == nil || len(prev.source.Listeners) != len(s.Listeners) {
+	if prev == nil || prev.listeners == nil || len(prev.listeners) != len(s.Listeners) {
 		return false
 	}
 	for i := range s.Listeners {
-		a, b := &s.Listeners[i], &prev.source.Listeners[i]
-		if addrOf(a) != addrOf(b) || kindOf(a.Protocol) != kindOf(b.Protocol) {
+		l := &s.Listeners[i]
+		if k, ok := prev.listeners[addrOf(l)]; !ok || k != kindOf(l.Protocol) {
 			return false
 		}
 	}
-	return true
+	return true // no address twice in a valid snapshot: the same set
 }
 
 // compiler compiles the listeners of one snapshot into st, with the state
