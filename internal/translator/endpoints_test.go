@@ -289,7 +289,7 @@ func goldenResources(t *testing.T) iter.Seq2[string, *Resources] {
 	}
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -52,36 +52,69 @@ func TestMemoEqualsTranslate(t *testing.T) {
 	for in, res := range goldenResources(t) {
 		v := &versioner{}
 		v.stampAll(res)
-		m := NewMemo()
-		var last *Result
-		var lastJSON []byte
+		steps := memoSteps{m: NewMemo()}
 		for step := 0; step < 16; step++ {
 			if step > 0 {
 				res = v.change(rng, res, step)
 			}
-			got, want := m.Translate(res), Translate(res)
-			g, w := mustJSON(t, got), mustJSON(t, want)
-			if !bytes.Equal(g, w) {
-				t.Fatalf("%s step %d: memoized and fresh translations differ:\n%s", in, step, firstDifference(w, g))
-			}
-			// Results share what did not change (route lists, statuses,
-			// compiled routes): none may be modified afterwards.
-			if last != nil {
-				if again := mustJSON(t, last); !bytes.Equal(again, lastJSON) {
-					t.Fatalf("%s step %d: the translation modified the last one's Result:\n%s", in, step, firstDifference(lastJSON, again))
-				}
-			}
-			last, lastJSON = got, g
-			if !reflect.DeepEqual(sourcesBySet(got), sourcesBySet(want)) {
-				t.Fatalf("%s step %d: endpoint sources differ: %v, want %v", in, step, sourcesBySet(got), sourcesBySet(want))
-			}
-			hits, misses = hits+m.lastHits, misses+m.lastMisses
+			steps.next(t, fmt.Sprintf("%s step %d", in, step), res)
+			hits, misses = hits+steps.m.lastHits, misses+steps.m.lastMisses
 		}
 	}
 	t.Logf("compilations reused %d, made %d", hits, misses)
 	if hits == 0 || hits < misses/4 {
 		t.Fatalf("the Memo reused %d compilations and made %d: it is not doing its job", hits, misses)
 	}
+}
+
+// memoSteps translates a sequence of Resources with one Memo, each
+// checked against a fresh translation.
+type memoSteps struct {
+	m        *Memo
+	last     *Result
+	lastJSON []byte
+}
+
+// next translates res with the Memo and checks that the Result and its
+// endpoint sources equal a fresh translation's, and that the last Result
+// is as it was: Results share what did not change (route lists,
+// statuses, compiled routes), and none may be modified afterwards.
+func (s *memoSteps) next(t testing.TB, step string, res *Resources) *Result {
+	t.Helper()
+	got, want := s.m.Translate(res), Translate(res)
+	g, w := mustJSON(t, got), mustJSON(t, want)
+	if !bytes.Equal(g, w) {
+		t.Fatalf("%s: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
+	}
+	if !reflect.DeepEqual(sourcesBySet(got), sourcesBySet(want)) {
+		t.Fatalf("%s: endpoint sources differ: %v, want %v", step, sourcesBySet(got), sourcesBySet(want))
+	}
+	if s.last != nil {
+		if again := mustJSON(t, s.last); !bytes.Equal(again, s.lastJSON) {
+			t.Fatalf("%s: the translation modified the last one's Result:\n%s", step, firstDifference(s.lastJSON, again))
+		}
+	}
+	s.last, s.lastJSON = got, g
+	return got
+}
+
+// memoOf is a Memo that translated res, versioned first, and the
+// versioner that did it.
+func memoOf(res *Resources) (*Memo, *versioner) {
+	v := &versioner{}
+	v.stampAll(res)
+	m := NewMemo()
+	m.Translate(res)
+	return m, v
+}
+
+// churned is in with some EndpointSlices changed (churnSlices), versioned.
+func (v *versioner) churned(rng *rand.Rand, in []*discoveryv1.EndpointSlice, step int) []*discoveryv1.EndpointSlice {
+	out := churnSlices(rng, in, step)
+	for _, s := range out {
+		v.stamp(s)
+	}
+	return out
 }
 
 // TestMemoTrustsOnlyVersionedInputs: without resourceVersions a Memo
@@ -159,10 +192,7 @@ func (v *versioner) change(rng *rand.Rand, res *Resources, step int) *Resources 
 				return r
 			})
 		case 4:
-			next.EndpointSlices = churnSlices(rng, next.EndpointSlices, step)
-			for _, s := range next.EndpointSlices {
-				v.stamp(s)
-			}
+			next.EndpointSlices = v.churned(rng, next.EndpointSlices, step)
 		case 5: // a Service port renumbered, or the Service removed
 			if rng.Intn(3) == 0 && len(next.Services) > 0 {
 				i := rng.Intn(len(next.Services))
@@ -1115,10 +1145,7 @@ func TestMemoReusesItsScratchMaps(t *testing.T) {
 // another list.
 func TestMemoKeepsTheSliceIndex(t *testing.T) {
 	res := generate(50, 2, 1)
-	v := &versioner{}
-	v.stampAll(res)
-	m := NewMemo()
-	m.Translate(res)
+	m, v := memoOf(res)
 	sentinel := nn{Namespace: "not", Name: "indexed"}
 	m.spare.slices[sentinel] = nil // what a new index would not have
 	m.Translate(res)
@@ -1126,10 +1153,7 @@ func TestMemoKeepsTheSliceIndex(t *testing.T) {
 		t.Fatal("the index of the same EndpointSlices was made again")
 	}
 	next := *res
-	next.EndpointSlices = churnSlices(rand.New(rand.NewSource(1)), res.EndpointSlices, 1)
-	for _, s := range next.EndpointSlices {
-		v.stamp(s)
-	}
+	next.EndpointSlices = v.churned(rand.New(rand.NewSource(1)), res.EndpointSlices, 1)
 	got := m.Translate(&next)
 	if _, ok := m.spare.slices[sentinel]; ok {
 		t.Fatal("the index of other EndpointSlices was kept")

@@ -17,6 +17,7 @@ limitations under the License.
 package translator
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -183,6 +184,8 @@ func carryWalk[R any, PR interface {
 		return nil, false
 	}
 	if !c.diff(routes) {
+		clear(c.addedIn) // keeping no route alive
+		clear(c.removedIn)
 		return nil, false
 	}
 	added, removed, ok := carryChanges[R, PR](p, c, memoKind)
@@ -400,14 +403,7 @@ func carryChanges[R any, PR interface {
 	metav1.ObjectMetaAccessor
 }](p *memoPass, c *walkCarry[R], memoKind string) (added, removed []namedRoute[R], ok bool) {
 	added, removed = c.added[:0], c.removed[:0]
-	for _, r := range c.removedIn {
-		if r == nil {
-			continue
-		}
-		meta := PR(r).GetObjectMeta().(*metav1.ObjectMeta)
-		if !named(meta) {
-			continue
-		}
+	for _, meta := range namedMetas[R, PR](c.removedIn) {
 		i, found := c.find(meta)
 		if !found || c.all[i].meta != meta {
 			return added, removed, false
@@ -421,14 +417,7 @@ func carryChanges[R any, PR interface {
 		}
 		removed = append(removed, c.all[i])
 	}
-	for _, r := range c.addedIn {
-		if r == nil {
-			continue
-		}
-		meta := PR(r).GetObjectMeta().(*metav1.ObjectMeta)
-		if !named(meta) {
-			continue
-		}
+	for r, meta := range namedMetas[R, PR](c.addedIn) {
 		if i, found := c.find(meta); found && !isRemoved(removed, c.all[i].meta) {
 			return added, removed, false // a name twice
 		}
@@ -452,6 +441,24 @@ func carryChanges[R any, PR interface {
 		}
 	}
 	return added, removed, true
+}
+
+// namedMetas yields each route of routes with a name, and its metadata,
+// as a walk takes them (nil and unnamed routes are skipped).
+func namedMetas[R any, PR interface {
+	*R
+	metav1.ObjectMetaAccessor
+}](routes []*R) iter.Seq2[*R, *metav1.ObjectMeta] {
+	return func(yield func(*R, *metav1.ObjectMeta) bool) {
+		for _, r := range routes {
+			if r == nil {
+				continue
+			}
+			if meta := PR(r).GetObjectMeta().(*metav1.ObjectMeta); named(meta) && !yield(r, meta) {
+				return
+			}
+		}
+	}
 }
 
 // find is where the route named as meta is, or would be, in the carry's

@@ -22,7 +22,6 @@ import (
 	"maps"
 	"math/rand"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -47,35 +46,15 @@ func TestCarriedWalkEqualsTranslate(t *testing.T) {
 		res := inputs[in]
 		v := &versioner{}
 		v.stampAll(res)
-		m := NewMemo()
-		var last *Result
-		var lastJSON []byte
+		memo := memoSteps{m: NewMemo()}
 		for step := 0; step < 24; step++ {
 			if step > 0 {
 				res = v.routeChanges(rng, res, step)
 			}
-			got, want := m.Translate(res), Translate(res)
-			g, w := mustJSON(t, got), mustJSON(t, want)
-			if !bytes.Equal(g, w) {
-				t.Fatalf("%s step %d: memoized and fresh translations differ:\n%s", in, step, firstDifference(w, g))
-			}
-			if !reflect.DeepEqual(sourcesBySet(got), sourcesBySet(want)) {
-				t.Fatalf("%s step %d: endpoint sources differ: %v, want %v", in, step, sourcesBySet(got), sourcesBySet(want))
-			}
-			if last != nil {
-				if again := mustJSON(t, last); !bytes.Equal(again, lastJSON) {
-					t.Fatalf("%s step %d: the translation modified the last one's Result:\n%s", in, step, firstDifference(lastJSON, again))
-				}
-			}
-			last, lastJSON = got, g
-			fresh := NewMemo()
-			fresh.Translate(res)
-			if d := diffRouteLists(m.routeLists, fresh.routeLists); d != "" {
-				t.Fatalf("%s step %d: the listeners' route lists are not a walk's: %s", in, step, d)
-			}
+			memo.nextWalked(t, fmt.Sprintf("%s step %d", in, step), res)
 			if step > 0 && len(res.HTTPRoutes) > 0 {
 				steps++
-				if m.lastRoutesCarried > 0 {
+				if memo.m.lastRoutesCarried > 0 {
 					carriedSteps++
 				}
 			}
@@ -85,6 +64,19 @@ func TestCarriedWalkEqualsTranslate(t *testing.T) {
 	if carriedSteps < steps/2 {
 		t.Fatalf("walks carried over in %d of %d steps: the carry is not doing its job", carriedSteps, steps)
 	}
+}
+
+// nextWalked is next, with every listener's route list checked against a
+// fresh Memo's (a walk's).
+func (s *memoSteps) nextWalked(t testing.TB, step string, res *Resources) *Result {
+	t.Helper()
+	got := s.next(t, step, res)
+	fresh := NewMemo()
+	fresh.Translate(res)
+	if d := diffRouteLists(s.m.routeLists, fresh.routeLists); d != "" {
+		t.Fatalf("%s: the listeners' route lists are not a walk's: %s", step, d)
+	}
+	return got
 }
 
 // routeChanges returns a copy of res with one to four random changes to
@@ -115,10 +107,7 @@ func (v *versioner) routeChanges(rng *rand.Rand, res *Resources, step int) *Reso
 				next.HTTPRoutes = append([]*gwv1.HTTPRoute{c}, next.HTTPRoutes...)
 			}
 		case 4:
-			next.EndpointSlices = churnSlices(rng, next.EndpointSlices, step)
-			for _, s := range next.EndpointSlices {
-				v.stamp(s)
-			}
+			next.EndpointSlices = v.churned(rng, next.EndpointSlices, step)
 		case 5: // a route re-versioned, unchanged (as our status writes do)
 			if n := len(next.HTTPRoutes); n > 0 {
 				i := rng.Intn(n)
@@ -140,20 +129,15 @@ func (v *versioner) routeChanges(rng *rand.Rand, res *Resources, step int) *Reso
 // the Memo's entries, and one added back is attached again.
 func TestCarriedWalkDropsRemovedRoutes(t *testing.T) {
 	res := generate(200, 5, 3)
-	v := &versioner{}
-	v.stampAll(res)
-	m := NewMemo()
-	m.Translate(res)
+	m, _ := memoOf(res)
 	entries := len(m.routes)
 	gone := res.HTTPRoutes[17]
 	less := *res
 	less.HTTPRoutes = append(append(res.HTTPRoutes[:0:0], res.HTTPRoutes[:17]...), res.HTTPRoutes[18:]...)
-	got := m.Translate(&less)
+	steps := memoSteps{m: m}
+	got := steps.nextWalked(t, "a route removed", &less)
 	if m.lastRoutesCarried == 0 {
 		t.Fatal("the walk was not carried over")
-	}
-	if w := mustJSON(t, Translate(&less)); !bytes.Equal(mustJSON(t, got), w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
 	}
 	for _, s := range got.HTTPRoutes {
 		if s.NamespacedName == key(&gone.ObjectMeta) {
@@ -163,12 +147,9 @@ func TestCarriedWalkDropsRemovedRoutes(t *testing.T) {
 	if len(m.routes) != entries-1 || len(m.byMeta) != entries-1 {
 		t.Fatalf("the Memo has %d entries (%d by object) after a removal from %d", len(m.routes), len(m.byMeta), entries)
 	}
-	again := m.Translate(res)
+	steps.nextWalked(t, "the route back", res)
 	if m.lastRoutesCarried == 0 {
 		t.Fatal("the walk was not carried over")
-	}
-	if w := mustJSON(t, Translate(res)); !bytes.Equal(mustJSON(t, again), w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, again)))
 	}
 	if len(m.routes) != entries {
 		t.Fatalf("the Memo has %d entries after the route came back, want %d", len(m.routes), entries)
@@ -179,22 +160,17 @@ func TestCarriedWalkDropsRemovedRoutes(t *testing.T) {
 // than maxCarried, are walked.
 func TestCarryGivesWayToAWalk(t *testing.T) {
 	res := generate(200, 5, 3)
-	v := &versioner{}
-	v.stampAll(res)
-	m := NewMemo()
-	m.Translate(res)
+	m, v := memoOf(res)
+	steps := memoSteps{m: m}
 
 	twice := *res
 	dup := res.HTTPRoutes[3].DeepCopy()
 	dup.UID = "another"
 	v.stamp(dup)
 	twice.HTTPRoutes = append(append(res.HTTPRoutes[:0:0], res.HTTPRoutes...), dup)
-	got := m.Translate(&twice)
+	steps.next(t, "a name twice", &twice)
 	if m.lastRoutesCarried != 0 {
 		t.Fatalf("a name twice: %d routes carried over", m.lastRoutesCarried)
-	}
-	if w := mustJSON(t, Translate(&twice)); !bytes.Equal(mustJSON(t, got), w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
 	}
 
 	many := *res
@@ -206,12 +182,9 @@ func TestCarryGivesWayToAWalk(t *testing.T) {
 	}
 	m.Translate(res)
 	m.Translate(res) // the last translation's walk had no name twice
-	got = m.Translate(&many)
+	steps.next(t, "many changes", &many)
 	if m.lastRoutesCarried != 0 {
 		t.Fatalf("%d changes: %d routes carried over", maxCarried+1, m.lastRoutesCarried)
-	}
-	if w := mustJSON(t, Translate(&many)); !bytes.Equal(mustJSON(t, got), w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
 	}
 }
 
@@ -297,12 +270,9 @@ func TestCarriedWalkKeepsItsEntries(t *testing.T) {
 	dup.UID = "another"
 	v.stamp(dup)
 	next.GRPCRoutes = []*gwv1.GRPCRoute{g1, dup}
-	got := m.Translate(&next)
+	(&memoSteps{m: m}).next(t, "a GRPCRoute walked", &next)
 	if m.lastRoutesCarried == 0 {
 		t.Fatal("the HTTPRoute walk was not carried over")
-	}
-	if w := mustJSON(t, Translate(&next)); !bytes.Equal(mustJSON(t, got), w) {
-		t.Fatalf("memoized and fresh translations differ:\n%s", firstDifference(w, mustJSON(t, got)))
 	}
 	for _, r := range next.HTTPRoutes {
 		if mr := m.byMeta[&r.ObjectMeta]; mr == nil || m.routes[memoKey{kindHTTPRoute, r.Namespace, r.Name}] != mr {
@@ -362,7 +332,7 @@ func FuzzMemoCarry(f *testing.F) {
 		for _, res := range inputs {
 			v := &versioner{}
 			v.stampAll(res)
-			m := NewMemo()
+			steps := memoSteps{m: NewMemo()}
 			for step := 0; step < 8; step++ {
 				if step > 0 {
 					if rng.Intn(5) == 0 {
@@ -371,15 +341,7 @@ func FuzzMemoCarry(f *testing.F) {
 						res = v.routeChanges(rng, res, step)
 					}
 				}
-				got, want := m.Translate(res), Translate(res)
-				if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
-					t.Fatalf("step %d: memoized and fresh translations differ:\n%s", step, firstDifference(w, g))
-				}
-				fresh := NewMemo()
-				fresh.Translate(res)
-				if d := diffRouteLists(m.routeLists, fresh.routeLists); d != "" {
-					t.Fatalf("step %d: the listeners' route lists are not a walk's: %s", step, d)
-				}
+				steps.nextWalked(t, fmt.Sprintf("step %d", step), res)
 			}
 		}
 	})
