@@ -120,9 +120,9 @@ func newScratch(sets, slices int) *scratch {
 // it stays right, and making every set's name again was two allocations
 // per set at every change (2,000 Services: a third of what a route change
 // allocated). It is cleared once it holds many more names than this
-// translation made sets, so that Services gone are forgotten. So is
-// slices, the index of the list slicesOf (which it keeps alive), for the
-// next translation of that list.
+// translation made sets, so that Services gone are forgotten. slices is
+// kept too: it is the index of the list slicesOf (which it keeps alive),
+// for the next translation of that list.
 func (s *scratch) empty() {
 	if len(s.setNames) > 2*len(s.endpointSets)+64 {
 		clear(s.setNames)
