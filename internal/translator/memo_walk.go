@@ -19,7 +19,6 @@ package translator
 import (
 	"iter"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -521,22 +520,6 @@ func isRemoved[R any](removed []namedRoute[R], meta *metav1.ObjectMeta) bool {
 		}
 	}
 	return false
-}
-
-// compareNames orders objects by namespace, then name.
-func compareNames(a, b *metav1.ObjectMeta) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
-}
-
-// compareNN orders names by namespace, then name.
-func compareNN(a, b nn) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
 }
 
 // mergeTail moves each attachment of list[mid:] (in name order, few) into

@@ -19,7 +19,6 @@ package translator
 import (
 	"cmp"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,10 +42,7 @@ type namedRoute[R any] struct {
 func compareNamed[R any](a, b namedRoute[R]) int {
 	// Not cmp.Or, which would compare the names of every two routes of a
 	// namespace twice over.
-	if c := strings.Compare(a.meta.Namespace, b.meta.Namespace); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.meta.Name, b.meta.Name); c != 0 {
+	if c := compareNames(a.meta, b.meta); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.at, b.at)

@@ -100,11 +100,17 @@ func olderFirst(a, b *metav1.ObjectMeta) bool {
 	return a.Name < b.Name
 }
 
-func byName(a, b *metav1.ObjectMeta) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
+func byName(a, b *metav1.ObjectMeta) bool { return compareNames(a, b) < 0 }
+
+// compareNames orders objects by namespace, then name.
+func compareNames(a, b *metav1.ObjectMeta) int { return compareNN(key(a), key(b)) }
+
+// compareNN orders names by namespace, then name.
+func compareNN(a, b nn) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
 	}
-	return a.Name < b.Name
+	return strings.Compare(a.Name, b.Name)
 }
 
 // translator carries the state of one Translate call.
