@@ -42,6 +42,7 @@ type endpointSource struct {
 // (keepSources).
 func (t *translator) recordSource(name string, src endpointSource) {
 	t.sources[name] = src
+	t.freshSources++
 }
 
 // endpointSources are the sources of a Result's endpoint sets: by set
@@ -70,12 +71,19 @@ func (e *endpointSources) setsOf(svc nn) []string {
 // are equal, which a route change leaves them (at 10,000 routes a new map
 // at every change was a fifth of what it allocated). Otherwise the
 // Result keeps sources, and the next scratch has a new map.
-func (p *memoPass) keepSources(sources map[string]endpointSource) *endpointSources {
+//
+// fresh is how many sources were recorded other than by remakeSet. With
+// none, every source is that of a set the last translation made, as it
+// recorded it: as many as the last's, they are the last's (at 10,000
+// sets, comparing the maps was a sixth of a route change).
+func (p *memoPass) keepSources(sources map[string]endpointSource, fresh int) *endpointSources {
 	switch {
 	case len(sources) == 0:
 		return nil
 	case p == nil:
 		return &endpointSources{bySet: sources}
+	case p.lastSources != nil && fresh == 0 && len(sources) == len(p.lastSources.bySet):
+		p.nextSources = p.lastSources
 	case p.lastSources != nil && maps.Equal(p.lastSources.bySet, sources):
 		p.nextSources = p.lastSources
 	default:

@@ -965,7 +965,7 @@ func (t *translator) remakeSet(c *setCall, first bool) bool {
 		es := t.scratch.newSet()
 		es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
 		t.endpointSets[c.name] = es
-		t.recordSource(c.name, e.src)
+		t.sources[c.name] = e.src // as the last translation recorded it (keepSources)
 	}
 	e.gen, e.madeGen = p.gen, p.gen
 	return true

@@ -107,6 +107,47 @@ func TestSortedHostsWhateverTheHint(t *testing.T) {
 	}
 }
 
+// TestSortedHostsKeepAnUnchangedHint: hosts that are the hint's, in
+// order, are listed as the hint itself, without an allocation; a hint
+// with one host more or less, or out of order, is not.
+func TestSortedHostsKeepAnUnchangedHint(t *testing.T) {
+	hint := []string{"a.example.com", "b.example.com", "c.example.com"}
+	vhosts := func(hosts ...string) map[string]*vhostBuilder {
+		m := map[string]*vhostBuilder{}
+		for _, h := range hosts {
+			m[h] = &vhostBuilder{host: h}
+		}
+		return m
+	}
+	same := vhosts(hint...)
+	if got := sortedHosts(same, hint); &got[0] != &hint[0] || len(got) != len(hint) {
+		t.Errorf("the hint's hosts gave a new list %v", got)
+	}
+	if allocs := testing.AllocsPerRun(10, func() {
+		for _, vb := range same {
+			vb.listed = false
+		}
+		sortedHosts(same, hint)
+	}); allocs != 0 {
+		t.Errorf("listing the hint's hosts allocated %v times", allocs)
+	}
+	for _, c := range []struct {
+		hosts []string
+		hint  []string
+	}{
+		{hosts: hint[:2], hint: hint},
+		{hosts: append(slices.Clone(hint), "d.example.com"), hint: hint},
+		{hosts: hint, hint: []string{hint[1], hint[0], hint[2]}},
+		{hosts: hint, hint: []string{hint[0], hint[1], hint[1], hint[2]}},
+	} {
+		got := sortedHosts(vhosts(c.hosts...), c.hint)
+		want := slices.Sorted(slices.Values(c.hosts))
+		if !slices.Equal(got, want) || &got[0] == &c.hint[0] {
+			t.Errorf("hosts %v, hint %v: got %v (the hint: %v)", c.hosts, c.hint, got, &got[0] == &c.hint[0])
+		}
+	}
+}
+
 // TestSortStableByNameLeavesSortedListsAlone checks that statuses already
 // in name order are checked without an allocation (a compare that took
 // its arguments' addresses once moved every one to the heap: 1.3 MB a

@@ -137,8 +137,11 @@ type translator struct {
 	setNames     map[setKey]string
 	// poolSets is the shared pool's scope builder's sets, empty.
 	poolSets map[string]bool
-	// sources is the source of each endpoint set made (recordSource).
-	sources map[string]endpointSource
+	// sources is the source of each endpoint set made (recordSource),
+	// freshSources how many of them were not remade from the Memo
+	// (remakeSet).
+	sources      map[string]endpointSource
+	freshSources int
 	// scratch holds the endpoint sets of endpointSets.
 	scratch *scratch
 	// certs is every valid certificate, by "<ns>/<name>".
@@ -206,7 +209,7 @@ func translate(res *Resources, memo *memoPass) *Result {
 	t.policyStatuses()
 	t.parametersStatuses()
 	t.finish()
-	t.out.endpointSources = memo.keepSources(t.sources)
+	t.out.endpointSources = memo.keepSources(t.sources, t.freshSources)
 	t.out.endpointSlices = res.EndpointSlices
 	return t.out
 }
