@@ -16,7 +16,12 @@ limitations under the License.
 
 package writer
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
 // ChangesTracked reports whether w tracks the changes of kind in full.
 func ChangesTracked(w *Writer, kind string) bool {
@@ -60,3 +65,8 @@ func SkippedRouteRounds(w *Writer) int64 { return w.skippedRouteRounds.Load() }
 // SkippedClassReads is how many times w found a GatewayClass's status
 // settled by its stamp, without comparing it.
 func SkippedClassReads(w *Writer) int64 { return w.skippedClassReads.Load() }
+
+// PatchStatus is w's status patch of obj from orig.
+func PatchStatus(ctx context.Context, w *Writer, obj, orig client.Object) error {
+	return w.patchStatus(ctx, obj, orig)
+}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -387,4 +388,40 @@ func (f *fixture) waitForEvent(reason string) corev1.Event {
 		f.t.Fatalf("expected one %s Event, got %s", reason, strings.Join(msgs, "; "))
 	}
 	return found[0]
+}
+
+// TestStatusPatchTakesTheNewResourceVersion: a status patch writes the
+// status and leaves the object at the resourceVersion the apiserver gave
+// it (the writer reads nothing else of the answer, which is metadata
+// only); a patch from a stale object is refused with a conflict.
+func TestStatusPatchTakesTheNewResourceVersion(t *testing.T) {
+	f := newFixture(t, "status-patch")
+	w := &writer.Writer{Client: kube}
+	orig := f.gateway()
+	obj := orig.DeepCopy()
+	obj.Status.Conditions = []metav1.Condition{status.Accepted(true, status.ReasonAccepted, "patched", orig.Generation)}
+	obj.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	if err := writer.PatchStatus(f.ctx, w, obj, orig); err != nil {
+		t.Fatal(err)
+	}
+	got := f.gateway()
+	if obj.ResourceVersion == orig.ResourceVersion || obj.ResourceVersion != got.ResourceVersion {
+		t.Errorf("resourceVersion after the patch %q, before %q, the apiserver's %q", obj.ResourceVersion, orig.ResourceVersion, got.ResourceVersion)
+	}
+	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "patched" {
+		t.Errorf("status after the patch: %+v", got.Status.Conditions)
+	}
+	if len(obj.Spec.Listeners) != 1 || obj.Status.Conditions[0].Message != "patched" {
+		t.Errorf("the patch changed the object beyond its resourceVersion: %+v", obj)
+	}
+
+	stale := orig.DeepCopy()
+	stale.Status.Conditions = []metav1.Condition{status.Accepted(false, status.ReasonInvalid, "stale", orig.Generation)}
+	stale.Status.Conditions[0].LastTransitionTime = metav1.Now()
+	if err := writer.PatchStatus(f.ctx, w, stale, orig); !apierrors.IsConflict(err) {
+		t.Errorf("a patch from a stale object: %v, want a conflict", err)
+	}
+	if got := f.gateway(); got.Status.Conditions[0].Message != "patched" {
+		t.Errorf("a refused patch changed the status: %+v", got.Status.Conditions)
+	}
 }
