@@ -18,17 +18,28 @@ package controller
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
+
+// lastApplied is the annotation kubectl apply keeps the whole applied
+// object in (client-side apply).
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // CacheOptions are the controller's informer cache settings: objects are
 // cached without their managedFields, which nothing reads but the
 // dedicated reconciler's check of who applied a Deployment's replicas
 // (handOffReplicas). At 10,000 HTTPRoutes the managedFields were a large
-// share of the cache.
+// share of the cache. The objects the controller only reads (or writes
+// the status of) are also cached without kubectl's last-applied
+// annotation (dropLastApplied).
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: stripManagedFields(cache.TransformStripManagedFields())}
+	return cache.Options{DefaultTransform: dropLastApplied(stripManagedFields(cache.TransformStripManagedFields()))}
 }
 
 // stripManagedFields is strip for every object but Deployments.
@@ -38,5 +49,30 @@ func stripManagedFields(strip toolscache.TransformFunc) toolscache.TransformFunc
 			return in, nil
 		}
 		return strip(in)
+	}
+}
+
+// dropLastApplied is next, then the last-applied annotation removed from
+// the kinds the controller never updates: their cached copies are only
+// read, and status patches are made from two such copies, so no write
+// carries the missing annotation back. An object applied with kubectl
+// holds a second copy of itself there (of a Secret, its data); the
+// translator reads no such annotation. Kinds the controller updates, or
+// may, keep theirs.
+func dropLastApplied(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		out, err := next(in)
+		if err != nil {
+			return out, err
+		}
+		switch o := out.(type) {
+		case *gwv1.Gateway, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *gwv1.TLSRoute, *gwv1.TCPRoute, *gwv1.UDPRoute,
+			*gwv1.ListenerSet, *gwv1.BackendTLSPolicy, *gwv1beta1.ReferenceGrant,
+			*corev1.Service, *corev1.Secret, *discoveryv1.EndpointSlice, *networkingv1.Ingress:
+			if m := o.(interface{ GetAnnotations() map[string]string }).GetAnnotations(); m[lastApplied] != "" {
+				delete(m, lastApplied)
+			}
+		}
+		return out, nil
 	}
 }

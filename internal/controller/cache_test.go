@@ -17,9 +17,13 @@ limitations under the License.
 package controller
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -44,5 +48,43 @@ func TestCacheKeepsManagedFieldsOfDeploymentsAlone(t *testing.T) {
 	}
 	if len(dep.ManagedFields) != 1 {
 		t.Error("a Deployment was cached without its managedFields")
+	}
+}
+
+// TestCacheDropsLastAppliedOfWhatItOnlyReads: kubectl's last-applied
+// annotation is dropped from the kinds the controller only reads, and
+// every other annotation kept; a kind the controller may update keeps it.
+func TestCacheDropsLastAppliedOfWhatItOnlyReads(t *testing.T) {
+	annotations := func() map[string]string {
+		return map[string]string{lastApplied: `{"apiVersion":"v1"}`, "example.com/keep": "yes"}
+	}
+	transform := CacheOptions().DefaultTransform
+	dropped := []metav1.Object{
+		&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: annotations()}},
+		&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "g", Annotations: annotations()}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: annotations()}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", Annotations: annotations()}},
+		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "es", Annotations: annotations()}},
+		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "i", Annotations: annotations()}},
+	}
+	kept := []metav1.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Annotations: annotations()}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Annotations: annotations()}},
+		&gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "gc", Annotations: annotations()}},
+	}
+	for _, o := range append(slices.Clone(dropped), kept...) {
+		if _, err := transform(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range dropped {
+		if _, ok := o.GetAnnotations()[lastApplied]; ok || o.GetAnnotations()["example.com/keep"] != "yes" {
+			t.Errorf("%T cached with annotations %v", o, o.GetAnnotations())
+		}
+	}
+	for _, o := range kept {
+		if _, ok := o.GetAnnotations()[lastApplied]; !ok {
+			t.Errorf("%T cached without its last-applied annotation", o)
+		}
 	}
 }
