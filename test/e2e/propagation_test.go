@@ -175,8 +175,9 @@ func (p *pipeline) preload(t *testing.T, n int) {
 	// COXSWAIN_PROPAGATION_BACKENDS=1 gives each preloaded route a Service
 	// of its own, with an EndpointSlice of one ready endpoint: 10,000
 	// routes are then 10,000 endpoint sets, which every endpoint refresh
-	// has among its inputs (TestEndpointChurn).
-	backends := os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") != ""
+	// has among its inputs (TestEndpointChurn). make bench-scale sets it
+	// unless BACKENDS=0; "" and "0" leave it off.
+	backends := os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") != "" && os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") != "0"
 	errs := make(chan error, n)
 	// onWeb is whether route i is on web, the Gateway the probes reach.
 	onWeb := func(i int) bool { return !spread || i%(extra+1) == 0 }
