@@ -36,8 +36,12 @@ type scopeBuilder struct {
 	id uint64
 	// listeners by snapshot.ListenerKey ("<port>", "<port>/udp").
 	listeners map[string]*listenerBuilder
-	// sets are the endpoint sets used, each marked when build lists it.
+	// sets are the endpoint sets used, each marked when build lists it;
+	// fromLast counts those of them, recorded by useSet, that the scope's
+	// last builder (lastBy) recorded too, and so listed.
 	sets     map[string]bool
+	fromLast int
+	lastBy   uint64
 	certs    map[string]bool
 	gateways []snapshot.GatewayRef
 	// memo is the translation's (nil: none), scratch its scratch maps.
@@ -121,6 +125,9 @@ func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 			listeners = make(map[string]*listenerBuilder, n)
 		}
 		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: listeners, sets: sets, certs: map[string]bool{}, memo: t.memo, scratch: t.scratch}
+		if t.memo != nil {
+			_, sb.lastBy = t.memo.setOrder(s)
+		}
 		t.scopes[s] = sb
 	}
 	return sb
@@ -219,6 +226,9 @@ func (sb *scopeBuilder) useSet(u *setUse) {
 		if u.ends.usedIn == sb.id {
 			return
 		}
+		if sb.lastBy != 0 && u.ends.usedIn == sb.lastBy {
+			sb.fromLast++
+		}
 		u.ends.usedIn = sb.id
 	}
 	sb.sets[u.name] = false
@@ -297,8 +307,8 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		l.VirtualHosts = built.hosts
 		s.Listeners = append(s.Listeners, l)
 	}
-	sets := sortedKeys(sb.sets, t.memo.setOrder(sb.scope), func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
-	t.memo.keepSetOrder(sb.scope, sets)
+	sets := sb.setOrder(t)
+	t.memo.keepSetOrder(sb.scope, sets, sb.id)
 	s.EndpointSets = t.endpointSetList(t.memo.setList(sb.scope), sets)
 	t.memo.keepSetList(sb.scope, s.EndpointSets)
 	names := make([]string, 0, len(sb.certs))
@@ -320,6 +330,23 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		slices.SortStableFunc(s.Gateways, byName)
 	}
 	return s
+}
+
+// setOrder is the names of the endpoint sets sb used, in order: the last
+// translation's list of the scope when useSet found every set in it
+// (sb.fromLast), which takes no look-up of each set; else sortedKeys.
+//
+// Each set useSet counted is a set this translation made whose Memo
+// entry the scope's last builder recorded, so its name is in that
+// builder's list. With sets the last translation made again (plainSets),
+// a name has one Memo entry, so the sets counted are as many names:
+// all of sb.sets, and as many as the last list, they are that list.
+func (sb *scopeBuilder) setOrder(t *translator) []string {
+	prev, by := t.memo.setOrder(sb.scope)
+	if by != 0 && by == sb.lastBy && sb.fromLast == len(sb.sets) && len(prev) == len(sb.sets) && t.plainSets() {
+		return prev
+	}
+	return sortedKeys(sb.sets, prev, func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
 }
 
 // endpointSetList is the endpoint sets named that this translation made,

@@ -66,24 +66,39 @@ func (e *endpointSources) setsOf(svc nn) []string {
 	return e.byService[svc]
 }
 
+// remadeSet is a set remakeSet made, and its Memo entry: its source is
+// the entry's.
+type remadeSet struct {
+	name string
+	e    *memoEndpoints
+}
+
 // keepSources is the Result's endpoint sources, this translation's
-// (sources, in its scratch): those of the last translation when the two
-// are equal, which a route change leaves them (at 10,000 routes a new map
-// at every change was a fifth of what it allocated). Otherwise the
-// Result keeps sources, and the next scratch has a new map.
+// (sources, in its scratch, and those of the sets remade): those of the
+// last translation when the two are equal, which a route change leaves
+// them (at 10,000 routes a new map at every change was a fifth of what it
+// allocated). Otherwise the Result keeps sources, and the next scratch
+// has a new map.
 //
-// fresh is how many sources were recorded other than by remakeSet. With
-// none, every source is that of a set the last translation made, as it
-// recorded it: as many as the last's, they are the last's (at 10,000
-// sets, comparing the maps was a sixth of a route change).
-func (p *memoPass) keepSources(sources map[string]endpointSource, fresh int) *endpointSources {
+// fresh is how many sources recordSource recorded. With none, every
+// source is that of a set the last translation made, as it recorded it:
+// as many as the last's, they are the last's, without a look at them (at
+// 10,000 sets, writing and comparing the maps was a quarter of a route
+// change).
+func (p *memoPass) keepSources(sources map[string]endpointSource, fresh int, remade []remadeSet) *endpointSources {
 	switch {
-	case len(sources) == 0:
+	case len(sources) == 0 && len(remade) == 0:
 		return nil
+	case p != nil && p.lastSources != nil && fresh == 0 && len(remade) == len(p.lastSources.bySet):
+		p.nextSources = p.lastSources
+		return p.nextSources
+	}
+	for _, r := range remade {
+		sources[r.name] = r.e.src
+	}
+	switch {
 	case p == nil:
 		return &endpointSources{bySet: sources}
-	case p.lastSources != nil && fresh == 0 && len(sources) == len(p.lastSources.bySet):
-		p.nextSources = p.lastSources
 	case p.lastSources != nil && maps.Equal(p.lastSources.bySet, sources):
 		p.nextSources = p.lastSources
 	default:

@@ -219,7 +219,8 @@ func (t *translator) withClientCertificate(sb *scopeBuilder, gi *gatewayInfo, r 
 }
 
 // clientCertSet is the copy of TLS endpoint set es that presents
-// certificate cert, made once.
+// certificate cert, made once. (A set remakeSet made has no TLS, so its
+// source, not in t.sources, is never looked up here.)
 func (t *translator) clientCertSet(es *snapshot.EndpointSet, cert string) string {
 	name := es.Name + "#client=" + cert
 	if _, ok := t.endpointSets[name]; !ok {

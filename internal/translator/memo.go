@@ -78,7 +78,7 @@ type Memo struct {
 	// translation, in order (sortedHosts), and setOrder each scope's
 	// endpoint sets.
 	hostOrder map[listenerID]hostOrder
-	setOrder  map[snapshot.Scope][]string
+	setOrder  map[snapshot.Scope]setOrder
 	// setLists is each scope's endpoint set list in the last translation,
 	// sources the sources of its endpoint sets (keepSources).
 	setLists map[snapshot.Scope][]*snapshot.EndpointSet
@@ -305,7 +305,7 @@ type memoPass struct {
 	ranked int
 	// last* are the Memo's orders; next* this translation's.
 	lastHostOrder, nextHostOrder map[listenerID]hostOrder
-	lastSetOrder, nextSetOrder   map[snapshot.Scope][]string
+	lastSetOrder, nextSetOrder   map[snapshot.Scope]setOrder
 	lastSetLists, nextSetLists   map[snapshot.Scope][]*snapshot.EndpointSet
 	lastSources, nextSources     *endpointSources
 	// envIndex is, on entry, the Memo's index of this translation's
@@ -430,7 +430,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
-		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope][]string, len(m.setOrder)), scratch: spare,
+		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope]setOrder, len(m.setOrder)), scratch: spare,
 		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources}
 	if ok {
 		pass.built, pass.sameEnv = m.built, sameEnv
@@ -631,20 +631,29 @@ func (p *memoPass) keepHostOrder(scope snapshot.Scope, listener string, hosts []
 	}
 }
 
-// setOrder is the endpoint sets scope had in the last translation, in
-// order (nil: none, or no memo).
-func (p *memoPass) setOrder(scope snapshot.Scope) []string {
-	if p == nil {
-		return nil
-	}
-	return p.lastSetOrder[scope]
+// setOrder is the endpoint sets of a scope in order, and the scope
+// builder that listed them (scopeBuilder.id).
+type setOrder struct {
+	names []string
+	by    uint64
 }
 
-// keepSetOrder keeps the endpoint sets of scope, in order, for the next
-// translation.
-func (p *memoPass) keepSetOrder(scope snapshot.Scope, sets []string) {
+// setOrder is the endpoint sets scope had in the last translation, in
+// order (nil: none, or no memo), and the scope builder that listed them
+// (0: none).
+func (p *memoPass) setOrder(scope snapshot.Scope) ([]string, uint64) {
+	if p == nil {
+		return nil, 0
+	}
+	o := p.lastSetOrder[scope]
+	return o.names, o.by
+}
+
+// keepSetOrder keeps the endpoint sets of scope, in order, as listed by
+// the scope builder by, for the next translation.
+func (p *memoPass) keepSetOrder(scope snapshot.Scope, sets []string, by uint64) {
 	if p != nil {
-		p.nextSetOrder[scope] = sets
+		p.nextSetOrder[scope] = setOrder{names: sets, by: by}
 	}
 }
 
@@ -898,7 +907,7 @@ func (t *translator) noteSizes() {
 	for i := range t.states {
 		p.spareRoutes = append(p.spareRoutes, t.states[i].routes)
 	}
-	p.sizes.sources = len(t.sources)
+	p.sizes.sources = len(t.sources) + len(t.scratch.remade)
 }
 
 // readyEndpoints is readyEndpoints(slices, src) for endpoint set name,
@@ -965,7 +974,7 @@ func (t *translator) remakeSet(c *setCall, first bool) bool {
 		es := t.scratch.newSet()
 		es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
 		t.endpointSets[c.name] = es
-		t.sources[c.name] = e.src // as the last translation recorded it (keepSources)
+		t.scratch.remade = append(t.scratch.remade, remadeSet{c.name, e}) // its source, for keepSources
 	}
 	e.gen, e.madeGen = p.gen, p.gen
 	return true

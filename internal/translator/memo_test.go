@@ -255,7 +255,17 @@ func (v *versioner) changeHTTPRoute(rng *rand.Rand, in []*gwv1.HTTPRoute, step i
 	}
 	c := in[i].DeepCopy()
 	r := c.Spec.Rules
-	switch rng.Intn(5) {
+	switch rng.Intn(6) {
+	case 5: // a backend moved to another Service of its namespace (svc-N
+		// lives in ns-(N mod namespaces): N plus a multiple of 4 is in
+		// the same one when there are 2 or 4), which may be one no route
+		// used, or none
+		if len(r) > 0 && len(r[0].BackendRefs) > 0 {
+			var n int
+			if _, err := fmt.Sscanf(string(r[0].BackendRefs[0].Name), "svc-%d", &n); err == nil {
+				r[0].BackendRefs[0].Name = gwv1.ObjectName(fmt.Sprintf("svc-%d", n+4*(1+rng.Intn(8))))
+			}
+		}
 	case 0: // a path changed
 		if len(r) > 0 && len(r[0].Matches) > 0 && r[0].Matches[0].Path != nil {
 			r[0].Matches[0].Path.Value = ptr.To(fmt.Sprintf("/changed%d", step))

@@ -27,7 +27,10 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // TestCarriedWalkEqualsTranslate: sequences of route changes in one
@@ -37,7 +40,7 @@ import (
 // from them.
 func TestCarriedWalkEqualsTranslate(t *testing.T) {
 	rng := rand.New(rand.NewSource(41))
-	inputs := map[string]*Resources{"generated": generate(300, 7, 5)}
+	inputs := map[string]*Resources{"generated": generate(300, 7, 5), "a Service each": generateServices(120, 4, 2, 200)}
 	for in, res := range goldenResources(t) {
 		inputs[in] = res
 	}
@@ -345,4 +348,57 @@ func FuzzMemoCarry(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestScopeSetsFollowABackendMove: a route whose backend moves from a
+// Service no other route uses to one no route used, a change that leaves
+// the scope as many endpoint sets as before, lists the new set and not
+// the old one, as a fresh translation does; and a route change that
+// moves no backend lists the scope's sets as the last translation did,
+// in the very same list.
+func TestScopeSetsFollowABackendMove(t *testing.T) {
+	res := generateServices(120, 4, 2, 200)
+	m, v := memoOf(res)
+	steps := memoSteps{m: m}
+	steps.next(t, "first", res)
+	names := func(r *Result) []string {
+		var out []string
+		for _, s := range r.Snapshots {
+			for _, es := range s.EndpointSets {
+				out = append(out, es.Name)
+			}
+		}
+		return out
+	}
+	before, beforeOrder := names(steps.last), m.setOrder[snapshot.SharedPool()].names
+
+	next := *res
+	next.HTTPRoutes = append(res.HTTPRoutes[:0:0], res.HTTPRoutes...)
+	c := res.HTTPRoutes[9].DeepCopy()
+	c.Spec.Rules[0].Matches[0].Path.Value = ptr.To("/elsewhere")
+	v.stamp(c)
+	next.HTTPRoutes[9] = c
+	steps.next(t, "a path changed", &next)
+	if got := m.setOrder[snapshot.SharedPool()].names; len(got) == 0 || &got[0] != &beforeOrder[0] {
+		t.Error("a change that moved no backend made a new list of the scope's sets")
+	}
+
+	moved := next
+	moved.HTTPRoutes = append(next.HTTPRoutes[:0:0], next.HTTPRoutes...)
+	// route-116 (in ns-0) is the only one to use svc-120, its second
+	// rule's second backend; no route uses svc-196, in ns-0 too.
+	c = next.HTTPRoutes[116].DeepCopy()
+	if ref := &c.Spec.Rules[1].BackendRefs[1]; ref.Name != "svc-120" {
+		t.Fatalf("route-116's backend is %s", ref.Name)
+	}
+	c.Spec.Rules[1].BackendRefs[1].Name = "svc-196"
+	v.stamp(c)
+	moved.HTTPRoutes[116] = c
+	after := names(steps.next(t, "a backend moved", &moved))
+	if m.lastRoutesCarried == 0 {
+		t.Fatal("the walk was not carried over")
+	}
+	if len(after) != len(before) || slices.Equal(after, before) {
+		t.Errorf("sets before the move %d, after %d: want as many, not the same", len(before), len(after))
+	}
 }

@@ -40,6 +40,9 @@ type scratch struct {
 	slicesOf []*discoveryv1.EndpointSlice
 	poolSets map[string]bool
 	sources  map[string]endpointSource
+	// remade is the sets remakeSet made, whose sources are not in sources
+	// until keepSources needs them.
+	remade []remadeSet
 	// sets holds the endpoint sets endpointSets points to, used of them
 	// in use: a snapshot takes copies, so they are refilled from the start
 	// by the next translation. Chunks of a fixed size keep every pointer
@@ -130,6 +133,8 @@ func (s *scratch) empty() {
 	clear(s.endpointSets)
 	clear(s.poolSets)
 	clear(s.sources)
+	clear(s.remade)
+	s.remade = s.remade[:0]
 	emptyChunks(s.sets, &s.used)
 	emptyChunks(s.builders, &s.buildersUsed)
 	clear(s.poolListeners)

@@ -137,9 +137,9 @@ type translator struct {
 	setNames     map[setKey]string
 	// poolSets is the shared pool's scope builder's sets, empty.
 	poolSets map[string]bool
-	// sources is the source of each endpoint set made (recordSource),
-	// freshSources how many of them were not remade from the Memo
-	// (remakeSet).
+	// sources is the source of each endpoint set made (recordSource) but
+	// those remakeSet made (scratch.remade), and freshSources how many
+	// recordSource recorded.
 	sources      map[string]endpointSource
 	freshSources int
 	// scratch holds the endpoint sets of endpointSets.
@@ -209,7 +209,7 @@ func translate(res *Resources, memo *memoPass) *Result {
 	t.policyStatuses()
 	t.parametersStatuses()
 	t.finish()
-	t.out.endpointSources = memo.keepSources(t.sources, t.freshSources)
+	t.out.endpointSources = memo.keepSources(t.sources, t.freshSources, t.scratch.remade)
 	t.out.endpointSlices = res.EndpointSlices
 	return t.out
 }
