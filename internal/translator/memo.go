@@ -337,6 +337,9 @@ type memoPass struct {
 	// use. routesCarried counts the routes such walks did not visit.
 	walked        []string
 	routesCarried int
+	// endpointsStamped counts the endpoint entries this pass stamped as
+	// its own (stamp): as many as the Memo holds, none is left to sweep.
+	endpointsStamped int
 	// slicesKept says the EndpointSlices are the list the last
 	// translation indexed (scratch.slicesFor).
 	slicesKept bool
@@ -458,7 +461,14 @@ func (m *Memo) Translate(res *Resources) *Result {
 		clear(m.built)
 		m.routeLists, m.spareRoutes = nil, nil
 	}
-	maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
+	// Every entry stamped: none to sweep (a walk of 10,000 entries
+	// scattered over the heap at every change). An entry stamped that the
+	// map no longer holds (replaced in this pass) may leave one that is
+	// not stamped in the map until a later sweep: an entry not stamped is
+	// never taken for this translation's (madeNow, remakeSet).
+	if pass.endpointsStamped != len(m.endpoints) {
+		maps.DeleteFunc(m.endpoints, func(_ string, e *memoEndpoints) bool { return e.gen != m.gen })
+	}
 	m.lastHits, m.lastMisses, m.lastPatched, m.lastCarried = pass.hits, pass.misses, pass.patched, pass.carried
 	m.lastRoutesCarried = pass.routesCarried
 	m.lastKeptGateways = pass.keptGatewaysUsed
@@ -928,17 +938,26 @@ func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointS
 			}
 		}
 		if same {
-			e.gen = p.gen
+			p.stamp(e)
 			return e.eps, e
 		}
 	}
 	eps := readyEndpoints(slices, src)
-	e := &memoEndpoints{src: src, slices: slices, rvs: make([]string, len(slices)), eps: eps, gen: p.gen}
+	e := &memoEndpoints{src: src, slices: slices, rvs: make([]string, len(slices)), eps: eps}
+	p.stamp(e)
 	for i, s := range slices {
 		e.rvs[i] = s.ResourceVersion
 	}
 	p.endpoints[name] = e
 	return eps, e
+}
+
+// stamp marks endpoint entry e as this translation's (madeNow).
+func (p *memoPass) stamp(e *memoEndpoints) {
+	if e.gen != p.gen {
+		e.gen = p.gen
+		p.endpointsStamped++
+	}
 }
 
 // plainSets reports whether a set the last translation made can be made
@@ -976,7 +995,8 @@ func (t *translator) remakeSet(c *setCall, first bool) bool {
 		t.endpointSets[c.name] = es
 		t.scratch.remade = append(t.scratch.remade, remadeSet{c.name, e}) // its source, for keepSources
 	}
-	e.gen, e.madeGen = p.gen, p.gen
+	p.stamp(e)
+	e.madeGen = p.gen
 	return true
 }
 
@@ -1076,6 +1096,11 @@ type envIDs struct {
 	// replaced counts the fields found the same though they list objects
 	// no digest had seen (replacedAlike).
 	replaced int
+	// Of the digest in progress: the lists the fields it went through
+	// one by one had before (their objects may be listed no more), or
+	// fullSweep when one of them had none remembered.
+	walkedFrom []any
+	fullSweep  bool
 }
 
 // isObjects reports whether fv lists objects (its sum is their ids').
@@ -1122,10 +1147,41 @@ func (e *envIDs) digest(res *Resources) ([sha256.Size]byte, bool) {
 		e.byObject, e.fields = map[any]envID{}, map[int]envField{}
 	}
 	e.gen++
+	e.walkedFrom, e.fullSweep = e.walkedFrom[:0], false
 	d, ok := envDigestWith(res, e.fieldSum)
-	maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return x.gen != e.gen && !e.stillListed(x) })
+	e.sweep()
 	maps.DeleteFunc(e.fields, func(_ int, f envField) bool { return f.gen != e.gen })
 	return d, ok
+}
+
+// sweep forgets the objects this digest did not see that no field lists
+// still (stillListed). Only the objects of a field it went through one by
+// one can have stopped being listed, and each was in that field's last
+// list (walkedFrom); an object of no such field is where the last sweep
+// left it. So only those lists are looked at: at 10,000 Services and
+// EndpointSlices, a walk of every object remembered at every route change
+// (whose Gateway's status write makes a new Gateway list) was a fifteenth
+// of the change. Without one of those lists, every object is.
+func (e *envIDs) sweep() {
+	stale := func(x envID) bool { return x.gen != e.gen && !e.stillListed(x) }
+	if e.fullSweep {
+		maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return stale(x) })
+		return
+	}
+	for i, list := range e.walkedFrom {
+		lv := reflect.ValueOf(list)
+		for j := range lv.Len() {
+			v := lv.Index(j)
+			if v.IsNil() {
+				continue
+			}
+			key := v.Interface()
+			if x, ok := e.byObject[key]; ok && stale(x) {
+				delete(e.byObject, key)
+			}
+		}
+		e.walkedFrom[i] = nil // keeping no list alive
+	}
 }
 
 // stillListed reports whether x, not seen by this digest, is in a field
@@ -1170,6 +1226,12 @@ func (e *envIDs) fieldSum(i int, fv reflect.Value) ([sha256.Size]byte, bool) {
 	}
 	if i < 64 {
 		e.walked[i] = e.gen
+	}
+	switch {
+	case !had || i >= 64 || (last.list == nil && last.n > 0):
+		e.fullSweep = true
+	case last.list != nil:
+		e.walkedFrom = append(e.walkedFrom, last.list)
 	}
 	same := i < 64 && had && last.gen == e.gen-1 && last.n == fv.Len()
 	// fresh are the objects no digest has seen: a status write makes a

@@ -553,6 +553,11 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 				if got != want || gotOK != wantOK {
 					t.Fatalf("%s step %d: remembered ids digest %x (%v), envDigest %x (%v)", in, step, got, gotOK, want, wantOK)
 				}
+				for key, x := range ids.byObject { // the sweep of walked lists is a full one's
+					if x.gen != ids.gen && !ids.stillListed(x) {
+						t.Fatalf("%s step %d: %T %s is listed no more and still remembered", in, step, key, x.id)
+					}
+				}
 				if gotOK && remembered > 0 && len(ids.byObject) != remembered {
 					t.Fatalf("%s step %d: %d ids remembered, then %d with nothing changed", in, step, remembered, len(ids.byObject))
 				}

@@ -402,3 +402,33 @@ func TestScopeSetsFollowABackendMove(t *testing.T) {
 		t.Errorf("sets before the move %d, after %d: want as many, not the same", len(before), len(after))
 	}
 }
+
+// TestMemoForgetsTheEndpointsOfSetsGone: the Memo keeps the endpoint
+// entries of the sets the last translation made, and no others: a set no
+// route uses any more is forgotten, whether the walk was carried over or
+// not.
+func TestMemoForgetsTheEndpointsOfSetsGone(t *testing.T) {
+	res := generateServices(120, 4, 2, 200)
+	m, _ := memoOf(res)
+	sets := func() int {
+		n := 0
+		for _, s := range m.setLists {
+			n += len(s)
+		}
+		return n
+	}
+	if len(m.endpoints) != sets() {
+		t.Fatalf("%d endpoint entries for %d sets", len(m.endpoints), sets())
+	}
+	// route-116 is the only one to use svc-120 (TestScopeSetsFollowABackendMove).
+	less := *res
+	less.HTTPRoutes = append(append(res.HTTPRoutes[:0:0], res.HTTPRoutes[:116]...), res.HTTPRoutes[117:]...)
+	steps := memoSteps{m: m}
+	steps.next(t, "route-116 removed", &less)
+	if m.lastRoutesCarried == 0 {
+		t.Fatal("the walk was not carried over")
+	}
+	if _, ok := m.endpoints["ns-0/svc-120:80"]; ok || len(m.endpoints) != sets() {
+		t.Errorf("after the only route to svc-120 went: %d endpoint entries for %d sets (svc-120's kept: %v)", len(m.endpoints), sets(), ok)
+	}
+}
