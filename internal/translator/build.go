@@ -321,14 +321,14 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 			s.Certificates = append(s.Certificates, *c)
 		}
 	}
-	s.Gateways = sb.gateways
 	// Emitted in the Gateways' order, they are in order already.
 	byName := func(a, b snapshot.GatewayRef) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	}
-	if !slices.IsSortedFunc(s.Gateways, byName) {
-		slices.SortStableFunc(s.Gateways, byName)
+	if !slices.IsSortedFunc(sb.gateways, byName) {
+		slices.SortStableFunc(sb.gateways, byName)
 	}
+	s.Gateways = t.memo.gatewayList(sb.scope, sb.gateways)
 	return s
 }
 

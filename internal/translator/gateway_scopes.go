@@ -35,9 +35,10 @@ func (t *translator) buildGatewayScopes() {
 		t.out.Gateways = make([]GatewayStatus, 0, len(t.gwOrder))
 	}
 	// The GatewayRefs' port lists share one array (at 1,000 Gateways, a
-	// list of its own was an allocation per Gateway).
-	var slab portSlab
-	if n := t.gatewayPortCount(); n > 0 {
+	// list of its own was an allocation per Gateway), the scratch's: the
+	// snapshots take copies (memoPass.gatewayList).
+	slab := t.scratch.ports[:0]
+	if n := t.gatewayPortCount(); cap(slab) < n {
 		slab = make(portSlab, 0, n)
 	}
 	for _, gi := range t.gwOrder {
@@ -66,8 +67,11 @@ func (t *translator) buildGatewayScopes() {
 					}
 				}
 				ref.Ports = slab.since(start)
-				if sb.gateways == nil { // at most all of them, at once rather than grown
-					sb.gateways = make([]snapshot.GatewayRef, 0, len(t.gwOrder))
+				if sb.gateways == nil { // the scratch's room, for at most all of them
+					sb.gateways = t.scratch.poolGateways[:0]
+					if cap(sb.gateways) < len(t.gwOrder) {
+						sb.gateways = make([]snapshot.GatewayRef, 0, len(t.gwOrder))
+					}
 				}
 				sb.gateways = append(sb.gateways, ref)
 			}
@@ -86,6 +90,10 @@ func (t *translator) buildGatewayScopes() {
 			}
 		}
 		t.gatewayStatus(gi, primary)
+	}
+	t.scratch.ports = slab
+	if sb := t.scopes[snapshot.SharedPool()]; sb != nil && sb.gateways != nil {
+		t.scratch.poolGateways = sb.gateways
 	}
 	t.tlsPolicyStatuses()
 }

@@ -83,6 +83,8 @@ type Memo struct {
 	// sources the sources of its endpoint sets (keepSources).
 	setLists map[snapshot.Scope][]*snapshot.EndpointSet
 	sources  *endpointSources
+	// gatewayRefs is each scope's Gateway list in the last translation.
+	gatewayRefs map[snapshot.Scope][]snapshot.GatewayRef
 	// spareHostOrder is the map hostOrder was before the last
 	// translation, emptied: the next one fills it (at 2,000 listeners a
 	// new map was a twelfth of what a change allocated).
@@ -307,6 +309,7 @@ type memoPass struct {
 	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope]setOrder
 	lastSetLists, nextSetLists   map[snapshot.Scope][]*snapshot.EndpointSet
+	lastGateways, nextGateways   map[snapshot.Scope][]snapshot.GatewayRef
 	lastSources, nextSources     *endpointSources
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
@@ -434,7 +437,8 @@ func (m *Memo) Translate(res *Resources) *Result {
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope]setOrder, len(m.setOrder)), scratch: spare,
-		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources}
+		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources,
+		lastGateways: m.gatewayRefs, nextGateways: make(map[snapshot.Scope][]snapshot.GatewayRef, len(m.gatewayRefs))}
 	if ok {
 		pass.built, pass.sameEnv = m.built, sameEnv
 		pass.keptGateways = gatewaysKept
@@ -478,6 +482,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		m.spareHostOrder = m.hostOrder
 	}
 	m.hostOrder, m.setOrder, m.setLists, m.sources = pass.nextHostOrder, pass.nextSetOrder, pass.nextSetLists, pass.nextSources
+	m.gatewayRefs = pass.nextGateways
 	pass.scratch.empty()
 	m.spare = pass.scratch
 	return out
@@ -680,6 +685,51 @@ func (p *memoPass) keepSetList(scope snapshot.Scope, sets []*snapshot.EndpointSe
 	if p != nil {
 		p.nextSetLists[scope] = sets
 	}
+}
+
+// gatewayList is scope's Gateway list: refs, in order, which the
+// translation's scratch holds (their port lists too), as a list of its
+// own; the last translation's list when it is the same (at 1,000 Gateways
+// a new list at every change was a tenth of what a route change
+// allocated). It is kept for the next translation.
+func (p *memoPass) gatewayList(scope snapshot.Scope, refs []snapshot.GatewayRef) []snapshot.GatewayRef {
+	var last []snapshot.GatewayRef
+	if p != nil {
+		last = p.lastGateways[scope]
+	}
+	out := last
+	if !slices.EqualFunc(refs, last, sameGatewayRef) {
+		out = copyGatewayRefs(refs)
+	}
+	if p != nil {
+		p.nextGateways[scope] = out
+	}
+	return out
+}
+
+// sameGatewayRef reports whether a and b are equal.
+func sameGatewayRef(a, b snapshot.GatewayRef) bool {
+	return a.Namespace == b.Namespace && a.Name == b.Name && a.Generation == b.Generation && slices.Equal(a.Ports, b.Ports)
+}
+
+// copyGatewayRefs is a copy of refs whose port lists share one array of
+// their own (nil: none).
+func copyGatewayRefs(refs []snapshot.GatewayRef) []snapshot.GatewayRef {
+	if len(refs) == 0 {
+		return nil
+	}
+	n := 0
+	for _, r := range refs {
+		n += len(r.Ports)
+	}
+	out := slices.Clone(refs)
+	ports := make(portSlab, 0, n)
+	for i := range out {
+		start := len(ports)
+		ports = append(ports, out[i].Ports...)
+		out[i].Ports = ports.since(start)
+	}
+	return out
 }
 
 // ranking says the routes compiled or reattached next are at position i

@@ -834,6 +834,37 @@ func TestMemoSharesUnchangedGatewayStatuses(t *testing.T) {
 	}
 }
 
+// TestMemoSharesTheGatewayList: a route change leaves the shared pool's
+// Gateway list the very one of the last snapshot; a Gateway whose
+// generation moved gets a new list, with its new generation and every
+// Gateway's ports, and the last snapshot's list stays as it was.
+func TestMemoSharesTheGatewayList(t *testing.T) {
+	res := generate(40, 2, 3)
+	before, after, _ := translateOneChange(t, res, func(r *gwv1.HTTPRoute) { r.Generation++ })
+	b, a := before.Snapshots[0].Gateways, after.Snapshots[0].Gateways
+	if len(a) != 3 || &a[0] != &b[0] {
+		t.Fatalf("a route change made a new Gateway list (%d Gateways)", len(a))
+	}
+
+	m, v := memoOf(res)
+	steps := memoSteps{m: m}
+	first := steps.next(t, "first", res).Snapshots[0].Gateways
+	kept := slices.Clone(first)
+	moved := *res
+	gw := res.Gateways[1].DeepCopy()
+	gw.Generation++
+	v.stamp(gw)
+	moved.Gateways = slices.Clone(res.Gateways)
+	moved.Gateways[1] = gw
+	got := steps.next(t, "a Gateway's generation moved", &moved).Snapshots[0].Gateways
+	if len(got) != 3 || &got[0] == &first[0] || got[1].Generation != gw.Generation || len(got[2].Ports) == 0 {
+		t.Errorf("after a Gateway's generation moved: %+v (the last list: %v)", got, &got[0] == &first[0])
+	}
+	if !slices.EqualFunc(first, kept, sameGatewayRef) {
+		t.Errorf("the last snapshot's Gateway list changed: %+v, was %+v", first, kept)
+	}
+}
+
 // TestMemoKeepsTheInternalPorts: a route change keeps the last
 // translation's internal port assignment (the same list); a Gateway
 // added assigns them again.

@@ -43,6 +43,11 @@ type scratch struct {
 	// remade is the sets remakeSet made, whose sources are not in sources
 	// until keepSources needs them.
 	remade []remadeSet
+	// poolGateways and ports are the room of the shared pool's Gateway
+	// list and of every GatewayRef's ports (memoPass.gatewayList copies
+	// them when they changed).
+	poolGateways []snapshot.GatewayRef
+	ports        portSlab
 	// sets holds the endpoint sets endpointSets points to, used of them
 	// in use: a snapshot takes copies, so they are refilled from the start
 	// by the next translation. Chunks of a fixed size keep every pointer
@@ -135,6 +140,8 @@ func (s *scratch) empty() {
 	clear(s.sources)
 	clear(s.remade)
 	s.remade = s.remade[:0]
+	clear(s.poolGateways)
+	s.poolGateways, s.ports = s.poolGateways[:0], s.ports[:0]
 	emptyChunks(s.sets, &s.used)
 	emptyChunks(s.builders, &s.buildersUsed)
 	clear(s.poolListeners)
