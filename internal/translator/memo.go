@@ -83,8 +83,10 @@ type Memo struct {
 	// sources the sources of its endpoint sets (keepSources).
 	setLists map[snapshot.Scope][]*snapshot.EndpointSet
 	sources  *endpointSources
-	// gatewayRefs is each scope's Gateway list in the last translation.
-	gatewayRefs map[snapshot.Scope][]snapshot.GatewayRef
+	// gatewayRefs is each scope's Gateway list in the last translation,
+	// listenerOrder the keys of its listeners in order.
+	gatewayRefs   map[snapshot.Scope][]snapshot.GatewayRef
+	listenerOrder map[snapshot.Scope][]string
 	// spareHostOrder is the map hostOrder was before the last
 	// translation, emptied: the next one fills it (at 2,000 listeners a
 	// new map was a twelfth of what a change allocated).
@@ -310,6 +312,7 @@ type memoPass struct {
 	lastSetOrder, nextSetOrder   map[snapshot.Scope]setOrder
 	lastSetLists, nextSetLists   map[snapshot.Scope][]*snapshot.EndpointSet
 	lastGateways, nextGateways   map[snapshot.Scope][]snapshot.GatewayRef
+	lastListeners, nextListeners map[snapshot.Scope][]string
 	lastSources, nextSources     *endpointSources
 	// envIndex is, on entry, the Memo's index of this translation's
 	// environment (nil: none) and, on exit, this translation's.
@@ -438,7 +441,8 @@ func (m *Memo) Translate(res *Resources) *Result {
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope]setOrder, len(m.setOrder)), scratch: spare,
 		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources,
-		lastGateways: m.gatewayRefs, nextGateways: make(map[snapshot.Scope][]snapshot.GatewayRef, len(m.gatewayRefs))}
+		lastGateways: m.gatewayRefs, nextGateways: make(map[snapshot.Scope][]snapshot.GatewayRef, len(m.gatewayRefs)),
+		lastListeners: m.listenerOrder, nextListeners: make(map[snapshot.Scope][]string, len(m.listenerOrder))}
 	if ok {
 		pass.built, pass.sameEnv = m.built, sameEnv
 		pass.keptGateways = gatewaysKept
@@ -482,7 +486,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 		m.spareHostOrder = m.hostOrder
 	}
 	m.hostOrder, m.setOrder, m.setLists, m.sources = pass.nextHostOrder, pass.nextSetOrder, pass.nextSetLists, pass.nextSources
-	m.gatewayRefs = pass.nextGateways
+	m.gatewayRefs, m.listenerOrder = pass.nextGateways, pass.nextListeners
 	pass.scratch.empty()
 	m.spare = pass.scratch
 	return out
@@ -684,6 +688,23 @@ func (p *memoPass) setList(scope snapshot.Scope) []*snapshot.EndpointSet {
 func (p *memoPass) keepSetList(scope snapshot.Scope, sets []*snapshot.EndpointSet) {
 	if p != nil {
 		p.nextSetLists[scope] = sets
+	}
+}
+
+// listenerOrder is the keys of scope's listeners in order in the last
+// translation (nil: none, or no memo).
+func (p *memoPass) listenerOrder(scope snapshot.Scope) []string {
+	if p == nil {
+		return nil
+	}
+	return p.lastListeners[scope]
+}
+
+// keepListenerOrder keeps the keys of scope's listeners, in order, for
+// the next translation.
+func (p *memoPass) keepListenerOrder(scope snapshot.Scope, keys []string) {
+	if p != nil {
+		p.nextListeners[scope] = keys
 	}
 }
 

@@ -19,11 +19,14 @@ package translator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coxswain-go/coxswain/internal/snapshot"
 )
 
 // TestSortNamedWhateverTheRanks checks that sortNamed gives the order a
@@ -176,5 +179,57 @@ func TestSortStableByNameLeavesSortedListsAlone(t *testing.T) {
 		return a.NamespacedName == b.NamespacedName && a.Generation == b.Generation
 	}) {
 		t.Errorf("sorted %v, want %v", shuffled, want)
+	}
+}
+
+// TestOrderedListenersWhateverTheHint: orderedListeners lists every
+// listener once, in snapshot.CompareListeners order, with keys to match,
+// whatever the hint (right, stale, out of order, repeated); and with the
+// right hint its keys are the hint itself.
+func TestOrderedListenersWhateverTheHint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 300 {
+		sb := &scopeBuilder{listeners: map[string]*listenerBuilder{}}
+		for range rng.IntN(60) {
+			l := snapshot.Listener{Port: int32(1 + rng.IntN(80)), Protocol: snapshot.ProtocolHTTP}
+			if rng.IntN(4) == 0 {
+				l.Protocol = snapshot.ProtocolUDP
+			}
+			sb.listeners[snapshot.ListenerKey(&l)] = &listenerBuilder{l: l}
+		}
+		want := slices.SortedFunc(maps.Values(sb.listeners), func(a, b *listenerBuilder) int { return snapshot.CompareListeners(&a.l, &b.l) })
+		var hint []string
+		switch round % 3 {
+		case 0: // right
+			for _, lb := range want {
+				hint = append(hint, lb.keyOf())
+			}
+		case 1: // stale and repeated, in order
+			for _, lb := range want {
+				if rng.IntN(3) > 0 {
+					hint = append(hint, lb.keyOf())
+				}
+				if rng.IntN(5) == 0 {
+					hint = append(hint, lb.keyOf(), "999")
+				}
+			}
+		case 2: // out of order
+			for range rng.IntN(60) {
+				l := snapshot.Listener{Port: int32(1 + rng.IntN(80))}
+				hint = append(hint, snapshot.ListenerKey(&l))
+			}
+		}
+		got, keys := sb.orderedListeners(hint)
+		if !slices.Equal(got, want) || len(keys) != len(got) {
+			t.Fatalf("round %d: %d listeners, %d keys, want %d in order", round, len(got), len(keys), len(want))
+		}
+		for i, lb := range got {
+			if keys[i] != lb.keyOf() {
+				t.Fatalf("round %d: key %d is %q, its listener's %q", round, i, keys[i], lb.keyOf())
+			}
+		}
+		if round%3 == 0 && len(hint) > 0 && &keys[0] != &hint[0] {
+			t.Fatalf("round %d: the right hint gave new keys", round)
+		}
 	}
 }
