@@ -146,8 +146,8 @@ type encodedRest struct {
 // storage this call fills.
 func (e *Encoder) restResources(s *Snapshot, bare []Listener) (_ []Resource, sets []HostRun, _ error) {
 	prev, next := &e.rest, &e.restSpare
-	// A new list: the result keeps it (Encoded).
-	out := make([]Resource, 0, len(bare)+len(s.Certificates)+len(s.Gateways))
+	// Listed in the Encoder's room, then kept (restList).
+	out := lists.Reuse(e.restRoom, len(bare)+len(s.Certificates)+len(s.Gateways))
 	chunks, err := encodeSets(s.EndpointSets, e.setChunks, e.chunkMask())
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +180,31 @@ func (e *Encoder) restResources(s *Snapshot, bare []Listener) (_ []Resource, set
 			sets[i] = HostRun{Prefix: setsPrefix, Resources: c.res}
 		}
 	}
-	return out, sets, nil
+	return e.restList(out), sets, nil
+}
+
+// restList is the rest's resources listed in out (the Encoder's room) as
+// a list the result may keep: the last call's when they are the same,
+// each the very encoding it had (a route change leaves the rest as it
+// was: at 1,000 Gateways, a new list of 2,000 resources at every change
+// was a tenth of what the controller allocated), else a copy.
+func (e *Encoder) restList(out []Resource) []Resource {
+	same := len(out) == len(e.restOut)
+	for i := 0; same && i < len(out); i++ {
+		same = sameEncoding(out[i], e.restOut[i])
+	}
+	if !same {
+		e.restOut = slices.Clone(out)
+	}
+	clear(out) // the room keeps no encoding alive
+	e.restRoom = out[:0]
+	return e.restOut
+}
+
+// sameEncoding reports whether a and b are one resource's very encoding:
+// the same key and the same body array.
+func sameEncoding(a, b Resource) bool {
+	return a.Key == b.Key && len(a.Body) == len(b.Body) && (len(a.Body) == 0 || &a.Body[0] == &b.Body[0])
 }
 
 // clearRest empties r's lists, keeping their storage: what the call

@@ -261,3 +261,64 @@ func TestSetsOutOfOrderEncodeInKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderHandsOnAnUnchangedRest: a snapshot whose rest is the last
+// one's, each resource encoded as it was, gets the last Encoded's very
+// list of it; one with a Gateway changed gets a new list, and the last
+// list stays as it was.
+func TestEncoderHandsOnAnUnchangedRest(t *testing.T) {
+	s := restSnapshot(40)
+	Normalize(s)
+	e := &Encoder{}
+	first, err := e.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := slices.Clone(first.Rest)
+
+	same := *s
+	same.Listeners = slices.Clone(s.Listeners)
+	same.Listeners[0].VirtualHosts = []*VirtualHost{{Hostname: "new.example.org"}} // hosts are not the rest
+	Normalize(&same)
+	second, err := e.Encode(&same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Rest) == 0 || &second.Rest[0] != &first.Rest[0] {
+		t.Errorf("an unchanged rest got a new list (%d resources)", len(second.Rest))
+	}
+
+	moved := same
+	moved.Gateways = slices.Clone(same.Gateways)
+	moved.Gateways[3].Generation++
+	third, err := e.Encode(&moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &third.Rest[0] == &first.Rest[0] {
+		t.Fatal("a Gateway changed, and the rest's list is the last one")
+	}
+	want, err := (&Encoder{}).Encode(&moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(third.Rest, want.Rest, func(a, b Resource) bool { return a.Key == b.Key && bytes.Equal(a.Body, b.Body) }) {
+		t.Error("the rest after a Gateway changed is not a fresh Encoder's")
+	}
+	if !slices.EqualFunc(first.Rest, kept, sameEncoding) {
+		t.Error("the last Encoded's rest changed")
+	}
+
+	// The listener of the greatest key gone: the rest is the last one's
+	// but its last resource (listener keys come last).
+	fewer := moved
+	last := slices.MaxFunc(moved.Listeners, func(a, b Listener) int { return strings.Compare(ListenerKey(&a), ListenerKey(&b)) })
+	fewer.Listeners = slices.DeleteFunc(slices.Clone(moved.Listeners), func(l Listener) bool { return ListenerKey(&l) == ListenerKey(&last) })
+	fourth, err := e.Encode(&fewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fourth.Rest) != len(third.Rest)-1 || !slices.EqualFunc(fourth.Rest, third.Rest[:len(fourth.Rest)], sameEncoding) {
+		t.Errorf("with the last listener gone: %d resources, want the last %d but one", len(fourth.Rest), len(third.Rest))
+	}
+}

@@ -122,6 +122,9 @@ type Encoder struct {
 	// encode_rest.go), restSpare the storage of the call before the
 	// last's.
 	rest, restSpare encodedRest
+	// restOut is the list of the rest's resources the last call returned,
+	// restRoom the room the next call lists them in (encode_rest.go).
+	restOut, restRoom []Resource
 	// run is the scratch list a listener's resources are encoded into
 	// before they are cut into chunks (host_chunks.go); mask, when set,
 	// is the chunk mask instead of the default (tests).
