@@ -355,15 +355,7 @@ func (sb *scopeBuilder) orderedListeners(prev []string) ([]*listenerBuilder, []s
 			}
 		}
 		slices.SortFunc(added, order)
-		merged := make([]*listenerBuilder, 0, len(sb.listeners))
-		for len(lbs) > 0 && len(added) > 0 {
-			if order(added[0], lbs[0]) < 0 {
-				merged, added = append(merged, added[0]), added[1:]
-			} else {
-				merged, lbs = append(merged, lbs[0]), lbs[1:]
-			}
-		}
-		lbs, same = append(append(merged, lbs...), added...), false
+		lbs, same = mergeSortedFunc(lbs, added, order), false
 	}
 	if !slices.IsSortedFunc(lbs, order) { // a hint out of order: not ours
 		slices.SortFunc(lbs, order)
@@ -389,8 +381,8 @@ func (sb *scopeBuilder) orderedListeners(prev []string) ([]*listenerBuilder, []s
 // a name has one Memo entry, so the sets counted are as many names:
 // all of sb.sets, and as many as the last list, they are that list.
 func (sb *scopeBuilder) setOrder(t *translator) []string {
-	prev, by := t.memo.setOrder(sb.scope)
-	if by != 0 && by == sb.lastBy && sb.fromLast == len(sb.sets) && len(prev) == len(sb.sets) && t.plainSets() {
+	prev, _ := t.memo.setOrder(sb.scope)
+	if sb.lastBy != 0 && sb.fromLast == len(sb.sets) && len(prev) == len(sb.sets) && t.plainSets() {
 		return prev
 	}
 	return sortedKeys(sb.sets, prev, func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
@@ -556,12 +548,18 @@ func sortedKeys[V any](m map[string]V, prev []string, listed func(V) bool, mark 
 
 // mergeSorted is the strings of a and b, each in order, in order.
 func mergeSorted(a, b []string) []string {
+	return mergeSortedFunc(a, b, strings.Compare)
+}
+
+// mergeSortedFunc is the elements of a and b, each in order by compare,
+// in order (a's first among equals); a itself when b is empty.
+func mergeSortedFunc[E any](a, b []E, compare func(E, E) int) []E {
 	if len(b) == 0 {
 		return a
 	}
-	out := make([]string, 0, len(a)+len(b))
+	out := make([]E, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {
-		if b[0] < a[0] {
+		if compare(b[0], a[0]) < 0 {
 			out, b = append(out, b[0]), b[1:]
 		} else {
 			out, a = append(out, a[0]), a[1:]

@@ -1234,12 +1234,13 @@ func (e *envIDs) digest(res *Resources) ([sha256.Size]byte, bool) {
 // (whose Gateway's status write makes a new Gateway list) was a fifteenth
 // of the change. Without one of those lists, every object is.
 func (e *envIDs) sweep() {
+	defer clear(e.walkedFrom) // keeping no list alive
 	stale := func(x envID) bool { return x.gen != e.gen && !e.stillListed(x) }
 	if e.fullSweep {
 		maps.DeleteFunc(e.byObject, func(_ any, x envID) bool { return stale(x) })
 		return
 	}
-	for i, list := range e.walkedFrom {
+	for _, list := range e.walkedFrom {
 		lv := reflect.ValueOf(list)
 		for j := range lv.Len() {
 			v := lv.Index(j)
@@ -1251,7 +1252,6 @@ func (e *envIDs) sweep() {
 				delete(e.byObject, key)
 			}
 		}
-		e.walkedFrom[i] = nil // keeping no list alive
 	}
 }
 
