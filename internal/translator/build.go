@@ -101,10 +101,37 @@ type vhostBuilder struct {
 type entry struct {
 	route *snapshot.Route
 	key   *precKey
-	// one, when set, is route as a list of one that the virtual host may
-	// share (a compiled route's, compiledRoute.entry); compiled routes are
+	// of, when set, is the compiled route whose routes[at] route is, as
+	// compiled (compiledRoute.entry): a virtual host may share that
+	// route's list instead of copying it (ownList). Compiled routes are
 	// never modified once made.
-	one []snapshot.Route
+	of *compiledRoute
+	at int
+}
+
+// ownList is the list of a compiled route that entries are, as compiled
+// and in order, if they are: one entry (its route as a list of one), or
+// every entry of one compiled route, whose routes are in precedence
+// order (sortEntries). Else nil. At 10,000 routes of two rules each, a
+// copy of each host's routes was 15 MB of the controller's heap.
+func ownList(entries []entry) []snapshot.Route {
+	if len(entries) == 0 || entries[0].of == nil {
+		return nil
+	}
+	cr := entries[0].of
+	if len(entries) == 1 {
+		at := entries[0].at
+		return cr.routes[at : at+1 : at+1]
+	}
+	if len(entries) != len(cr.routes) {
+		return nil
+	}
+	for i := range entries {
+		if entries[i].of != cr || entries[i].at != i {
+			return nil
+		}
+	}
+	return cr.routes[:len(cr.routes):len(cr.routes)]
 }
 
 // scopeIDs numbers scope builders.

@@ -235,7 +235,7 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 					rt := t.withClientCertificate(sb, gi, e.route)
 					rt = t.withPolicies(gi, li, cr, cr.entries[i].rule, rt)
 					if rt != e.route {
-						e.route, e.one = rt, nil
+						e.route, e.of = rt, nil
 					}
 					vh.entries = append(vh.entries, e)
 					switch {

@@ -31,12 +31,16 @@ import (
 // h2c.
 func (t *translator) compileGRPCRoute(r *gwv1.GRPCRoute) *compiledRoute {
 	cr := newCompiledRoute(kindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames)
+	n := 0
 	for ri := range r.Spec.Rules {
 		cr.ruleNames = append(cr.ruleNames, sectionName(r.Spec.Rules[ri].Name))
+		n += max(len(r.Spec.Rules[ri].Matches), 1)
 	}
+	cr.reserve(n)
 	for ri := range r.Spec.Rules {
 		t.compileGRPCRule(cr, ri, &r.Spec.Rules[ri])
 	}
+	cr.sortEntries()
 	return cr
 }
 

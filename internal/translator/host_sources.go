@@ -21,7 +21,7 @@ import "github.com/coxswain-go/coxswain/internal/snapshot"
 // hostSources records, for a listener's virtual hosts, the routes each
 // route list hostRoutes made was made from (in emission order), by the
 // address of the list's first route. A host that one compiled route
-// serves has that route's own list (entry.one) and needs no record. The
+// serves has that route's own list (ownList) and needs no record. The
 // translations of one listener share it, each adding the lists it makes:
 // a list per host, copied at every change to one of 10,000 hosts, was a
 // tenth of what the change allocated.
@@ -44,8 +44,8 @@ func (s *hostSources) made(routes []snapshot.Route, entries []entry) bool {
 	if len(routes) == 0 || len(entries) == 0 {
 		return false
 	}
-	if len(entries) == 1 && entries[0].one != nil {
-		return &routes[0] == &entries[0].one[0] && len(routes) == 1
+	if own := ownList(entries); own != nil {
+		return &routes[0] == &own[0] && len(routes) == len(own)
 	}
 	if s == nil {
 		return false

@@ -24,11 +24,14 @@ import (
 )
 
 // TestHostSources: a list is made from the entries recorded for it, in
-// order, or is the list of the one compiled route of the entries; pruning
+// order, or is the list of the one compiled route of the entries (all of
+// them, in order, or one); pruning
 // keeps the records of the hosts' lists alone, once they outnumber them.
 func TestHostSources(t *testing.T) {
 	a, b := &snapshot.Route{ID: "a"}, &snapshot.Route{ID: "b"}
-	own := []snapshot.Route{{ID: "c"}}
+	one := &compiledRoute{routes: []snapshot.Route{{ID: "c"}}, entries: make([]routeEntry, 1)}
+	own := one.routes
+	two := &compiledRoute{routes: []snapshot.Route{{ID: "d"}, {ID: "e"}}, entries: make([]routeEntry, 2)}
 	made := []snapshot.Route{*a, *b}
 	var s hostSources
 	s.add(made, []*snapshot.Route{a, b})
@@ -39,13 +42,21 @@ func TestHostSources(t *testing.T) {
 		t.Error("a list is made from its routes in another order")
 	case s.made([]snapshot.Route{*a, *b}, []entry{{route: a}, {route: b}}):
 		t.Error("an equal list with no record is made from the routes")
-	case !s.made(own, []entry{{route: &own[0], one: own}}):
+	case !s.made(own, []entry{one.entry(0)}):
 		t.Error("a compiled route's own list is not made from it")
-	case s.made(made[:1], []entry{{route: a, one: []snapshot.Route{*a}}}):
+	case s.made(made[:1], []entry{{route: a, of: &compiledRoute{routes: []snapshot.Route{*a}}}}):
 		t.Error("a copy is the compiled route's own list")
+	case !s.made(two.routes, []entry{two.entry(0), two.entry(1)}):
+		t.Error("the own list of a compiled route of two entries is not made from them")
+	case s.made(two.routes, []entry{two.entry(1), two.entry(0)}) || ownList([]entry{two.entry(1), two.entry(0)}) != nil:
+		t.Error("a compiled route's own list is made from its entries in another order")
+	case ownList([]entry{two.entry(0)}) == nil || &ownList([]entry{two.entry(1)})[0] != &two.routes[1]:
+		t.Error("one entry of a compiled route is not its route as a list of one")
+	case ownList([]entry{two.entry(0), one.entry(0)}) != nil || ownList([]entry{two.entry(0), {route: &two.routes[1]}}) != nil:
+		t.Error("entries of two compiled routes, or one changed, are a compiled route's own list")
 	}
 	var none *hostSources
-	if !none.made(own, []entry{{route: &own[0], one: own}}) || none.made(made, []entry{{route: a}, {route: b}}) {
+	if !none.made(own, []entry{one.entry(0)}) || none.made(made, []entry{{route: a}, {route: b}}) {
 		t.Error("without records, only a compiled route's own list is made from it")
 	}
 

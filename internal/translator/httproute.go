@@ -29,12 +29,16 @@ import (
 // compileHTTPRoute compiles every rule and match of an HTTPRoute.
 func (t *translator) compileHTTPRoute(r *gwv1.HTTPRoute) *compiledRoute {
 	cr := newCompiledRoute(kindHTTPRoute, &r.ObjectMeta, r.Spec.Hostnames)
+	n := 0
 	for ri := range r.Spec.Rules {
 		cr.ruleNames = append(cr.ruleNames, sectionName(r.Spec.Rules[ri].Name))
+		n += max(len(r.Spec.Rules[ri].Matches), 1)
 	}
+	cr.reserve(n)
 	for ri := range r.Spec.Rules {
 		t.compileHTTPRule(cr, ri, &r.Spec.Rules[ri])
 	}
+	cr.sortEntries()
 	return cr
 }
 

@@ -934,8 +934,8 @@ func (t *translator) hostRoutes(last *builtListener, from *hostSources, at *int,
 			return last.hosts[*at].Routes
 		}
 	}
-	if len(entries) == 1 && entries[0].one != nil {
-		return entries[0].one
+	if own := ownList(entries); own != nil {
+		return own
 	}
 	var made []*snapshot.Route
 	if from != nil {

@@ -434,6 +434,52 @@ func TestHostsShareACompiledRoute(t *testing.T) {
 	}
 }
 
+// TestHostsShareARouteOfManyRules: a route of several rules, listed in
+// no precedence order, compiles them in precedence order, and the hosts
+// it alone serves take that list as theirs (as hostRoutes would have
+// sorted it), not a copy each; a host it shares with another route gets
+// a list of its own, in the same order.
+func TestHostsShareARouteOfManyRules(t *testing.T) {
+	res := generate(2, 1, 1)
+	r := res.HTTPRoutes[0]
+	r.Spec.Hostnames = []gwv1.Hostname{"a.example.com", "b.example.com", "c.example.com"}
+	prefix := gwv1.PathMatchPathPrefix
+	r.Spec.Rules[0].Matches = append(r.Spec.Rules[0].Matches, gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr.To("/")}})
+	r.Spec.Rules = append([]gwv1.HTTPRouteRule{{Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr.To("/a")}}}}}, r.Spec.Rules...)
+	res.HTTPRoutes[1].Spec.Hostnames = []gwv1.Hostname{"c.example.com"}
+	v := &versioner{}
+	v.stampAll(res)
+	for _, out := range []*Result{Translate(res), NewMemo().Translate(res)} {
+		lists := map[string][]snapshot.Route{}
+		for _, l := range out.Snapshots[0].Listeners {
+			for _, vh := range l.VirtualHosts {
+				lists[l.Name+"|"+vh.Hostname] = vh.Routes
+			}
+		}
+		a, b, c := lists["gateway/infra/gw-0/80|a.example.com"], lists["gateway/infra/gw-0/443|b.example.com"], lists["gateway/infra/gw-0/80|c.example.com"]
+		if &a[0] != &b[0] || len(a) != len(b) {
+			t.Error("a.example.com and b.example.com, served by one compiled route, got a copy each")
+		}
+		ids := func(routes []snapshot.Route) []string {
+			var out []string
+			for _, rt := range routes {
+				out = append(out, rt.ID+" "+rt.Match.Path.Value)
+			}
+			return out
+		}
+		// Exact first, then the longest prefix, the older route first
+		// where they tie.
+		if want := []string{"httproute/ns-0/route-0:1 /r0/exact", "httproute/ns-0/route-0:2 /r0", "httproute/ns-0/route-0:0 /a",
+			"httproute/ns-0/route-0:1 /"}; !slices.Equal(ids(a), want) {
+			t.Errorf("a.example.com's routes\n%q\nwant\n%q", ids(a), want)
+		}
+		if want := []string{"httproute/ns-0/route-0:1 /r0/exact", "httproute/ns-0/route-1:0 /r1/exact", "httproute/ns-0/route-0:2 /r0",
+			"httproute/ns-0/route-1:1 /r1", "httproute/ns-0/route-0:0 /a", "httproute/ns-0/route-0:1 /"}; !slices.Equal(ids(c), want) {
+			t.Errorf("c.example.com's routes\n%q\nwant\n%q", ids(c), want)
+		}
+	}
+}
+
 // TestMemoSharesUnchangedParents: a route unchanged since the last
 // translation is reported with the very parent statuses it got then (the
 // status writer settles it by their identity, without a digest); the

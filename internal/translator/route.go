@@ -18,6 +18,7 @@ package translator
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -33,8 +34,10 @@ type compiledRoute struct {
 	hostnames []string
 	entries   []routeEntry
 	// routes are the entries' compiled routes (routes[i] is entries[i]'s),
-	// in a list of their own: a virtual host that one entry serves takes
-	// routes[i:i+1] as its route list (entry.one) instead of a copy.
+	// in a list of their own, both in precedence order once compiled
+	// (sortEntries): a virtual host that one entry, or this route alone,
+	// serves takes routes[i:i+1], or routes, as its route list (ownList)
+	// instead of a copy.
 	routes []snapshot.Route
 	// err makes the route Accepted=False UnsupportedValue on every parent.
 	err string
@@ -73,7 +76,39 @@ func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
 
 // entry is entries[i] as a virtual host's entry, its route as is.
 func (cr *compiledRoute) entry(i int) entry {
-	return entry{route: &cr.routes[i], key: &cr.entries[i].key, one: cr.routes[i : i+1 : i+1]}
+	return entry{route: &cr.routes[i], key: &cr.entries[i].key, of: cr, at: i}
+}
+
+// reserve makes room for n entries, the matches of every rule.
+func (cr *compiledRoute) reserve(n int) {
+	if n == 0 {
+		return
+	}
+	cr.entries, cr.routes = make([]routeEntry, 0, n), make([]snapshot.Route, 0, n)
+}
+
+// sortEntries puts the entries, and their routes with them, in precedence
+// order: the order a virtual host lists them in, so that a host this
+// route alone serves takes its routes as they are (ownList). Keys within
+// a route differ in their rule or match, so the order is total.
+func (cr *compiledRoute) sortEntries() {
+	sorted := true
+	for i := 1; i < len(cr.entries) && sorted; i++ {
+		sorted = cr.entries[i-1].key.compare(&cr.entries[i].key) < 0
+	}
+	if sorted {
+		return
+	}
+	order := make([]int, len(cr.entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cr.entries[a].key.compare(&cr.entries[b].key) })
+	entries, routes := make([]routeEntry, len(order)), make([]snapshot.Route, len(order))
+	for i, j := range order {
+		entries[i], routes[i] = cr.entries[j], cr.routes[j]
+	}
+	cr.entries, cr.routes = entries, routes
 }
 
 // newCompiledRoute starts compiling a route of kind: its hostnames, an
