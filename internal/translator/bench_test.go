@@ -328,3 +328,77 @@ func reportRetained(b *testing.B, res *Resources) {
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), "alloc-MiB/op")
 }
+
+// generateScale is make bench-scale's cluster (TestPropagationLatency with
+// BACKENDS=1): one Gateway of one HTTP listener, and n routes of a
+// hostname each with two rules, a redirect and /backend to a headless
+// Service of the route's own with one ready endpoint.
+func generateScale(n int) *Resources {
+	res := generateServices(0, 1, 1, 0)
+	res.Gateways[0].Spec.Listeners = res.Gateways[0].Spec.Listeners[:1]
+	prefix := gwv1.PathMatchPathPrefix
+	for i := 0; i < n; i++ {
+		name, host := fmt.Sprintf("pre-%d", i), fmt.Sprintf("pre-%d.example.com", i)
+		res.Services = append(res.Services, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		})
+		res.EndpointSlices = append(res.EndpointSlices, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Namespace: "ns-0", Name: name + "-x", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080))}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", 64+i/65536, i/256%256, i%256)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		})
+		res.HTTPRoutes = append(res.HTTPRoutes, &gwv1.HTTPRoute{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: name, Generation: 1},
+			Spec: gwv1.HTTPRouteSpec{
+				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw-0", Namespace: ptr.To(gwv1.Namespace("infra"))}}},
+				Hostnames:       []gwv1.Hostname{gwv1.Hostname(host)},
+				Rules: []gwv1.HTTPRouteRule{
+					{Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gwv1.HTTPRequestRedirectFilter{
+						Hostname: ptr.To(gwv1.PreciseHostname("moved-" + host)), StatusCode: ptr.To(301)}}}},
+					{Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: ptr.To("/backend")}}},
+						BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
+							Name: gwv1.ObjectName(name), Port: ptr.To(gwv1.PortNumber(80))}}}}},
+				},
+			},
+		})
+	}
+	return res
+}
+
+// BenchmarkMemoRetained is what a Memo and its Result keep on the heap
+// after translating a cluster (retained-MiB, measured after a GC once
+// the loop ends: the controller's translator part of its live heap),
+// and what each translation allocated. scale is make bench-scale's
+// shape (generateScale); shared is generate's (50 routes a host).
+func BenchmarkMemoRetained(b *testing.B) {
+	for _, shape := range []string{"scale", "shared"} {
+		b.Run(fmt.Sprintf("routes=10000,%s", shape), func(b *testing.B) {
+			res := generateScale(10000)
+			if shape == "shared" {
+				res = generate(10000, 50, 1)
+			}
+			(&versioner{}).stampAll(res)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			var m *Memo
+			var r *Result
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				m = NewMemo()
+				r = m.Translate(res)
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(m)
+			runtime.KeepAlive(r)
+			runtime.KeepAlive(res)
+			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
+		})
+	}
+}
