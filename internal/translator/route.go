@@ -92,6 +92,16 @@ func (cr *compiledRoute) reserve(n int) {
 // route alone serves takes its routes as they are (ownList). Keys within
 // a route differ in their rule or match, so the order is total.
 func (cr *compiledRoute) sortEntries() {
+	if n := len(cr.entries); n <= 8 {
+		// In place: most routes have a match or two.
+		for i := 1; i < n; i++ {
+			for j := i; j > 0 && cr.entries[j].key.compare(&cr.entries[j-1].key) < 0; j-- {
+				cr.entries[j], cr.entries[j-1] = cr.entries[j-1], cr.entries[j]
+				cr.routes[j], cr.routes[j-1] = cr.routes[j-1], cr.routes[j]
+			}
+		}
+		return
+	}
 	sorted := true
 	for i := 1; i < len(cr.entries) && sorted; i++ {
 		sorted = cr.entries[i-1].key.compare(&cr.entries[i].key) < 0

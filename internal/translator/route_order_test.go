@@ -233,3 +233,30 @@ func TestOrderedListenersWhateverTheHint(t *testing.T) {
 		}
 	}
 }
+
+// TestSortEntriesWhateverTheCount: a compiled route's entries, few (sorted
+// in place) or many, end in precedence order with each route beside its
+// entry.
+func TestSortEntriesWhateverTheCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	meta := &metav1.ObjectMeta{Namespace: "ns", Name: "r"}
+	for round := range 200 {
+		n := rng.IntN(24)
+		cr := &compiledRoute{kind: kindHTTPRoute, meta: meta}
+		cr.reserve(n)
+		for i := range n {
+			path := "/" + fmt.Sprint(rng.IntN(1000))
+			typ := []snapshot.PathMatchType{snapshot.PathExact, snapshot.PathPrefix, snapshot.PathRegularExpression}[rng.IntN(3)]
+			cr.addEntry(snapshot.Route{ID: fmt.Sprint(i), Match: snapshot.Match{Path: &snapshot.PathMatch{Type: typ, Value: path}}}, i/3, i%3)
+		}
+		cr.sortEntries()
+		for i := range cr.entries {
+			if id := fmt.Sprint(cr.entries[i].rule*3 + cr.entries[i].match); cr.routes[i].ID != id {
+				t.Fatalf("round %d: entry %d (rule %d, match %d) has route %s", round, i, cr.entries[i].rule, cr.entries[i].match, cr.routes[i].ID)
+			}
+			if i > 0 && cr.entries[i-1].key.compare(&cr.entries[i].key) >= 0 {
+				t.Fatalf("round %d: %d entries not in precedence order at %d", round, n, i)
+			}
+		}
+	}
+}
