@@ -36,10 +36,14 @@ type scopeBuilder struct {
 	id uint64
 	// listeners by snapshot.ListenerKey ("<port>", "<port>/udp").
 	listeners map[string]*listenerBuilder
-	// sets are the endpoint sets used, each marked when build lists it;
-	// fromLast counts those of them, recorded by useSet, that the scope's
-	// last builder (lastBy) recorded too, and so listed.
+	// sets are the endpoint sets used, each marked when build lists it,
+	// but those useSet recorded by their stamp (stamped, each once), which
+	// setOrder adds to them when it needs them: at 10,000 Services,
+	// writing each into the map at every route change was a twentieth of
+	// the change. fromLast counts the stamped ones that the scope's last
+	// builder (lastBy) recorded too, and so listed.
 	sets     map[string]bool
+	stamped  []string
 	fromLast int
 	lastBy   uint64
 	certs    map[string]bool
@@ -145,15 +149,16 @@ func (t *translator) scope(s snapshot.Scope) *scopeBuilder {
 			n = t.memo.sizes.sharedListeners
 		}
 		sets := map[string]bool{}
+		var stamped []string
 		var listeners map[string]*listenerBuilder
 		if s == snapshot.SharedPool() && t.poolSets != nil {
 			sets, t.poolSets = t.poolSets, nil
-			listeners = t.scratch.poolListeners
+			listeners, stamped = t.scratch.poolListeners, t.scratch.poolStamped[:0]
 		}
 		if listeners == nil {
 			listeners = make(map[string]*listenerBuilder, n)
 		}
-		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: listeners, sets: sets, certs: map[string]bool{}, memo: t.memo, scratch: t.scratch}
+		sb = &scopeBuilder{scope: s, id: scopeIDs.Add(1), listeners: listeners, sets: sets, stamped: stamped, certs: map[string]bool{}, memo: t.memo, scratch: t.scratch}
 		if t.memo != nil {
 			_, sb.lastBy = t.memo.setOrder(s)
 		}
@@ -259,6 +264,8 @@ func (sb *scopeBuilder) useSet(u *setUse) {
 			sb.fromLast++
 		}
 		u.ends.usedIn = sb.id
+		sb.stamped = append(sb.stamped, u.name)
+		return
 	}
 	sb.sets[u.name] = false
 }
@@ -406,13 +413,27 @@ func (sb *scopeBuilder) orderedListeners(prev []string) ([]*listenerBuilder, []s
 // entry the scope's last builder recorded, so its name is in that
 // builder's list. With sets the last translation made again (plainSets),
 // a name has one Memo entry, so the sets counted are as many names:
-// all of sb.sets, and as many as the last list, they are that list.
+// all of those used (every one stamped, none in sb.sets), and as many
+// as the last list, they are that list.
 func (sb *scopeBuilder) setOrder(t *translator) []string {
+	defer sb.keepStamped()
 	prev, _ := t.memo.setOrder(sb.scope)
-	if sb.lastBy != 0 && sb.fromLast == len(sb.sets) && len(prev) == len(sb.sets) && t.plainSets() {
+	if sb.lastBy != 0 && len(sb.sets) == 0 && sb.fromLast == len(sb.stamped) && len(prev) == len(sb.stamped) && t.plainSets() {
 		return prev
 	}
+	for _, n := range sb.stamped {
+		sb.sets[n] = false
+	}
 	return sortedKeys(sb.sets, prev, func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
+}
+
+// keepStamped hands the shared pool's list of stamped sets, emptied, to
+// the next translation.
+func (sb *scopeBuilder) keepStamped() {
+	if sb.scope == snapshot.SharedPool() && sb.stamped != nil {
+		clear(sb.stamped)
+		sb.scratch.poolStamped, sb.stamped = sb.stamped[:0], nil
+	}
 }
 
 // endpointSetList is the endpoint sets named that this translation made,

@@ -39,7 +39,10 @@ type scratch struct {
 	// the very same list takes the index as it is (slicesFor).
 	slicesOf []*discoveryv1.EndpointSlice
 	poolSets map[string]bool
-	sources  map[string]endpointSource
+	// poolStamped is the room of the shared pool's scope builder's list
+	// of stamped sets (scopeBuilder.stamped).
+	poolStamped []string
+	sources     map[string]endpointSource
 	// remade is the sets remakeSet made, whose sources are not in sources
 	// until keepSources needs them.
 	remade []remadeSet
