@@ -165,7 +165,7 @@ func (t *translator) endpointSet(svc *corev1.Service, sp *corev1.ServicePort, pr
 		t.setNames[sk] = name
 	}
 	t.recordSet(svc, sp, proto, name)
-	if _, ok := t.endpointSets[name]; ok {
+	if t.set(name) != nil {
 		return name
 	}
 	proto0 := proto
@@ -262,12 +262,12 @@ func grpcOnly(p *string) bool {
 // markH2C upgrades the endpoint sets a served GRPCRoute uses to h2c.
 func (t *translator) markH2C(r *snapshot.Route) {
 	for _, b := range r.Backends {
-		if es := t.endpointSets[b.EndpointSet]; es != nil {
+		if es := t.set(b.EndpointSet); es != nil {
 			es.AppProtocol = snapshot.AppProtocolH2C
 		}
 	}
 	for _, m := range r.Mirrors {
-		if es := t.endpointSets[m.EndpointSet]; es != nil {
+		if es := t.set(m.EndpointSet); es != nil {
 			es.AppProtocol = snapshot.AppProtocolH2C
 		}
 	}

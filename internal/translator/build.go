@@ -477,7 +477,7 @@ func (t *translator) endpointSetList(last []*snapshot.EndpointSet, names []strin
 func (t *translator) eachSetWithLast(last []*snapshot.EndpointSet, names []string, f func(es, prev *snapshot.EndpointSet)) {
 	j := 0
 	for _, name := range names {
-		es := t.endpointSets[name]
+		es := t.set(name)
 		if es == nil {
 			continue
 		}

@@ -200,7 +200,7 @@ func (t *translator) withClientCertificate(sb *scopeBuilder, gi *gatewayInfo, r 
 	}
 	var out *snapshot.Route
 	for i, b := range r.Backends {
-		es := t.endpointSets[b.EndpointSet]
+		es := t.set(b.EndpointSet)
 		if es == nil || es.TLS == nil {
 			continue
 		}
@@ -223,7 +223,7 @@ func (t *translator) withClientCertificate(sb *scopeBuilder, gi *gatewayInfo, r 
 // source, not in t.sources, is never looked up here.)
 func (t *translator) clientCertSet(es *snapshot.EndpointSet, cert string) string {
 	name := es.Name + "#client=" + cert
-	if _, ok := t.endpointSets[name]; !ok {
+	if t.set(name) == nil {
 		cp := *es
 		u := *es.TLS
 		u.ClientCertificate = cert

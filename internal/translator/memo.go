@@ -253,6 +253,13 @@ type memoEndpoints struct {
 	// it got (remakeSet).
 	madeGen            uint64
 	madeProto, madeApp snapshot.AppProtocol
+	// remade is the set remakeSet made in translation remadeIn, which
+	// translator.set finds here, by name, rather than in the
+	// translation's map; replaced says another entry took this one's name
+	// (remakeSet then makes nothing from it).
+	remade   *snapshot.EndpointSet
+	remadeIn uint64
+	replaced bool
 }
 
 // madeNow reports whether e (nil: unknown) is of a set this translation
@@ -1000,7 +1007,8 @@ func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointS
 	if p == nil {
 		return readyEndpoints(slices, src), nil
 	}
-	if e := p.endpoints[name]; e != nil && e.src == src && len(e.slices) == len(slices) {
+	old := p.endpoints[name]
+	if e := old; e != nil && e.src == src && len(e.slices) == len(slices) {
 		same := true
 		for i, s := range slices {
 			if s != e.slices[i] || s.ResourceVersion == "" || s.ResourceVersion != e.rvs[i] {
@@ -1018,6 +1026,9 @@ func (t *translator) readyEndpoints(name string, slices []*discoveryv1.EndpointS
 	p.stamp(e)
 	for i, s := range slices {
 		e.rvs[i] = s.ResourceVersion
+	}
+	if old != nil {
+		old.replaced = true
 	}
 	p.endpoints[name] = e
 	return eps, e
@@ -1053,22 +1064,33 @@ func (t *translator) plainSets() bool {
 func (t *translator) remakeSet(c *setCall, first bool) bool {
 	p := t.memo
 	e := c.ends
-	if e == nil || e.madeGen+1 != p.gen || e.gen+1 != p.gen || e.madeProto != c.proto {
+	if e == nil || e.replaced || e.madeGen+1 != p.gen || e.gen+1 != p.gen || e.madeProto != c.proto {
 		return false
 	}
-	made := false
-	if !first {
-		_, made = t.endpointSets[c.name]
-	}
-	if !made {
+	if first || t.set(c.name) == nil {
 		es := t.scratch.newSet()
 		es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
-		t.endpointSets[c.name] = es
+		e.remade, e.remadeIn = es, p.gen                                  // not written into t.endpointSets: set finds it
 		t.scratch.remade = append(t.scratch.remade, remadeSet{c.name, e}) // its source, for keepSources
 	}
 	p.stamp(e)
 	e.madeGen = p.gen
 	return true
+}
+
+// set is the endpoint set of this translation named name (nil: none):
+// in t.endpointSets, or made by remakeSet. Writing each of 10,000 remade
+// sets into the map at every route change was a twentieth of the change.
+//
+// A name is in one of the two, never both (each is made once), and most
+// sets of a route change are remade: the Memo is asked first.
+func (t *translator) set(name string) *snapshot.EndpointSet {
+	if p := t.memo; p != nil && len(t.scratch.remade) > 0 {
+		if e := p.endpoints[name]; e != nil && e.remadeIn == p.gen {
+			return e.remade
+		}
+	}
+	return t.endpointSets[name]
 }
 
 // recordSet notes an endpointSet call made by a compilation in progress.
@@ -1104,7 +1126,7 @@ func (t *translator) replaySets(calls []setCall) bool {
 			svcs = append(svcs, nil)
 			continue
 		}
-		if _, made := t.endpointSets[c.name]; made {
+		if t.set(c.name) != nil {
 			c.ends = t.memo.endpoints[c.name]
 			svcs = append(svcs, nil)
 			continue

@@ -211,7 +211,7 @@ func carryWalk[R any, PR interface {
 			c.countSets(n.kept.sets, -1)
 		}
 	}
-	plain, first := t.plainSets(), len(t.endpointSets) == 0
+	plain, first := t.plainSets(), len(t.endpointSets) == 0 && len(t.scratch.remade) == 0
 	for i := range c.setList {
 		s := &c.setList[i]
 		if s.n == 0 {

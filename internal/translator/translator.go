@@ -132,7 +132,8 @@ type translator struct {
 	byOrd  []*listenerInfo
 	states []listenerState
 
-	// endpointSets is every endpoint set any route resolved, by name.
+	// endpointSets is every endpoint set any route resolved, by name, but
+	// those remakeSet made (set finds every one).
 	endpointSets map[string]*snapshot.EndpointSet
 	setNames     map[setKey]string
 	// poolSets is the shared pool's scope builder's sets, empty.
