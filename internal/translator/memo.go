@@ -81,7 +81,7 @@ type Memo struct {
 	setOrder  map[snapshot.Scope]setOrder
 	// setLists is each scope's endpoint set list in the last translation,
 	// sources the sources of its endpoint sets (keepSources).
-	setLists map[snapshot.Scope][]*snapshot.EndpointSet
+	setLists map[snapshot.Scope]setList
 	sources  *endpointSources
 	// gatewayRefs is each scope's Gateway list in the last translation,
 	// listenerOrder the keys of its listeners in order.
@@ -317,7 +317,7 @@ type memoPass struct {
 	// last* are the Memo's orders; next* this translation's.
 	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope]setOrder
-	lastSetLists, nextSetLists   map[snapshot.Scope][]*snapshot.EndpointSet
+	lastSetLists, nextSetLists   map[snapshot.Scope]setList
 	lastGateways, nextGateways   map[snapshot.Scope][]snapshot.GatewayRef
 	lastListeners, nextListeners map[snapshot.Scope][]string
 	lastSources, nextSources     *endpointSources
@@ -447,7 +447,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
 		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope]setOrder, len(m.setOrder)), scratch: spare,
-		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope][]*snapshot.EndpointSet, len(m.setLists)), lastSources: m.sources,
+		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope]setList, len(m.setLists)), lastSources: m.sources,
 		lastGateways: m.gatewayRefs, nextGateways: make(map[snapshot.Scope][]snapshot.GatewayRef, len(m.gatewayRefs)),
 		lastListeners: m.listenerOrder, nextListeners: make(map[snapshot.Scope][]string, len(m.listenerOrder))}
 	if ok {
@@ -683,18 +683,26 @@ func (p *memoPass) keepSetOrder(scope snapshot.Scope, sets []string, by uint64) 
 	}
 }
 
+// setList is a scope's endpoint sets in a translation, in order, and
+// the Memo entry each was made from, when known (ends: as long as sets,
+// or nil).
+type setList struct {
+	sets []*snapshot.EndpointSet
+	ends []*memoEndpoints
+}
+
 // setList is scope's endpoint set list in the last translation.
-func (p *memoPass) setList(scope snapshot.Scope) []*snapshot.EndpointSet {
+func (p *memoPass) setList(scope snapshot.Scope) setList {
 	if p == nil {
-		return nil
+		return setList{}
 	}
 	return p.lastSetLists[scope]
 }
 
 // keepSetList keeps scope's endpoint set list for the next translation.
-func (p *memoPass) keepSetList(scope snapshot.Scope, sets []*snapshot.EndpointSet) {
+func (p *memoPass) keepSetList(scope snapshot.Scope, l setList) {
 	if p != nil {
-		p.nextSetLists[scope] = sets
+		p.nextSetLists[scope] = l
 	}
 }
 
@@ -1085,12 +1093,28 @@ func (t *translator) remakeSet(c *setCall, first bool) bool {
 // A name is in one of the two, never both (each is made once), and most
 // sets of a route change are remade: the Memo is asked first.
 func (t *translator) set(name string) *snapshot.EndpointSet {
+	es, _ := t.setOf(name)
+	return es
+}
+
+// setOf is set(name), and the Memo entry it was remade from (nil: made
+// otherwise).
+func (t *translator) setOf(name string) (*snapshot.EndpointSet, *memoEndpoints) {
 	if p := t.memo; p != nil && len(t.scratch.remade) > 0 {
 		if e := p.endpoints[name]; e != nil && e.remadeIn == p.gen {
-			return e.remade
+			return e.remade, e
 		}
 	}
-	return t.endpointSets[name]
+	return t.endpointSets[name], nil
+}
+
+// remadeFrom is the set remakeSet made from e in this translation (nil:
+// none, or e is no longer its name's entry).
+func (p *memoPass) remadeFrom(e *memoEndpoints) *snapshot.EndpointSet {
+	if e == nil || e.replaced || e.remadeIn != p.gen {
+		return nil
+	}
+	return e.remade
 }
 
 // recordSet notes an endpointSet call made by a compilation in progress.

@@ -413,7 +413,7 @@ func TestMemoForgetsTheEndpointsOfSetsGone(t *testing.T) {
 	sets := func() int {
 		n := 0
 		for _, s := range m.setLists {
-			n += len(s)
+			n += len(s.sets)
 		}
 		return n
 	}
@@ -431,4 +431,63 @@ func TestMemoForgetsTheEndpointsOfSetsGone(t *testing.T) {
 	if _, ok := m.endpoints["ns-0/svc-120:80"]; ok || len(m.endpoints) != sets() {
 		t.Errorf("after the only route to svc-120 went: %d endpoint entries for %d sets (svc-120's kept: %v)", len(m.endpoints), sets(), ok)
 	}
+}
+
+// TestSetListKeepsItsEntries: with a Service per route, a route change
+// that keeps the scope's sets lists them with the Memo entry each was
+// remade from, in their places (from the second change on), and the next
+// such change hands that list of entries on as it is (eachSetWithLast finds the sets through it, by
+// position). A change to one set's slices gives a translation equal to a
+// fresh one.
+func TestSetListKeepsItsEntries(t *testing.T) {
+	res := generateScale(40)
+	m, v := memoOf(res)
+	steps := memoSteps{m: m}
+	change := func(i int, path string) *Resources {
+		next := *res
+		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		r := res.HTTPRoutes[i].DeepCopy()
+		r.Generation++
+		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To(path)
+		v.stamp(r)
+		next.HTTPRoutes[i] = r
+		res = &next
+		return res
+	}
+	pool := func() setList { return m.setLists[snapshot.SharedPool()] }
+	var ends []*memoEndpoints
+	for step, path := range []string{"/a", "/b", "/c", "/d"} {
+		steps.next(t, "route 7 "+path, change(7, path))
+		l := pool()
+		if step == 0 {
+			continue // the first change after a full translation remakes no set
+		}
+		if len(l.sets) != 40 || len(l.ends) != len(l.sets) {
+			t.Fatalf("step %d: %d sets with %d entries; want 40 of each", step, len(l.sets), len(l.ends))
+		}
+		remade := 0
+		for i, e := range l.ends {
+			if e != nil {
+				remade++
+				if m.endpoints[l.sets[i].Name] != e {
+					t.Fatalf("step %d: set %s listed with another's entry", step, l.sets[i].Name)
+				}
+			}
+		}
+		if remade < 39 {
+			t.Fatalf("step %d: %d of 40 sets listed with their entry; want all but the changed route's", step, remade)
+		}
+		if step == 3 && &l.ends[0] != &ends[0] {
+			t.Error("an unchanged list of entries was made anew")
+		}
+		ends = l.ends
+	}
+	next := *res
+	next.EndpointSlices = slices.Clone(res.EndpointSlices)
+	sl := res.EndpointSlices[3].DeepCopy()
+	sl.Endpoints[0].Addresses = []string{"10.99.0.1"}
+	v.stamp(sl)
+	next.EndpointSlices[3] = sl
+	steps.next(t, "one slice changed", &next)
+	steps.next(t, "route 9 changed after it", change(9, "/d"))
 }
