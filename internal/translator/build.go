@@ -340,9 +340,7 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		l.VirtualHosts = built.hosts
 		s.Listeners = append(s.Listeners, l)
 	}
-	sets := sb.setOrder(t)
-	prevSets, _ := t.memo.setOrder(sb.scope)
-	kept := len(sets) > 0 && len(prevSets) == len(sets) && &sets[0] == &prevSets[0]
+	sets, kept := sb.setOrder(t)
 	t.memo.keepSetOrder(sb.scope, sets, sb.id)
 	list := t.endpointSetList(t.memo.setList(sb.scope), sets, kept)
 	s.EndpointSets = list.sets
@@ -418,16 +416,20 @@ func (sb *scopeBuilder) orderedListeners(prev []string) ([]*listenerBuilder, []s
 // a name has one Memo entry, so the sets counted are as many names:
 // all of those used (every one stamped, none in sb.sets), and as many
 // as the last list, they are that list.
-func (sb *scopeBuilder) setOrder(t *translator) []string {
+//
+// kept reports whether the order is the last translation's very list
+// (endpointSetList then finds the sets by position).
+func (sb *scopeBuilder) setOrder(t *translator) (order []string, kept bool) {
 	defer sb.keepStamped()
 	prev, _ := t.memo.setOrder(sb.scope)
 	if sb.lastBy != 0 && len(sb.sets) == 0 && sb.fromLast == len(sb.stamped) && len(prev) == len(sb.stamped) && t.plainSets() {
-		return prev
+		return prev, len(prev) > 0
 	}
 	for _, n := range sb.stamped {
 		sb.sets[n] = false
 	}
-	return sortedKeys(sb.sets, prev, func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
+	order = sortedKeys(sb.sets, prev, func(listed bool) bool { return listed }, func(n string) { sb.sets[n] = true })
+	return order, len(order) > 0 && len(prev) == len(order) && &order[0] == &prev[0]
 }
 
 // keepStamped hands the shared pool's list of stamped sets, emptied, to

@@ -1109,9 +1109,10 @@ func (t *translator) setOf(name string) (*snapshot.EndpointSet, *memoEndpoints) 
 }
 
 // remadeFrom is the set remakeSet made from e in this translation (nil:
-// none, or e is no longer its name's entry).
+// none). Such an entry is its name's: remakeSet refuses a replaced one,
+// and a set once made is not made again.
 func (p *memoPass) remadeFrom(e *memoEndpoints) *snapshot.EndpointSet {
-	if e == nil || e.replaced || e.remadeIn != p.gen {
+	if e == nil || e.remadeIn != p.gen {
 		return nil
 	}
 	return e.remade
