@@ -103,8 +103,10 @@ type Options struct {
 	// EndpointsQuiet replaces Quiet while only EndpointSlices changed
 	// since the last rebuild (DefaultEndpointsQuiet when zero).
 	EndpointsQuiet time.Duration
-	// Translate defaults to a translator.Memo's (each route compiled
-	// again only when it or what it reads changed), and Refresh then to
+	// Translate defaults to a translator.NewStoreMemo's (each route
+	// compiled again only when it or what it reads changed; the gather's
+	// objects are the informer stores', never changed in place, or fresh
+	// copies), and Refresh then to
 	// translator.RefreshEndpoints: the rebuild after changes to
 	// EndpointSlices alone (nil: always Translate).
 	Translate func(*translator.Resources) *translator.Result
@@ -163,7 +165,7 @@ func New(opts Options) *Provider {
 	}
 	var memo *translator.Memo
 	if opts.Translate == nil {
-		memo = translator.NewMemo()
+		memo = translator.NewStoreMemo()
 		opts.Translate = memo.Translate
 		if opts.Refresh == nil {
 			opts.Refresh = translator.RefreshEndpoints

@@ -238,7 +238,7 @@ func BenchmarkTranslateOneRouteChange(b *testing.B) {
 				inputs := []*Resources{a, &c}
 				translate := Translate
 				if mode != "full" {
-					translate = NewMemo().Translate
+					translate = NewStoreMemo().Translate // the provider's
 					translate(a)
 				}
 				b.ReportAllocs()
@@ -389,7 +389,7 @@ func BenchmarkMemoRetained(b *testing.B) {
 			var r *Result
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				m = NewMemo()
+				m = NewStoreMemo()
 				r = m.Translate(res)
 			}
 			b.StopTimer()

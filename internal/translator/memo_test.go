@@ -47,25 +47,38 @@ import (
 // churned), a Memo's translation equals a fresh one at every step, and the
 // Memo does reuse compilations.
 func TestMemoEqualsTranslate(t *testing.T) {
-	rng := rand.New(rand.NewSource(23))
-	var hits, misses int
-	for in, res := range goldenResources(t) {
-		v := &versioner{}
-		v.stampAll(res)
-		steps := memoSteps{m: NewMemo()}
-		for step := 0; step < 16; step++ {
-			if step > 0 {
-				res = v.change(rng, res, step)
+	for _, kind := range memoKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(23))
+			var hits, misses int
+			for in, res := range goldenResources(t) {
+				v := &versioner{}
+				v.stampAll(res)
+				steps := memoSteps{m: kind.new()}
+				for step := 0; step < 16; step++ {
+					if step > 0 {
+						res = v.change(rng, res, step)
+					}
+					steps.next(t, fmt.Sprintf("%s step %d", in, step), res)
+					hits, misses = hits+steps.m.lastHits, misses+steps.m.lastMisses
+				}
 			}
-			steps.next(t, fmt.Sprintf("%s step %d", in, step), res)
-			hits, misses = hits+steps.m.lastHits, misses+steps.m.lastMisses
-		}
-	}
-	t.Logf("compilations reused %d, made %d", hits, misses)
-	if hits == 0 || hits < misses/4 {
-		t.Fatalf("the Memo reused %d compilations and made %d: it is not doing its job", hits, misses)
+			t.Logf("compilations reused %d, made %d", hits, misses)
+			if hits == 0 || hits < misses/4 {
+				t.Fatalf("the Memo reused %d compilations and made %d: it is not doing its job", hits, misses)
+			}
+		})
 	}
 }
+
+// memoKinds are the Memos the randomized tests run: NewMemo's, which
+// reads the objects of a list it had again, and NewStoreMemo's, which
+// takes them as they were. Their sequences change copies, never an
+// object in place.
+var memoKinds = []struct {
+	name string
+	new  func() *Memo
+}{{"NewMemo", NewMemo}, {"NewStoreMemo", NewStoreMemo}}
 
 // memoSteps translates a sequence of Resources with one Memo, each
 // checked against a fresh translation.
@@ -537,19 +550,27 @@ func TestMemoIgnoresOurStatusWrites(t *testing.T) {
 // changed in place under a new resourceVersion, the remembered ids give
 // envDigest's digest, and forget the objects no longer present. Then a
 // Gateway's status write (a new object of the same id) is found the same
-// without a sum, and a copy of another Gateway in its place is not.
+// without a sum, and a copy of another Gateway in its place is not. The
+// same holds of a NewStoreMemo's ids (fixed), without the changes in
+// place, which its inputs never have.
 func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fixed=%v", fixed), func(t *testing.T) { testEnvIDsDigest(t, fixed) })
+	}
+}
+
+func testEnvIDsDigest(t *testing.T, fixed bool) {
 	rng := rand.New(rand.NewSource(41))
 	statusWrites := 0
 	for in, res := range goldenResources(t) {
 		v := &versioner{}
 		v.stampAll(res)
-		var ids envIDs
+		ids := envIDs{fixed: fixed}
 		for step := 0; step < 14; step++ {
 			if step > 0 {
 				res = v.change(rng, res, step)
 			}
-			if step == 6 && len(res.Gateways) > 0 && res.Gateways[0] != nil {
+			if step == 6 && !fixed && len(res.Gateways) > 0 && res.Gateways[0] != nil {
 				// The same object, changed in place.
 				g := res.Gateways[0]
 				g.Labels = map[string]string{"step": strconv.Itoa(step)}
@@ -567,7 +588,7 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 				c.DedicatedServices = append(slices.Clone(res.DedicatedServices), res.Services[0])
 				res = &c
 			}
-			if step == 10 && len(res.DedicatedServices) > 0 {
+			if step == 10 && !fixed && len(res.DedicatedServices) > 0 {
 				s := res.DedicatedServices[len(res.DedicatedServices)-1]
 				s.Labels = map[string]string{"step": strconv.Itoa(step)}
 				v.stamp(s)
@@ -663,6 +684,30 @@ func TestEnvIDsDigestIsEnvDigest(t *testing.T) {
 		t.Fatalf("status writes tried on %d inputs only", statusWrites)
 	}
 	t.Logf("status writes tried on %d inputs", statusWrites)
+}
+
+// TestStoreMemoTakesAListItHadUnread: a NewStoreMemo's ids take a list
+// of objects the last digest had as it was without reading them, so an
+// object changed in place (which a store's never is) goes unseen; a
+// NewMemo's see it.
+func TestStoreMemoTakesAListItHadUnread(t *testing.T) {
+	res := generateServices(40, 2, 1, 40)
+	(&versioner{}).stampAll(res)
+	for _, fixed := range []bool{false, true} {
+		ids := envIDs{fixed: fixed}
+		before, ok := ids.digest(res)
+		if !ok {
+			t.Fatal("the generated inputs have no digest")
+		}
+		s := res.Services[len(res.Services)/2]
+		was := s.DeepCopy()
+		s.Labels, s.ResourceVersion = map[string]string{"changed": "in place"}, s.ResourceVersion+"0"
+		after, _ := ids.digest(res)
+		*s = *was
+		if seen := after != before; seen == fixed {
+			t.Errorf("fixed=%v: a Service changed in place seen=%v", fixed, seen)
+		}
+	}
 }
 
 // uniqueObjects is the set of objects list holds.
