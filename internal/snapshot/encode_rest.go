@@ -107,7 +107,7 @@ var bareListeners = restKind[Listener]{
 // and settings, and the very endpoint list and policy settings (compared
 // by identity: a snapshot's are never modified).
 func SameEndpointSet(a, b *EndpointSet) bool {
-	return a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.LoadBalancer == b.LoadBalancer &&
+	return a == b || a.Name == b.Name && a.AppProtocol == b.AppProtocol && a.LoadBalancer == b.LoadBalancer &&
 		lists.Same(a.Endpoints, b.Endpoints) && a.TLS == b.TLS && a.Hash == b.Hash &&
 		a.ConnectTimeout == b.ConnectTimeout && a.IdleTimeout == b.IdleTimeout &&
 		a.CircuitBreaker == b.CircuitBreaker && a.Outlier == b.Outlier && a.HealthCheck == b.HealthCheck

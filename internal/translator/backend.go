@@ -262,14 +262,17 @@ func grpcOnly(p *string) bool {
 // markH2C upgrades the endpoint sets a served GRPCRoute uses to h2c.
 func (t *translator) markH2C(r *snapshot.Route) {
 	for _, b := range r.Backends {
-		if es := t.set(b.EndpointSet); es != nil {
-			es.AppProtocol = snapshot.AppProtocolH2C
-		}
+		t.upgradeH2C(b.EndpointSet)
 	}
 	for _, m := range r.Mirrors {
-		if es := t.set(m.EndpointSet); es != nil {
-			es.AppProtocol = snapshot.AppProtocolH2C
-		}
+		t.upgradeH2C(m.EndpointSet)
+	}
+}
+
+// upgradeH2C makes endpoint set name (if any) h2c.
+func (t *translator) upgradeH2C(name string) {
+	if es := t.set(name); es != nil && es.AppProtocol != snapshot.AppProtocolH2C {
+		t.setToChange(name).AppProtocol = snapshot.AppProtocolH2C
 	}
 }
 

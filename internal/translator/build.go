@@ -459,6 +459,9 @@ func (t *translator) endpointSetList(last setList, names []string, kept bool) se
 		if same && (n == len(last.sets) || last.sets[n] != prev) {
 			same = false
 		}
+		if prev != nil {
+			t.memo.list(e, prev)
+		}
 		if sameEnds && (n == len(last.ends) || last.ends[n] != e) {
 			sameEnds = false
 		}
@@ -496,6 +499,7 @@ func (t *translator) endpointSetList(last setList, names []string, kept bool) se
 		if prev == nil {
 			copies[0] = *es
 			prev, copies = &copies[0], copies[1:]
+			t.memo.list(e, prev)
 		}
 		out.sets = append(out.sets, prev)
 	})
@@ -520,7 +524,7 @@ func (t *translator) eachSetWithLast(last setList, names []string, kept bool, f 
 		var es *snapshot.EndpointSet
 		var e *memoEndpoints
 		if aligned {
-			if es = t.memo.remadeFrom(last.ends[i]); es != nil && es.Name == name {
+			if es = t.memo.remadeFrom(last.ends[i]); es != nil && (es == last.sets[i] || es.Name == name) {
 				e = last.ends[i]
 			} else {
 				es = nil

@@ -270,6 +270,21 @@ type memoEndpoints struct {
 	remade   *snapshot.EndpointSet
 	remadeIn uint64
 	replaced bool
+	// listed is the set a scope's set list held in translation listedIn
+	// for a set remade from this entry, as remade (its protocol madeApp):
+	// the next translation remakes the set as that very one
+	// (remakeSet), which the lists then find the same by its pointer.
+	listed   *snapshot.EndpointSet
+	listedIn uint64
+}
+
+// list records that a scope's set list holds es for the set remade from
+// e (nil: none) in this translation, when es is as remade: markH2C did
+// not change its protocol.
+func (p *memoPass) list(e *memoEndpoints, es *snapshot.EndpointSet) {
+	if e != nil && es.AppProtocol == e.madeApp {
+		e.listed, e.listedIn = es, p.gen
+	}
 }
 
 // madeNow reports whether e (nil: unknown) is of a set this translation
@@ -1086,8 +1101,13 @@ func (t *translator) remakeSet(c *setCall, first bool) bool {
 		return false
 	}
 	if first || t.set(c.name) == nil {
-		es := t.scratch.newSet()
-		es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
+		// The set a list held last time is the one made again: its
+		// name, protocol and endpoints are e's of then, which are e's.
+		es := e.listed
+		if es == nil || e.listedIn+1 != p.gen {
+			es = t.scratch.newSet()
+			es.Name, es.AppProtocol, es.Endpoints = c.name, e.madeApp, e.eps
+		}
 		e.remade, e.remadeIn = es, p.gen                                  // not written into t.endpointSets: set finds it
 		t.scratch.remade = append(t.scratch.remade, remadeSet{c.name, e}) // its source, for keepSources
 	}
@@ -1116,6 +1136,19 @@ func (t *translator) setOf(name string) (*snapshot.EndpointSet, *memoEndpoints) 
 		}
 	}
 	return t.endpointSets[name], nil
+}
+
+// setToChange is set(name), a copy of its own when it is a set a list
+// held (the last translation's snapshots still do): markH2C changes the
+// set it gets.
+func (t *translator) setToChange(name string) *snapshot.EndpointSet {
+	es, e := t.setOf(name)
+	if e != nil && es == e.listed {
+		cp := t.scratch.newSet()
+		*cp = *es
+		e.remade, es = cp, cp
+	}
+	return es
 }
 
 // remadeFrom is the set remakeSet made from e in this translation (nil:

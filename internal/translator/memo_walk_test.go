@@ -491,3 +491,75 @@ func TestSetListKeepsItsEntries(t *testing.T) {
 	steps.next(t, "one slice changed", &next)
 	steps.next(t, "route 9 changed after it", change(9, "/d"))
 }
+
+// TestRemadeSetIsTheOneListed: once a route change has listed the sets it
+// remade, the next one remakes each as the very set the list holds; and a
+// GRPCRoute that upgrades such a set to h2c changes a copy, not the set
+// the last translation's snapshot holds.
+func TestRemadeSetIsTheOneListed(t *testing.T) {
+	res := generateScale(40)
+	m, v := memoOf(res)
+	steps := memoSteps{m: m}
+	change := func(i int, path string) *Resources {
+		next := *res
+		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		r := res.HTTPRoutes[i].DeepCopy()
+		r.Generation++
+		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To(path)
+		v.stamp(r)
+		next.HTTPRoutes[i] = r
+		res = &next
+		return res
+	}
+	pool := func() setList { return m.setLists[snapshot.SharedPool()] }
+	for step, path := range []string{"/a", "/b", "/c"} {
+		steps.next(t, "route 7 "+path, change(7, path))
+		if step < 2 {
+			continue // the first change remakes no set, the second lists those it remade
+		}
+		l, listed := pool(), 0
+		for i, e := range l.ends {
+			if e != nil && e.remade == l.sets[i] {
+				listed++
+			}
+		}
+		if listed < 39 {
+			t.Fatalf("step %d: %d of 40 sets remade as the set listed; want all but the changed route's", step, listed)
+		}
+	}
+
+	// A GRPCRoute on Service pre-5, whose set the last snapshot holds.
+	last := steps.last
+	setOf := func(r *Result, name string) *snapshot.EndpointSet {
+		for _, s := range r.Snapshots {
+			for _, es := range s.EndpointSets {
+				if es.Name == name {
+					return es
+				}
+			}
+		}
+		return nil
+	}
+	name := setKey{"ns-0", "pre-5", 80, false}.setName()
+	was := setOf(last, name)
+	if was == nil || was.AppProtocol != snapshot.AppProtocolHTTP {
+		t.Fatalf("set %s is %+v in the last snapshot; want http", name, was)
+	}
+	g := &gwv1.GRPCRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "grpc-5", Generation: 1},
+		Spec: gwv1.GRPCRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw-0", Namespace: ptr.To(gwv1.Namespace("infra"))}}},
+			Hostnames:       []gwv1.Hostname{"grpc-5.example.com"},
+			Rules: []gwv1.GRPCRouteRule{{BackendRefs: []gwv1.GRPCBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
+				Name: "pre-5", Port: ptr.To(gwv1.PortNumber(80))}}}}}},
+		}}
+	v.stamp(g)
+	next := *res
+	next.GRPCRoutes = []*gwv1.GRPCRoute{g}
+	got := steps.next(t, "a GRPCRoute on pre-5", &next)
+	if es := setOf(got, name); es == nil || es.AppProtocol != snapshot.AppProtocolH2C {
+		t.Fatalf("set %s is %+v with the GRPCRoute; want h2c", name, es)
+	}
+	if was.AppProtocol != snapshot.AppProtocolHTTP {
+		t.Fatal("the h2c upgrade changed the set the last snapshot holds")
+	}
+}

@@ -82,8 +82,8 @@ func compileExternalAuths(t *translator) {
 				proto = snapshot.AppProtocolH2C
 			}
 			ea.EndpointSet = t.endpointSet(svc, sp, proto)
-			if es := t.set(ea.EndpointSet); es != nil && ea.Mode == snapshot.ExtAuthGRPC {
-				es.AppProtocol = snapshot.AppProtocolH2C // gRPC speaks HTTP/2 only
+			if ea.Mode == snapshot.ExtAuthGRPC {
+				t.upgradeH2C(ea.EndpointSet) // gRPC speaks HTTP/2 only
 			}
 			p.route = func(r *snapshot.Route) { v := ea; r.ExtAuth = &v }
 		})
