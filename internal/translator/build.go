@@ -69,6 +69,10 @@ type listenerBuilder struct {
 	clientValidation *snapshot.ClientValidation
 	// ordered marks the builder listed by orderedListeners.
 	ordered bool
+	// slot holds what translations build for the listener (nil: no
+	// memo), and last what the last one built (nil: nothing).
+	slot *listenerSlot
+	last *builtListener
 	// streams are the stream routes of a TLS, TCP or UDP listener by SNI
 	// hostname ("" for TCP and UDP), each the oldest route claiming it
 	// (made by the first claim: most listeners are HTTP).
@@ -173,7 +177,10 @@ func (sb *scopeBuilder) listener(port int32, name string, proto snapshot.Protoco
 	lb := sb.listeners[k]
 	if lb == nil {
 		lb = sb.scratch.newListenerBuilder()
-		lb.l, lb.key, lb.hint = l, k, sb.memo.hostCount(sb.scope, k)
+		lb.l, lb.key, lb.slot = l, k, sb.memo.slotOf(sb.scope, k)
+		if lb.slot != nil && lb.slot.built != nil {
+			lb.last, lb.hint = lb.slot.built, len(lb.slot.built.hosts)
+		}
 		sb.listeners[k] = lb
 	}
 	return lb
@@ -321,7 +328,6 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 	}
 	for _, lb := range lbs {
 		l := lb.l
-		lk := lb.keyOf()
 		if l.Protocol == snapshot.ProtocolHTTPS || (l.Protocol == snapshot.ProtocolTLS && len(lb.sni) > 0) {
 			l.TLS = &snapshot.ListenerTLS{Certificates: lb.sni, ClientValidation: lb.clientValidation}
 		}
@@ -332,11 +338,11 @@ func (sb *scopeBuilder) build(t *translator) *snapshot.Snapshot {
 		}
 		built := lb.patched
 		if built == nil {
-			built = t.buildHosts(sb, lk, lb)
+			built = t.buildHosts(sb, lb)
 		}
 		// A listener's built hosts are its host order for the next
-		// translation (memoPass.hostOrder).
-		t.memo.keepBuilt(sb.scope, lk, built)
+		// translation (hostOrder).
+		t.memo.keepBuilt(lb.slot, built)
 		l.VirtualHosts = built.hosts
 		s.Listeners = append(s.Listeners, l)
 	}
@@ -554,11 +560,10 @@ func (t *translator) eachSetWithLast(last setList, names []string, kept bool, f 
 // buildHosts builds the virtual hosts lb emitted, in hostname order, each
 // sharing the route list of the last translation's host of its name when
 // it was emitted from the same routes (hostRoutes).
-func (t *translator) buildHosts(sb *scopeBuilder, lk string, lb *listenerBuilder) *builtListener {
-	hosts := sortedHosts(lb.vhosts, t.memo.hostOrder(sb.scope, lk))
-	t.memo.keepHostOrder(sb.scope, lk, hosts)
-	b := &builtListener{hosts: make([]*snapshot.VirtualHost, 0, len(hosts)), emit: lb.emit}
-	last, at := t.memo.lastBuilt(sb.scope, lk), 0
+func (t *translator) buildHosts(sb *scopeBuilder, lb *listenerBuilder) *builtListener {
+	hosts := sortedHosts(lb.vhosts, hostOrder(lb.last))
+	b := &builtListener{hosts: make([]*snapshot.VirtualHost, 0, len(hosts)), names: hosts, emit: lb.emit}
+	last, at := lb.last, 0
 	if t.memo != nil && t.memo.built != nil {
 		b.from = &hostSources{}
 		if last != nil && last.from != nil {

@@ -113,8 +113,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	if t.memo == nil || !t.memo.sameEnv || lb.vhosts != nil || lb.patched != nil || !t.plainEnvironment(gi) {
 		return false
 	}
-	lk := lb.keyOf()
-	last := t.memo.lastBuilt(sb.scope, lk)
+	last := lb.last
 	if last == nil || last.emit == nil || len(last.emit.ords) != len(serv) || last.from == nil {
 		return false
 	}
@@ -233,7 +232,7 @@ func (t *translator) emitPatched(sb *scopeBuilder, gi *gatewayInfo, lb *listener
 	if len(hosts) == 0 {
 		// No host changed: the last translation's hosts, as they are
 		// (a snapshot is never changed once built, so two may share them).
-		lb.emit.built = builtListener{hosts: last.hosts, from: last.from}
+		lb.emit.built = builtListener{hosts: last.hosts, names: last.names, from: last.from}
 		lb.patched = &lb.emit.built
 	} else {
 		lb.patched = t.patchHosts(last, hosts, entries, claims)

@@ -63,7 +63,7 @@ type Memo struct {
 	// with its number (gen), then drops the rest: at 10,000 routes,
 	// building both maps anew was a tenth of a translation.
 	routes map[memoKey]*memoRoute
-	built  map[listenerID]*builtListener
+	built  map[listenerID]*listenerSlot
 	// byMeta are the entries of routes by the object the last
 	// translation that used them had (memoRoute.meta): an informer's
 	// store hands over an unchanged route as the same object, and a
@@ -74,11 +74,9 @@ type Memo struct {
 	ports *memoPorts
 	// endpoints are the endpoint lists of the last translation's sets.
 	endpoints map[string]*memoEndpoints
-	// hostOrder is the hostnames of each listener of the last
-	// translation, in order (sortedHosts), and setOrder each scope's
-	// endpoint sets.
-	hostOrder map[listenerID]hostOrder
-	setOrder  map[snapshot.Scope]setOrder
+	// setOrder is each scope's endpoint sets in the last translation,
+	// in order.
+	setOrder map[snapshot.Scope]setOrder
 	// setLists is each scope's endpoint set list in the last translation,
 	// sources the sources of its endpoint sets (keepSources).
 	setLists map[snapshot.Scope]setList
@@ -87,10 +85,6 @@ type Memo struct {
 	// listenerOrder the keys of its listeners in order.
 	gatewayRefs   map[snapshot.Scope][]snapshot.GatewayRef
 	listenerOrder map[snapshot.Scope][]string
-	// spareHostOrder is the map hostOrder was before the last
-	// translation, emptied: the next one fills it (at 2,000 listeners a
-	// new map was a twelfth of what a change allocated).
-	spareHostOrder map[listenerID]hostOrder
 	// spare is the last translation's scratch maps, emptied, for the next.
 	spare *scratch
 	// sizes are the last translation's list lengths, for the next to
@@ -235,6 +229,9 @@ type listenerID struct {
 // emitted the hosts (emitPatched).
 type builtListener struct {
 	hosts []*snapshot.VirtualHost
+	// names are the hostnames of hosts when a build listed them
+	// (buildHosts; nil when patched): the next translation's host order.
+	names []string
 	// from is what the hosts' route lists were made from (nil: not
 	// recorded, without a Memo); the listener's translations share it.
 	from *hostSources
@@ -315,7 +312,7 @@ type memoPass struct {
 	ports *memoPorts
 	// built are the Memo's; nil when the translation's inputs cannot be
 	// trusted (an object without a resourceVersion).
-	built map[listenerID]*builtListener
+	built map[listenerID]*listenerSlot
 	// endpoints are the Memo's.
 	endpoints map[string]*memoEndpoints
 	// rec collects the endpointSet calls of the compilation in progress.
@@ -340,7 +337,6 @@ type memoPass struct {
 	// order, recorded in the entries it reuses or makes.
 	ranked int
 	// last* are the Memo's orders; next* this translation's.
-	lastHostOrder, nextHostOrder map[listenerID]hostOrder
 	lastSetOrder, nextSetOrder   map[snapshot.Scope]setOrder
 	lastSetLists, nextSetLists   map[snapshot.Scope]setList
 	lastGateways, nextGateways   map[snapshot.Scope][]snapshot.GatewayRef
@@ -434,7 +430,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	}
 	env, ok := m.ids.digest(res)
 	if m.routes == nil {
-		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*builtListener{}, map[string]*memoEndpoints{}
+		m.routes, m.built, m.endpoints = map[memoKey]*memoRoute{}, map[listenerID]*listenerSlot{}, map[string]*memoEndpoints{}
 		m.byMeta = map[*metav1.ObjectMeta]*memoRoute{}
 		m.walks = map[string]any{}
 		m.conds = map[[2]metav1.Condition][]metav1.Condition{}
@@ -464,13 +460,9 @@ func (m *Memo) Translate(res *Resources) *Result {
 	if !sameEnv {
 		ports = nil
 	}
-	nextHostOrder, spare := m.spareHostOrder, m.spare
-	m.spareHostOrder, m.spare = nil, nil // a pass that never ends keeps no map in two places
-	if nextHostOrder == nil {
-		nextHostOrder = make(map[listenerID]hostOrder, len(m.hostOrder))
-	}
+	spare := m.spare
+	m.spare = nil // a pass that never ends keeps no scratch in two places
 	pass := &memoPass{gen: m.gen, routes: m.routes, byMeta: m.byMeta, ports: ports, endpoints: m.endpoints, sizes: m.sizes, envIndex: envIndex, walks: m.walks, conds: m.conds, parents: m.parents,
-		lastHostOrder: m.hostOrder, nextHostOrder: nextHostOrder,
 		lastSetOrder: m.setOrder, nextSetOrder: make(map[snapshot.Scope]setOrder, len(m.setOrder)), scratch: spare,
 		lastSetLists: m.setLists, nextSetLists: make(map[snapshot.Scope]setList, len(m.setLists)), lastSources: m.sources,
 		lastGateways: m.gatewayRefs, nextGateways: make(map[snapshot.Scope][]snapshot.GatewayRef, len(m.gatewayRefs)),
@@ -493,7 +485,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 			maps.DeleteFunc(m.routes, func(_ memoKey, mr *memoRoute) bool { return stale(mr) })
 			maps.DeleteFunc(m.byMeta, func(meta *metav1.ObjectMeta, mr *memoRoute) bool { return stale(mr) || mr.meta != meta })
 		}
-		maps.DeleteFunc(m.built, func(_ listenerID, b *builtListener) bool { return b.gen != m.gen })
+		maps.DeleteFunc(m.built, func(_ listenerID, s *listenerSlot) bool { return s.built == nil || s.built.gen != m.gen })
 		m.ports = pass.ports
 	} else {
 		clear(m.routes)
@@ -513,11 +505,7 @@ func (m *Memo) Translate(res *Resources) *Result {
 	m.lastRoutesCarried = pass.routesCarried
 	m.lastKeptGateways = pass.keptGatewaysUsed
 	m.sizes = pass.sizes
-	if m.hostOrder != nil {
-		clear(m.hostOrder) // it keeps no host list alive
-		m.spareHostOrder = m.hostOrder
-	}
-	m.hostOrder, m.setOrder, m.setLists, m.sources = pass.nextHostOrder, pass.nextSetOrder, pass.nextSetLists, pass.nextSources
+	m.setOrder, m.setLists, m.sources = pass.nextSetOrder, pass.nextSetLists, pass.nextSources
 	m.gatewayRefs, m.listenerOrder = pass.nextGateways, pass.nextListeners
 	pass.scratch.empty()
 	m.spare = pass.scratch
@@ -628,58 +616,20 @@ func (mr *memoRoute) nameOf(meta *metav1.ObjectMeta) (nn, int64) {
 	return key(meta), meta.Generation
 }
 
-// hostOrder is the hostnames of one listener of a translation, in
-// order: names, or the names of hosts (a listener emitPatched built keeps
-// its hosts, and the names are listed only when a later translation
-// builds that listener whole: at 10,000 hosts listing them at every
-// translation was a tenth of a megabyte).
-type hostOrder struct {
-	names []string
-}
-
-// hostOrder is the hostnames listener of scope had in the last
-// translation, in order (nil: none, or no memo): those it built, or else
-// those of the listener it carried or patched (its builtListener, which
-// this translation has not yet replaced when it asks). At 1,000 Gateways,
-// keeping a host order apart for every carried listener was a map entry
-// per Gateway at every change.
-func (p *memoPass) hostOrder(scope snapshot.Scope, listener string) []string {
-	names, built := p.lastHosts(scope, listener)
-	if built != nil {
-		return hostnames(built)
+// hostOrder is the hostnames of last, what the last translation built
+// for a listener (nil: nothing), in order: the names its build listed,
+// or those of its hosts when it was carried or patched (the names are
+// listed only when a later translation builds that listener whole: at
+// 10,000 hosts listing them at every translation was a tenth of a
+// megabyte).
+func hostOrder(last *builtListener) []string {
+	switch {
+	case last == nil:
+		return nil
+	case last.names != nil:
+		return last.names
 	}
-	return names
-}
-
-// hostCount is len(hostOrder(scope, listener)).
-func (p *memoPass) hostCount(scope snapshot.Scope, listener string) int {
-	names, built := p.lastHosts(scope, listener)
-	return max(len(names), len(built))
-}
-
-// lastHosts is the host order the last translation kept for listener of
-// scope, or else the hosts of the listener it carried or patched (one of
-// the two, or neither).
-func (p *memoPass) lastHosts(scope snapshot.Scope, listener string) ([]string, []*snapshot.VirtualHost) {
-	if p == nil {
-		return nil, nil
-	}
-	id := listenerID{scope, listener}
-	if o, ok := p.lastHostOrder[id]; ok {
-		return o.names, nil
-	}
-	if b := p.built[id]; b != nil {
-		return nil, b.hosts
-	}
-	return nil, nil
-}
-
-// keepHostOrder keeps the hostnames of listener of scope, in order, for
-// the next translation.
-func (p *memoPass) keepHostOrder(scope snapshot.Scope, listener string, hosts []string) {
-	if p != nil {
-		p.nextHostOrder[listenerID{scope, listener}] = hostOrder{names: hosts}
-	}
+	return hostnames(last.hosts)
 }
 
 // setOrder is the endpoint sets of a scope in order, and the scope
@@ -995,22 +945,37 @@ func (t *translator) hostRoutes(last *builtListener, from *hostSources, at *int,
 	return routes
 }
 
-// lastBuilt is what the last translation built for listener of scope (nil:
-// nothing, or no memo).
-func (p *memoPass) lastBuilt(scope snapshot.Scope, listener string) *builtListener {
+// listenerSlot holds what a translation built for one listener of a
+// scope: the last one's until this one keeps its own (keepBuilt). A
+// listener builder finds its slot once (slotOf), and keeps what it built
+// there without a look-up: at 1,000 Gateways, hashing each listener's
+// scope and key for every look-up was a seventh of a route change.
+type listenerSlot struct {
+	built *builtListener
+}
+
+// slotOf is the slot of listener of scope, made when there is none (nil:
+// no memo, or inputs it cannot trust).
+func (p *memoPass) slotOf(scope snapshot.Scope, listener string) *listenerSlot {
 	if p == nil || p.built == nil {
 		return nil
 	}
-	return p.built[listenerID{scope, listener}]
+	id := listenerID{scope, listener}
+	s := p.built[id]
+	if s == nil {
+		s = &listenerSlot{}
+		p.built[id] = s
+	}
+	return s
 }
 
-// keepBuilt keeps b as what this translation built for listener of scope.
-func (p *memoPass) keepBuilt(scope snapshot.Scope, listener string, b *builtListener) {
-	if p == nil || p.built == nil {
-		return
+// keepBuilt keeps b in slot s (nil: none) as what this translation built
+// for its listener.
+func (p *memoPass) keepBuilt(s *listenerSlot, b *builtListener) {
+	if s != nil {
+		b.gen = p.gen
+		s.built = b
 	}
-	b.gen = p.gen
-	p.built[listenerID{scope, listener}] = b
 }
 
 // noteSizes keeps this translation's list lengths for the next.
