@@ -17,6 +17,8 @@ limitations under the License.
 package writer
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -24,31 +26,27 @@ import (
 )
 
 // classStamp is a GatewayClass whose status a round found to be what it
-// desired: the object's resourceVersion then, and the desired lists, by
-// identity. An endpoint refresh hands its Result's GatewayClasses on as
-// they were, so a round that reads the same object and desires the very
-// same lists has nothing to compare: under endpoint churn, copying the
-// class read once more and comparing its status (the supported features
-// are a long list) at each of 100 rounds a second was two thirds of the
-// writer's work. Any change to the object (another writer's edit
-// included) gives it another resourceVersion, and a new translation new
-// lists.
+// desired: the object's resourceVersion then, and the desired lists. A
+// round that reads the same object and desires equal lists has nothing
+// to compare: under endpoint churn, copying the class read once more and
+// comparing its status (the supported features are a long list) at each
+// of 100 rounds a second was two thirds of the writer's work, and so it
+// was at every route change, whose translation makes the lists anew.
+// Comparing the lists themselves is a walk of a few dozen names. Any
+// change to the object (another writer's edit included) gives it another
+// resourceVersion.
 type classStamp struct {
 	resourceVersion string
-	conditions      *metav1.Condition
-	nConditions     int
-	features        *gwv1.SupportedFeature
-	nFeatures       int
+	conditions      []metav1.Condition
+	features        []gwv1.SupportedFeature
 }
 
 // stampClass is the stamp of obj's resourceVersion and d's lists.
 func stampClass(resourceVersion string, d *translator.GatewayClassStatus) classStamp {
-	st := classStamp{resourceVersion: resourceVersion, nConditions: len(d.Status.Conditions), nFeatures: len(d.Status.SupportedFeatures)}
-	if len(d.Status.Conditions) > 0 {
-		st.conditions = &d.Status.Conditions[0]
-	}
-	if len(d.Status.SupportedFeatures) > 0 {
-		st.features = &d.Status.SupportedFeatures[0]
-	}
-	return st
+	return classStamp{resourceVersion: resourceVersion, conditions: d.Status.Conditions, features: d.Status.SupportedFeatures}
+}
+
+// same reports whether s and o stamp the same object and equal lists.
+func (s classStamp) same(o classStamp) bool {
+	return s.resourceVersion == o.resourceVersion && slices.Equal(s.conditions, o.conditions) && slices.Equal(s.features, o.features)
 }

@@ -32,8 +32,9 @@ import (
 // TestGatewayClassSettledByStamp: a round that reads the GatewayClass
 // unchanged since a round found its status to be what it desires, and
 // desires the very same lists (an endpoint refresh hands the Result's
-// GatewayClasses on), skips the comparison; another writer's edit, or
-// lists of a new translation, bring it back, and the edit is undone.
+// GatewayClasses on) or equal ones (a translation's), skips the
+// comparison; another writer's edit, or other lists, bring it back, and
+// the edit is undone.
 func TestGatewayClassSettledByStamp(t *testing.T) {
 	ctx := t.Context()
 	gc := &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "stamp-test"},
@@ -91,13 +92,21 @@ func TestGatewayClassSettledByStamp(t *testing.T) {
 	write(res)
 	skipped(3)
 
-	// A new translation's lists, equal: compared once, then stamped again.
+	// A new translation's lists, equal (every route change makes them
+	// anew): nothing to compare.
 	again := desired
 	again.Status.Conditions = slices.Clone(desired.Status.Conditions)
 	again.Status.SupportedFeatures = slices.Clone(desired.Status.SupportedFeatures)
 	next := &translator.Result{GatewayClasses: []translator.GatewayClassStatus{again}}
 	write(next)
-	skipped(3)
-	write(next)
 	skipped(4)
+
+	// A feature more: compared, and written.
+	more := again
+	more.Status.SupportedFeatures = append(slices.Clone(again.Status.SupportedFeatures), gwv1.SupportedFeature{Name: "GRPCRoute"})
+	write(&translator.Result{GatewayClasses: []translator.GatewayClassStatus{more}})
+	skipped(4)
+	if got := get().Status.SupportedFeatures; len(got) != 3 {
+		t.Fatalf("after a feature more, the class lists %v", got)
+	}
 }

@@ -427,7 +427,7 @@ func (w *Writer) gatewayClass(ctx context.Context, d *translator.GatewayClassSta
 		return err
 	}
 	stamp := stampClass(obj.ResourceVersion, d)
-	if obj.ResourceVersion != "" && w.classesSettled[d.NamespacedName] == stamp {
+	if last, ok := w.classesSettled[d.NamespacedName]; ok && obj.ResourceVersion != "" && last.same(stamp) {
 		w.skippedClassReads.Add(1)
 		return nil
 	}
