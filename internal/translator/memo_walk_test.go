@@ -443,17 +443,7 @@ func TestSetListKeepsItsEntries(t *testing.T) {
 	res := generateScale(40)
 	m, v := memoOf(res)
 	steps := memoSteps{m: m}
-	change := func(i int, path string) *Resources {
-		next := *res
-		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
-		r := res.HTTPRoutes[i].DeepCopy()
-		r.Generation++
-		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To(path)
-		v.stamp(r)
-		next.HTTPRoutes[i] = r
-		res = &next
-		return res
-	}
+	change := pathChanges(&res, v)
 	pool := func() setList { return m.setLists[snapshot.SharedPool()] }
 	var ends []*memoEndpoints
 	for step, path := range []string{"/a", "/b", "/c", "/d"} {
@@ -500,17 +490,7 @@ func TestRemadeSetIsTheOneListed(t *testing.T) {
 	res := generateScale(40)
 	m, v := memoOf(res)
 	steps := memoSteps{m: m}
-	change := func(i int, path string) *Resources {
-		next := *res
-		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
-		r := res.HTTPRoutes[i].DeepCopy()
-		r.Generation++
-		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To(path)
-		v.stamp(r)
-		next.HTTPRoutes[i] = r
-		res = &next
-		return res
-	}
+	change := pathChanges(&res, v)
 	pool := func() setList { return m.setLists[snapshot.SharedPool()] }
 	for step, path := range []string{"/a", "/b", "/c"} {
 		steps.next(t, "route 7 "+path, change(7, path))
@@ -561,5 +541,22 @@ func TestRemadeSetIsTheOneListed(t *testing.T) {
 	}
 	if was.AppProtocol != snapshot.AppProtocolHTTP {
 		t.Fatal("the h2c upgrade changed the set the last snapshot holds")
+	}
+}
+
+// pathChanges returns a func that gives route i of *res the path path in
+// its second rule, in a copy of *res (route i a new version of it), and
+// makes that copy *res.
+func pathChanges(res **Resources, v *versioner) func(i int, path string) *Resources {
+	return func(i int, path string) *Resources {
+		next := **res
+		next.HTTPRoutes = slices.Clone(next.HTTPRoutes)
+		r := next.HTTPRoutes[i].DeepCopy()
+		r.Generation++
+		r.Spec.Rules[1].Matches[0].Path.Value = ptr.To(path)
+		v.stamp(r)
+		next.HTTPRoutes[i] = r
+		*res = &next
+		return *res
 	}
 }
