@@ -466,7 +466,7 @@ func (t *translator) endpointSetList(last setList, names []string, kept bool) se
 			same = false
 		}
 		if prev != nil {
-			t.memo.list(e, prev)
+			t.memo.noteListed(e, prev)
 		}
 		if sameEnds && (n == len(last.ends) || last.ends[n] != e) {
 			sameEnds = false
@@ -505,7 +505,7 @@ func (t *translator) endpointSetList(last setList, names []string, kept bool) se
 		if prev == nil {
 			copies[0] = *es
 			prev, copies = &copies[0], copies[1:]
-			t.memo.list(e, prev)
+			t.memo.noteListed(e, prev)
 		}
 		out.sets = append(out.sets, prev)
 	})

@@ -275,10 +275,10 @@ type memoEndpoints struct {
 	listedIn uint64
 }
 
-// list records that a scope's set list holds es for the set remade from
-// e (nil: none) in this translation, when es is as remade: markH2C did
-// not change its protocol.
-func (p *memoPass) list(e *memoEndpoints, es *snapshot.EndpointSet) {
+// noteListed records that a scope's set list holds es for the set
+// remade from e (nil: none) in this translation, when es is as remade:
+// markH2C did not change its protocol.
+func (p *memoPass) noteListed(e *memoEndpoints, es *snapshot.EndpointSet) {
 	if e != nil && es.AppProtocol == e.madeApp {
 		e.listed, e.listedIn = es, p.gen
 	}

@@ -436,9 +436,9 @@ func TestMemoForgetsTheEndpointsOfSetsGone(t *testing.T) {
 // TestSetListKeepsItsEntries: with a Service per route, a route change
 // that keeps the scope's sets lists them with the Memo entry each was
 // remade from, in their places (from the second change on), and the next
-// such change hands that list of entries on as it is (eachSetWithLast finds the sets through it, by
-// position). A change to one set's slices gives a translation equal to a
-// fresh one.
+// such change hands that list of entries on as it is (eachSetWithLast
+// finds the sets through it, by position). A change to one set's slices
+// gives a translation equal to a fresh one.
 func TestSetListKeepsItsEntries(t *testing.T) {
 	res := generateScale(40)
 	m, v := memoOf(res)
