@@ -184,14 +184,14 @@ func (a *Assembler) patch(changes []change) (s *Snapshot, version string, ok boo
 		if kind != vhostKind && kind != "endpoints" {
 			return nil, "", false
 		}
-		v, err := a.decode(Resource{Key: c.key, Body: c.body})
+		v, sourced, err := a.decode(Resource{Key: c.key, Body: c.body})
 		if err != nil {
 			return nil, "", false
 		}
-		d := a.keep(c.body, digest, v)
+		d := a.keep(c.body, digest, v, sourced)
 		differs(c.key, d)
 		next = append(next, keptResource{c.key, d})
-		switch v := d.value.(type) {
+		switch v := v.(type) {
 		case *VirtualHost:
 			lk, _, _ := strings.Cut(name, "|")
 			li, known := a.listenerAt[lk]

@@ -40,20 +40,31 @@ import (
 // allocated per change.
 
 // decode is the value of r: its virtual host or endpoint set from a.Hosts
-// when that has it, else its body decoded. (Under endpoint churn, decoding
-// the set the controller had just encoded, a hundred endpoints, was a
-// third of its Assembler's work.)
-func (a *Assembler) decode(r Resource) (any, error) {
+// when that has it (sourced), else its body decoded. (Under endpoint
+// churn, decoding the set the controller had just encoded, a hundred
+// endpoints, was a third of its Assembler's work.)
+func (a *Assembler) decode(r Resource) (v any, sourced bool, err error) {
 	if a.Hosts != nil {
 		if strings.HasPrefix(r.Key, vhostKind+"|") {
 			if vh, ok := a.Hosts.Host(r.Key); ok {
-				return vh, nil
+				return vh, true, nil
 			}
 		} else if es, ok := a.Hosts.Set(r.Key); ok {
-			return es, nil
+			return es, true, nil
 		}
 	}
-	return decodeResource(r)
+	v, err = decodeResource(r)
+	return v, false, err
+}
+
+// valueOf is the value of r, a resource whose body d holds: d's own, or,
+// when d keeps none (keep), the source's or the body decoded again.
+func (a *Assembler) valueOf(r Resource, d *decodedResource) (any, error) {
+	if d.value != nil {
+		return d.value, nil
+	}
+	v, _, err := a.decode(Resource{Key: r.Key, Body: d.body})
+	return v, err
 }
 
 // HostSource is the snapshot a set of resources was encoded from, for an

@@ -199,3 +199,125 @@ func TestSourcedHostsOnlyWhenTheSame(t *testing.T) {
 		t.Error("no source")
 	}
 }
+
+// An Assembler given its sources keeps none of their hosts or sets: a
+// host the translator made again as an equal one (a route's status
+// written is a new object, compiled again) has the body it had, and the
+// host kept with that body would be a second copy of the host and its
+// routes beside the source's. The Encoder keeps the very body it had for
+// such a host, and an assembly in full from what the Assembler kept
+// takes the hosts from the source of the day, or decodes them.
+func TestAssemblerKeepsNoHostOfItsSources(t *testing.T) {
+	for _, layout := range perHostLayouts {
+		t.Run(layout.String(), func(t *testing.T) {
+			var enc Encoder
+			first := scaled(20)
+			res1, err := enc.Encode(first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies := map[string][]byte{}
+			for _, r := range res1.Flat() {
+				bodies[r.Key] = r.Body
+			}
+			a := &Assembler{Scope: SharedPool(), Layout: layout, Hosts: HostsOf(first)}
+			if _, _, err := a.Assemble(res1.Flat()); err != nil {
+				t.Fatal(err)
+			}
+			// Every host and set made again, equal; one host changed.
+			again := roundTrip(t, first)
+			again.Listeners[0].VirtualHosts[3].Routes[0].Match.Path.Value = "/changed"
+			res2, err := enc.Encode(again)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := VirtualHostKey(ListenerKey(&again.Listeners[0]), again.Listeners[0].VirtualHosts[3].Hostname)
+			for _, r := range res2.Flat() {
+				if b := bodies[r.Key]; strings.HasPrefix(r.Key, vhostKind+"|") && r.Key != changed && &b[0] != &r.Body[0] {
+					t.Errorf("%s: encoded again as a new body", r.Key)
+				}
+			}
+			upserts, removed := Diff(res1, res2)
+			if len(upserts) != 1 || upserts[0].Key != changed || len(removed) != 0 {
+				t.Fatalf("delta %d upserts, %d removed; want the changed host alone", len(upserts), len(removed))
+			}
+			a.Hosts = HostsOf(again)
+			got, version, err := a.Apply(upserts, removed)
+			a.Hosts = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !lists.Same(got.Listeners[0].VirtualHosts, again.Listeners[0].VirtualHosts) {
+				t.Error("the listener's hosts are not the source's list")
+			}
+			old := map[any]bool{} // the first source's hosts and sets
+			for _, vh := range first.Listeners[0].VirtualHosts {
+				old[vh] = true
+			}
+			for _, es := range first.EndpointSets {
+				old[es] = true
+			}
+			for _, k := range slices.Concat(a.decoded, a.spare[:cap(a.spare)]) {
+				if k.d == nil {
+					continue
+				}
+				if v, ok := k.d.value.(*VirtualHost); ok && old[v] {
+					t.Errorf("%s: the Assembler keeps the first source's host", k.key)
+				}
+				if v, ok := k.d.value.(*EndpointSet); ok && old[v] {
+					t.Errorf("%s: the Assembler keeps the first source's value", k.key)
+				}
+			}
+			// A change of the Gateways assembles in full from what was kept:
+			// with a source, its hosts; without one, the bodies decoded.
+			third := roundTrip(t, again)
+			third.Gateways[0].Generation++
+			res3, err := enc.Encode(third)
+			if err != nil {
+				t.Fatal(err)
+			}
+			upserts, removed = Diff(res2, res3)
+			fresh := &Assembler{Scope: SharedPool(), Layout: layout}
+			want, wantV, err := fresh.Assemble(res3.Flat())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sourced := range []bool{true, false} {
+				b := *a // both from the same state: each writes only spare storage
+				b.spare = nil
+				if sourced {
+					b.Hosts = HostsOf(third)
+				}
+				full, fullV, err := b.Apply(upserts, removed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fullV != wantV || !bytes.Equal(encodeOrFail(t, full), encodeOrFail(t, want)) {
+					t.Fatalf("sourced %v: version %s and snapshot differ from a fresh Assembler's (%s)", sourced, fullV, wantV)
+				}
+				if sourced && !sameHosts(full.Listeners[0].VirtualHosts, third.Listeners[0].VirtualHosts) {
+					t.Error("assembled in full: the hosts are not the source's")
+				}
+			}
+			if version == "" {
+				t.Error("no version")
+			}
+		})
+	}
+}
+
+// roundTrip is s encoded and decoded: every host, route and set a new,
+// equal one.
+func roundTrip(t *testing.T, s *Snapshot) *Snapshot {
+	t.Helper()
+	c, err := Decode(encodeOrFail(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sameHosts reports whether a and b hold the very same hosts.
+func sameHosts(a, b []*VirtualHost) bool {
+	return slices.Equal(a, b)
+}
