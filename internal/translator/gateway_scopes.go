@@ -233,7 +233,7 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 						t.markH2C(e.route)
 					}
 					rt := t.withClientCertificate(sb, gi, e.route)
-					rt = t.withPolicies(gi, li, cr, cr.entries[i].rule, rt)
+					rt = t.withPolicies(gi, li, cr, cr.entries[i].key.rule, rt)
 					if rt != e.route {
 						e.route, e.of = rt, nil
 					}

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/snapshot"
@@ -210,8 +211,7 @@ func (b *ingressBuild) addDefaultBackend(ing *networkingv1.Ingress, opts *ingres
 			fmt.Sprintf("defaultBackend is ignored: Ingress %s/%s is older and already sets one", b.defaultOwner.Namespace, b.defaultOwner.Name))
 		return
 	}
-	last := precKey{lastResort: true}
-	last.finalize()
+	last := precRank{lastResort: true}.key(metav1.Time{}, "", "", "", 0, 0)
 	b.defaultRoute = &ingressRoute{http: r.http, https: r.https, key: last}
 	b.defaultOwner = key(&ing.ObjectMeta)
 }
@@ -256,10 +256,7 @@ func (b *ingressBuild) addPath(ing *networkingv1.Ingress, opts *ingressOpts, hos
 	r := b.t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
 	r.host = host
 	r.single = strings.HasPrefix(host, "*.")
-	r.key = matchKey(&r.http.Match, false)
-	r.key.created, r.key.namespace, r.key.name, r.key.kind = ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress
-	r.key.rule, r.key.match = ri, pi
-	r.key.finalize()
+	r.key = matchKey(&r.http.Match, false).key(ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress, ri, pi)
 	b.routes = append(b.routes, r)
 }
 

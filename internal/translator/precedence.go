@@ -28,25 +28,36 @@ import (
 // the longest PathPrefix, then regular expressions (whose precedence is ours
 // to choose; longest pattern first), then method, number of
 // header matches, number of query matches, then the oldest route, then
-// "<namespace>/<name>", then rule and match order.
+// "<namespace>/<name>", then rule and match order. It holds only what
+// compare reads: the match's rank packed into one integer (precRank) and
+// the route's creation time in nanoseconds. Every compiled match keeps
+// one, so the rank's own fields and the creation time as a metav1.Time
+// (72 bytes of 152) are not kept.
 type precKey struct {
+	packed    uint64
+	createdNs int64
+	namespace string
+	name      string
+	kind      string
+	rule      int
+	match     int
+}
+
+// precRank is what ranks a match before its route's identity: its path,
+// method and the number of header and query matches (matchKey).
+type precRank struct {
 	pathRank   int // 0 exact, 1 GRPCRoute regex, 2 prefix, 3 regex
 	pathLen    int
 	method     bool
 	headers    int
 	query      int
-	created    metav1.Time
-	namespace  string
-	name       string
-	kind       string
-	rule       int
-	match      int
 	lastResort bool // Ingress defaultBackend
+}
 
-	// packed and createdNs are the fields above in a form that compares
-	// fast; set by finalize.
-	packed    uint64
-	createdNs int64
+// key is the precKey of a match of rank r: match match of rule rule of
+// the route of kind kind, namespace, name and creation time created.
+func (r precRank) key(created metav1.Time, namespace, name, kind string, rule, match int) precKey {
+	return precKey{packed: r.packed(), createdNs: created.UnixNano(), namespace: namespace, name: name, kind: kind, rule: rule, match: match}
 }
 
 // clampU is v limited to [0, limit], as an unsigned field of packed.
@@ -60,26 +71,24 @@ func clampU(v int, limit uint64) uint64 {
 	return uint64(v)
 }
 
-// finalize packs the rank fields into one integer that orders like less:
-// lastResort, pathRank, longer path, method, more headers, more query
-// params.
-func (k *precKey) finalize() {
+// packed is the rank as one integer that orders like precKey: lastResort,
+// pathRank, longer path, method, more headers, more query params.
+func (r precRank) packed() uint64 {
 	var p uint64
-	if k.lastResort {
+	if r.lastResort {
 		p |= 1 << 63
 	}
-	p |= clampU(k.pathRank, 3) << 61
-	p |= (0xFFFFF - clampU(k.pathLen, 0xFFFFF)) << 41
-	if !k.method {
+	p |= clampU(r.pathRank, 3) << 61
+	p |= (0xFFFFF - clampU(r.pathLen, 0xFFFFF)) << 41
+	if !r.method {
 		p |= 1 << 40
 	}
-	p |= (0xFFFF - clampU(k.headers, 0xFFFF)) << 24
-	p |= (0xFFFF - clampU(k.query, 0xFFFF)) << 8
-	k.packed = p
-	k.createdNs = k.created.UnixNano()
+	p |= (0xFFFF - clampU(r.headers, 0xFFFF)) << 24
+	p |= (0xFFFF - clampU(r.query, 0xFFFF)) << 8
+	return p
 }
 
-// less orders k before o (see precKey); finalize must have run on both.
+// less orders k before o (see precKey).
 func (k *precKey) less(o *precKey) bool { return k.compare(o) < 0 }
 
 // compare is -1, 0 or +1 as k sorts before, with or after o; it stops at
@@ -100,10 +109,10 @@ func (k *precKey) compare(o *precKey) int {
 	return cmp.Or(cmp.Compare(k.kind, o.kind), cmp.Compare(k.rule, o.rule), cmp.Compare(k.match, o.match))
 }
 
-// matchKey is the rank part of a precKey for one match; grpc ranks a
-// regular expression as a GRPCRoute method pattern.
-func matchKey(m *snapshot.Match, grpc bool) precKey {
-	k := precKey{method: m.Method != "", headers: len(m.Headers), query: len(m.QueryParams)}
+// matchKey is the rank of one match; grpc ranks a regular expression as
+// a GRPCRoute method pattern.
+func matchKey(m *snapshot.Match, grpc bool) precRank {
+	k := precRank{method: m.Method != "", headers: len(m.Headers), query: len(m.QueryParams)}
 	// Exact > longest PathPrefix > RegularExpression for HTTPRoute and
 	// Ingress paths. A GRPCRoute regex (a service/method pattern) ranks
 	// before prefixes, so a catch-all gRPC rule cannot shadow it.

@@ -59,18 +59,16 @@ type compiledRoute struct {
 	uses   []setUse
 }
 
+// routeEntry is a compiled match's precedence key, which also names its
+// rule and match (key.rule, key.match).
 type routeEntry struct {
-	rule, match int
-	key         precKey
+	key precKey
 }
 
 // addEntry appends a compiled match with its precedence key.
 func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
-	k := matchKey(&route.Match, cr.kind == kindGRPCRoute)
-	k.created, k.namespace, k.name, k.kind = cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind
-	k.rule, k.match = rule, match
-	k.finalize()
-	cr.entries = append(cr.entries, routeEntry{rule: rule, match: match, key: k})
+	k := matchKey(&route.Match, cr.kind == kindGRPCRoute).key(cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind, rule, match)
+	cr.entries = append(cr.entries, routeEntry{key: k})
 	cr.routes = append(cr.routes, route)
 }
 

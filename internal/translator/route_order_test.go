@@ -251,8 +251,8 @@ func TestSortEntriesWhateverTheCount(t *testing.T) {
 		}
 		cr.sortEntries()
 		for i := range cr.entries {
-			if id := fmt.Sprint(cr.entries[i].rule*3 + cr.entries[i].match); cr.routes[i].ID != id {
-				t.Fatalf("round %d: entry %d (rule %d, match %d) has route %s", round, i, cr.entries[i].rule, cr.entries[i].match, cr.routes[i].ID)
+			if id := fmt.Sprint(cr.entries[i].key.rule*3 + cr.entries[i].key.match); cr.routes[i].ID != id {
+				t.Fatalf("round %d: entry %d (rule %d, match %d) has route %s", round, i, cr.entries[i].key.rule, cr.entries[i].key.match, cr.routes[i].ID)
 			}
 			if i > 0 && cr.entries[i-1].key.compare(&cr.entries[i].key) >= 0 {
 				t.Fatalf("round %d: %d entries not in precedence order at %d", round, n, i)
