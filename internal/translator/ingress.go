@@ -256,7 +256,7 @@ func (b *ingressBuild) addPath(ing *networkingv1.Ingress, opts *ingressOpts, hos
 	r := b.t.ingressRoute(ing, opts, &p.Backend, fmt.Sprintf("ingress/%s/%s:%d.%d", ing.Namespace, ing.Name, ri, pi), m, host)
 	r.host = host
 	r.single = strings.HasPrefix(host, "*.")
-	r.key = matchKey(&r.http.Match, false).key(ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress, ri, pi)
+	r.key = matchRank(&r.http.Match, false).key(ing.CreationTimestamp, ing.Namespace, ing.Name, kindIngress, ri, pi)
 	b.routes = append(b.routes, r)
 }
 

@@ -44,7 +44,7 @@ type precKey struct {
 }
 
 // precRank is what ranks a match before its route's identity: its path,
-// method and the number of header and query matches (matchKey).
+// method and the number of header and query matches (matchRank).
 type precRank struct {
 	pathRank   int // 0 exact, 1 GRPCRoute regex, 2 prefix, 3 regex
 	pathLen    int
@@ -109,9 +109,9 @@ func (k *precKey) compare(o *precKey) int {
 	return cmp.Or(cmp.Compare(k.kind, o.kind), cmp.Compare(k.rule, o.rule), cmp.Compare(k.match, o.match))
 }
 
-// matchKey is the rank of one match; grpc ranks a regular expression as
+// matchRank is the rank of one match; grpc ranks a regular expression as
 // a GRPCRoute method pattern.
-func matchKey(m *snapshot.Match, grpc bool) precRank {
+func matchRank(m *snapshot.Match, grpc bool) precRank {
 	k := precRank{method: m.Method != "", headers: len(m.Headers), query: len(m.QueryParams)}
 	// Exact > longest PathPrefix > RegularExpression for HTTPRoute and
 	// Ingress paths. A GRPCRoute regex (a service/method pattern) ranks

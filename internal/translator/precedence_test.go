@@ -68,7 +68,7 @@ func TestPrecedenceOrder(t *testing.T) {
 	}
 	keys := make([]*precKey, len(want))
 	for i, w := range want {
-		k := matchKey(&w.m, false).key(w.created, w.ns, w.n, kindHTTPRoute, w.rule, 0)
+		k := matchRank(&w.m, false).key(w.created, w.ns, w.n, kindHTTPRoute, w.rule, 0)
 		keys[i] = &k
 	}
 	for i := 1; i < len(keys); i++ {
@@ -100,8 +100,8 @@ func TestPrecedenceOrder(t *testing.T) {
 // TestIngressRegexAfterPrefix: on Ingress listeners regular expressions
 // are checked after Exact and Prefix paths.
 func TestIngressRegexAfterPrefix(t *testing.T) {
-	re := matchKey(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/a/.*/long/pattern"}}, false).key(metav1.Time{}, "", "", "", 0, 0)
-	pre := matchKey(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, false).key(metav1.Time{}, "", "", "", 0, 0)
+	re := matchRank(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathRegularExpression, Value: "/a/.*/long/pattern"}}, false).key(metav1.Time{}, "", "", "", 0, 0)
+	pre := matchRank(&snapshot.Match{Path: &snapshot.PathMatch{Type: snapshot.PathPrefix, Value: "/"}}, false).key(metav1.Time{}, "", "", "", 0, 0)
 	if !pre.less(&re) {
 		t.Fatal("Ingress prefix \"/\" should sort before a regex")
 	}

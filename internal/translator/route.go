@@ -67,7 +67,7 @@ type routeEntry struct {
 
 // addEntry appends a compiled match with its precedence key.
 func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
-	k := matchKey(&route.Match, cr.kind == kindGRPCRoute).key(cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind, rule, match)
+	k := matchRank(&route.Match, cr.kind == kindGRPCRoute).key(cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind, rule, match)
 	cr.entries = append(cr.entries, routeEntry{key: k})
 	cr.routes = append(cr.routes, route)
 }
