@@ -243,7 +243,7 @@ type setUse struct {
 func (sb *scopeBuilder) useCompiled(cr *compiledRoute) {
 	p := sb.memo
 	if p == nil {
-		for i := range cr.entries {
+		for i := range cr.keys {
 			sb.use(&cr.routes[i])
 		}
 		return
@@ -281,7 +281,7 @@ func (sb *scopeBuilder) useSet(u *setUse) {
 // (empty, not nil, when none).
 func usesOf(cr *compiledRoute) []setUse {
 	out := []setUse{}
-	for i := range cr.entries {
+	for i := range cr.keys {
 		routeSets(&cr.routes[i], func(name string) {
 			if !slices.ContainsFunc(out, func(u setUse) bool { return u.name == name }) {
 				out = append(out, setUse{name: name})

@@ -278,7 +278,7 @@ func listAffected(serv []*listenerInfo, li *listenerInfo, att *attachment, isAff
 		if isAffected(h) {
 			// Listed, with its entries (a route may have none).
 			es := entries[h]
-			for i := range att.cr.entries {
+			for i := range att.cr.keys {
 				es = append(es, att.cr.entry(i))
 			}
 			entries[h] = es

@@ -227,13 +227,13 @@ func (t *translator) emitHTTPListeners(sb *scopeBuilder, gi *gatewayInfo, lb *li
 				// useCompiled; the first that is not records those before
 				// it, and each plain one after it records its own.
 				used, plain := cr.usedBy == sb.id, true
-				for i := range cr.entries {
+				for i := range cr.keys {
 					e := cr.entry(i)
 					if cr.kind == kindGRPCRoute {
 						t.markH2C(e.route)
 					}
 					rt := t.withClientCertificate(sb, gi, e.route)
-					rt = t.withPolicies(gi, li, cr, cr.entries[i].key.rule, rt)
+					rt = t.withPolicies(gi, li, cr, cr.keys[i].rule, rt)
 					if rt != e.route {
 						e.route, e.of = rt, nil
 					}

@@ -29,9 +29,9 @@ import (
 // keeps the records of the hosts' lists alone, once they outnumber them.
 func TestHostSources(t *testing.T) {
 	a, b := &snapshot.Route{ID: "a"}, &snapshot.Route{ID: "b"}
-	one := &compiledRoute{routes: []snapshot.Route{{ID: "c"}}, entries: make([]routeEntry, 1)}
+	one := &compiledRoute{routes: []snapshot.Route{{ID: "c"}}, keys: make([]precKey, 1)}
 	own := one.routes
-	two := &compiledRoute{routes: []snapshot.Route{{ID: "d"}, {ID: "e"}}, entries: make([]routeEntry, 2)}
+	two := &compiledRoute{routes: []snapshot.Route{{ID: "d"}, {ID: "e"}}, keys: make([]precKey, 2)}
 	made := []snapshot.Route{*a, *b}
 	var s hostSources
 	s.add(made, []*snapshot.Route{a, b})

@@ -32,8 +32,10 @@ type compiledRoute struct {
 	kind      string
 	meta      *metav1.ObjectMeta
 	hostnames []string
-	entries   []routeEntry
-	// routes are the entries' compiled routes (routes[i] is entries[i]'s),
+	// keys are the precedence keys of the compiled matches, each of which
+	// names its rule and match.
+	keys []precKey
+	// routes are the matches' compiled routes (routes[i] is keys[i]'s),
 	// in a list of their own, both in precedence order once compiled
 	// (sortEntries): a virtual host that one entry, or this route alone,
 	// serves takes routes[i:i+1], or routes, as its route list (ownList)
@@ -44,7 +46,7 @@ type compiledRoute struct {
 	// resolved* is the ResolvedRefs condition (first failure wins).
 	resolvedReason, resolvedMsg string
 	// stream is the compiled rule of a TLSRoute, TCPRoute or UDPRoute
-	// (entries stay empty); its Hostname is filled in per listener.
+	// (keys stay empty); its Hostname is filled in per listener.
 	stream *snapshot.StreamRoute
 	// ruleNames are the rules' names ("" for none), for policies that
 	// target a rule by sectionName; ext are the policies each rule's
@@ -59,64 +61,58 @@ type compiledRoute struct {
 	uses   []setUse
 }
 
-// routeEntry is a compiled match's precedence key, which also names its
-// rule and match (key.rule, key.match).
-type routeEntry struct {
-	key precKey
-}
-
 // addEntry appends a compiled match with its precedence key.
 func (cr *compiledRoute) addEntry(route snapshot.Route, rule, match int) {
 	k := matchRank(&route.Match, cr.kind == kindGRPCRoute).key(cr.meta.CreationTimestamp, cr.meta.Namespace, cr.meta.Name, cr.kind, rule, match)
-	cr.entries = append(cr.entries, routeEntry{key: k})
+	cr.keys = append(cr.keys, k)
 	cr.routes = append(cr.routes, route)
 }
 
-// entry is entries[i] as a virtual host's entry, its route as is.
+// entry is match i as a virtual host's entry, its route as is.
 func (cr *compiledRoute) entry(i int) entry {
-	return entry{route: &cr.routes[i], key: &cr.entries[i].key, of: cr, at: i}
+	return entry{route: &cr.routes[i], key: &cr.keys[i], of: cr, at: i}
 }
 
-// reserve makes room for n entries, the matches of every rule.
+// reserve makes room for n matches, those of every rule.
 func (cr *compiledRoute) reserve(n int) {
 	if n == 0 {
 		return
 	}
-	cr.entries, cr.routes = make([]routeEntry, 0, n), make([]snapshot.Route, 0, n)
+	cr.keys, cr.routes = make([]precKey, 0, n), make([]snapshot.Route, 0, n)
 }
 
-// sortEntries puts the entries, and their routes with them, in precedence
+// sortEntries puts the keys, and their routes with them, in precedence
 // order: the order a virtual host lists them in, so that a host this
 // route alone serves takes its routes as they are (ownList). Keys within
 // a route differ in their rule or match, so the order is total.
 func (cr *compiledRoute) sortEntries() {
-	if n := len(cr.entries); n <= 8 {
+	if n := len(cr.keys); n <= 8 {
 		// In place: most routes have a match or two.
 		for i := 1; i < n; i++ {
-			for j := i; j > 0 && cr.entries[j].key.compare(&cr.entries[j-1].key) < 0; j-- {
-				cr.entries[j], cr.entries[j-1] = cr.entries[j-1], cr.entries[j]
+			for j := i; j > 0 && cr.keys[j].compare(&cr.keys[j-1]) < 0; j-- {
+				cr.keys[j], cr.keys[j-1] = cr.keys[j-1], cr.keys[j]
 				cr.routes[j], cr.routes[j-1] = cr.routes[j-1], cr.routes[j]
 			}
 		}
 		return
 	}
 	sorted := true
-	for i := 1; i < len(cr.entries) && sorted; i++ {
-		sorted = cr.entries[i-1].key.compare(&cr.entries[i].key) < 0
+	for i := 1; i < len(cr.keys) && sorted; i++ {
+		sorted = cr.keys[i-1].compare(&cr.keys[i]) < 0
 	}
 	if sorted {
 		return
 	}
-	order := make([]int, len(cr.entries))
+	order := make([]int, len(cr.keys))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return cr.entries[a].key.compare(&cr.entries[b].key) })
-	entries, routes := make([]routeEntry, len(order)), make([]snapshot.Route, len(order))
+	slices.SortFunc(order, func(a, b int) int { return cr.keys[a].compare(&cr.keys[b]) })
+	keys, routes := make([]precKey, len(order)), make([]snapshot.Route, len(order))
 	for i, j := range order {
-		entries[i], routes[i] = cr.entries[j], cr.routes[j]
+		keys[i], routes[i] = cr.keys[j], cr.routes[j]
 	}
-	cr.entries, cr.routes = entries, routes
+	cr.keys, cr.routes = keys, routes
 }
 
 // newCompiledRoute starts compiling a route of kind: its hostnames, an

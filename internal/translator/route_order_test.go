@@ -250,11 +250,11 @@ func TestSortEntriesWhateverTheCount(t *testing.T) {
 			cr.addEntry(snapshot.Route{ID: fmt.Sprint(i), Match: snapshot.Match{Path: &snapshot.PathMatch{Type: typ, Value: path}}}, i/3, i%3)
 		}
 		cr.sortEntries()
-		for i := range cr.entries {
-			if id := fmt.Sprint(cr.entries[i].key.rule*3 + cr.entries[i].key.match); cr.routes[i].ID != id {
-				t.Fatalf("round %d: entry %d (rule %d, match %d) has route %s", round, i, cr.entries[i].key.rule, cr.entries[i].key.match, cr.routes[i].ID)
+		for i := range cr.keys {
+			if id := fmt.Sprint(cr.keys[i].rule*3 + cr.keys[i].match); cr.routes[i].ID != id {
+				t.Fatalf("round %d: entry %d (rule %d, match %d) has route %s", round, i, cr.keys[i].rule, cr.keys[i].match, cr.routes[i].ID)
 			}
-			if i > 0 && cr.entries[i-1].key.compare(&cr.entries[i].key) >= 0 {
+			if i > 0 && cr.keys[i-1].compare(&cr.keys[i]) >= 0 {
 				t.Fatalf("round %d: %d entries not in precedence order at %d", round, n, i)
 			}
 		}
