@@ -152,7 +152,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              controller.NewScheme(),
-		Cache:                               controller.CacheOptions(),
+		Cache:                               controller.CacheOptions(ns),
 		HealthProbeBindAddress:              o.healthProbeBindAddress,
 		Metrics:                             metricsserver.Options{BindAddress: o.metricsBindAddress},
 		PprofBindAddress:                    o.pprofBindAddress,

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
 // lastApplied is the annotation kubectl apply keeps the whole applied
@@ -37,9 +39,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // (handOffReplicas). At 10,000 HTTPRoutes the managedFields were a large
 // share of the cache. The objects the controller only reads (or writes
 // the status of) are also cached without kubectl's last-applied
-// annotation (dropLastApplied).
-func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: dropLastApplied(stripManagedFields(cache.TransformStripManagedFields()))}
+// annotation (dropLastApplied), and EndpointSlices and the Services that
+// are only backends keep only what is read of them (leanBackends).
+// installNS is where the controller runs: it tells its own Services from
+// the others.
+func CacheOptions(installNS string) cache.Options {
+	return cache.Options{DefaultTransform: leanBackends(installNS, dropLastApplied(stripManagedFields(cache.TransformStripManagedFields())))}
 }
 
 // stripManagedFields is strip for every object but Deployments.
@@ -71,6 +76,30 @@ func dropLastApplied(next toolscache.TransformFunc) toolscache.TransformFunc {
 			*corev1.Service, *corev1.Secret, *discoveryv1.EndpointSlice, *networkingv1.Ingress:
 			if m := o.(interface{ GetAnnotations() map[string]string }).GetAnnotations(); m[lastApplied] != "" {
 				delete(m, lastApplied)
+			}
+		}
+		return out, nil
+	}
+}
+
+// leanBackends is next, then an EndpointSlice, or a Service that is only
+// a backend to a controller installed in installNS, cut to what the
+// translator reads of it (translator.LeanEndpointSlice,
+// translator.LeanBackendService). Nothing updates either from its cached
+// copy; what else reads Services (the provisioners, the status of
+// Gateways and Ingresses) reads Coxswain's own, which are kept whole.
+func leanBackends(installNS string, next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		out, err := next(in)
+		if err != nil {
+			return out, err
+		}
+		switch o := out.(type) {
+		case *discoveryv1.EndpointSlice:
+			translator.LeanEndpointSlice(o)
+		case *corev1.Service:
+			if translator.ClassifyService(installNS, o) == translator.ServiceBackend {
+				translator.LeanBackendService(o)
 			}
 		}
 		return out, nil

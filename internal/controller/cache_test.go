@@ -24,8 +24,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // TestCacheKeepsManagedFieldsOfDeploymentsAlone: the cache strips
@@ -35,7 +39,7 @@ func TestCacheKeepsManagedFieldsOfDeploymentsAlone(t *testing.T) {
 	fields := func() []metav1.ManagedFieldsEntry {
 		return []metav1.ManagedFieldsEntry{{Manager: "coxswain", Operation: metav1.ManagedFieldsOperationApply}}
 	}
-	transform := CacheOptions().DefaultTransform
+	transform := CacheOptions(names.DefaultInstallNamespace).DefaultTransform
 	route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "r", ManagedFields: fields()}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", ManagedFields: fields()}}
 	for _, o := range []any{route, dep} {
@@ -58,13 +62,12 @@ func TestCacheDropsLastAppliedOfWhatItOnlyReads(t *testing.T) {
 	annotations := func() map[string]string {
 		return map[string]string{lastApplied: `{"apiVersion":"v1"}`, "example.com/keep": "yes"}
 	}
-	transform := CacheOptions().DefaultTransform
+	transform := CacheOptions(names.DefaultInstallNamespace).DefaultTransform
 	dropped := []metav1.Object{
 		&gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: annotations()}},
 		&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "g", Annotations: annotations()}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Annotations: annotations()}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", Annotations: annotations()}},
-		&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "es", Annotations: annotations()}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", Annotations: annotations(), Labels: names.DedicatedProxySelector()}},
 		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "i", Annotations: annotations()}},
 	}
 	kept := []metav1.Object{
@@ -85,6 +88,82 @@ func TestCacheDropsLastAppliedOfWhatItOnlyReads(t *testing.T) {
 	for _, o := range kept {
 		if _, ok := o.GetAnnotations()[lastApplied]; !ok {
 			t.Errorf("%T cached without its last-applied annotation", o)
+		}
+	}
+}
+
+// TestCacheKeepsOfBackendsWhatIsRead: EndpointSlices and backend Services
+// are cached cut to what the translator reads (translator.LeanEndpointSlice
+// and LeanBackendService, held to it by the translator's own test);
+// Coxswain's own Services, whose addresses, status and labels are read,
+// are cached whole.
+func TestCacheKeepsOfBackendsWhatIsRead(t *testing.T) {
+	transform := CacheOptions(names.DefaultInstallNamespace).DefaultTransform
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-x7k2p", GenerateName: "web-",
+			Labels:          map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io", "app": "web"},
+			Annotations:     map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-12-07T09:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "web", UID: "u1"}}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}},
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{"10.1.2.3"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			Hostname:   ptr.To("web-0"),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web-5d9c-x7k2p", UID: "u2"},
+			NodeName:   ptr.To("node-1"), Zone: ptr.To("zone-a"),
+			Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "zone-a"}}},
+		}},
+	}
+	wantSlice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: "web-x7k2p", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       slice.Ports,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.2.3"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}}},
+	}
+	backend := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web",
+			Labels:          map[string]string{"app.kubernetes.io/name": "web", "helm.sh/chart": "web-1.2.3"},
+			Annotations:     map[string]string{"meta.helm.sh/release-name": "web"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "App", Name: "web", UID: "u3"}}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"},
+			Selector:       map[string]string{"app": "web"},
+			Ports:          []corev1.ServicePort{{Name: "http", Port: 80, AppProtocol: ptr.To("http")}},
+			IPFamilies:     []corev1.IPFamily{corev1.IPv4Protocol},
+			IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack)},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}},
+	}
+	wantBackend := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", OwnerReferences: backend.OwnerReferences},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.10", Ports: backend.Spec.Ports},
+	}
+	own := []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "gw-coxswain", Labels: names.DedicatedProxySelector()},
+			Spec: backend.Spec, Status: backend.Status},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: names.DefaultInstallNamespace, Name: "vip-1", Labels: names.SharedVIPSelector()},
+			Spec: backend.Spec, Status: backend.Status},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: names.DefaultInstallNamespace, Name: names.SharedProxyServiceName, Labels: map[string]string{"app": "x"}},
+			Spec: backend.Spec, Status: backend.Status},
+	}
+	for _, c := range []struct {
+		in, want any
+	}{{slice, wantSlice}, {backend, wantBackend}} {
+		got, err := transform(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got, c.want) {
+			t.Errorf("%T cached as\n%+v\nwant\n%+v", got, got, c.want)
+		}
+	}
+	for _, s := range own {
+		whole := s.DeepCopy()
+		if _, err := transform(s); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(s, whole) {
+			t.Errorf("Coxswain's Service %s/%s was cached cut: %+v", s.Namespace, s.Name, s)
 		}
 	}
 }
