@@ -19,6 +19,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -176,8 +178,11 @@ func (p *pipeline) preload(t *testing.T, n int) {
 	// of its own, with an EndpointSlice of one ready endpoint: 10,000
 	// routes are then 10,000 endpoint sets, which every endpoint refresh
 	// has among its inputs (TestEndpointChurn). make bench-scale sets it
-	// unless BACKENDS=0; "" and "0" leave it off.
+	// unless BACKENDS=0; "" and "0" leave it off. BACKENDS=pods writes
+	// them as a chart and the endpointslice controller would, each slice
+	// with three Pods' endpoints (preloadBackend).
 	backends := os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") != "" && os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") != "0"
+	pods := os.Getenv("COXSWAIN_PROPAGATION_BACKENDS") == "pods"
 	errs := make(chan error, n)
 	// onWeb is whether route i is on web, the Gateway the probes reach.
 	onWeb := func(i int) bool { return !spread || i%(extra+1) == 0 }
@@ -190,7 +195,7 @@ func (p *pipeline) preload(t *testing.T, n int) {
 				r.Spec.ParentRefs[0].Name = gwv1.ObjectName(fmt.Sprintf("gw-%d", i%(extra+1)-1))
 			}
 			if backends {
-				if err := p.preloadBackend(r, i); err != nil {
+				if err := p.preloadBackend(r, i, pods); err != nil {
 					errs <- err
 					return
 				}
@@ -224,12 +229,24 @@ func (p *pipeline) preload(t *testing.T, n int) {
 // preloadBackend creates Service pre-i (headless: envtest's Service range
 // is small) with an EndpointSlice of one ready endpoint, and adds a rule
 // to r, the preloaded route i, sending /backend to it. The endpoint is
-// never requested: GET / still answers r's redirect.
-func (p *pipeline) preloadBackend(r *gwv1.HTTPRoute, i int) error {
+// never requested: GET / still answers r's redirect. With pods, the
+// Service and its slice are written as a Helm chart and the endpointslice
+// controller write them: labels, annotations and a selector on the
+// Service; the Service's labels, an owner reference, a trigger-time
+// annotation and three endpoints naming their Pod, node and zone on the
+// slice.
+func (p *pipeline) preloadBackend(r *gwv1.HTTPRoute, i int, pods bool) error {
 	name := fmt.Sprintf("pre-%d", i)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	chart := map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/instance": name,
+		"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "app-1.4.2"}
+	if pods {
+		svc.Labels = chart
+		svc.Annotations = map[string]string{"meta.helm.sh/release-name": name, "meta.helm.sh/release-namespace": "default"}
+		svc.Spec.Selector = map[string]string{"app.kubernetes.io/name": name, "app.kubernetes.io/instance": name}
+	}
 	if err := p.c.Create(p.ctx, svc); err != nil {
 		return err
 	}
@@ -240,6 +257,26 @@ func (p *pipeline) preloadBackend(r *gwv1.HTTPRoute, i int) error {
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}},
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", 64+i/65536, i/256%256, i%256)},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	}
+	if pods {
+		slice.Name, slice.GenerateName = name+"-8kq2x", name+"-"
+		slice.Labels = maps.Clone(chart)
+		slice.Labels[discoveryv1.LabelServiceName] = name
+		slice.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+		slice.Annotations = map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": time.Now().UTC().Format(time.RFC3339)}
+		slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: svc.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+		slice.Endpoints = nil
+		for k := range 3 {
+			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+				Addresses:  []string{fmt.Sprintf("10.%d.%d.%d", 64+k*8+i/65536, i/256%256, i%256)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+				NodeName:   ptr.To(fmt.Sprintf("node-%d", (i+k)%50)),
+				Zone:       ptr.To(fmt.Sprintf("zone-%d", k)),
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default",
+					Name: fmt.Sprintf("%s-7d9f8b6c5-%05d", name, k), UID: types.UID(fmt.Sprintf("6f1c2a1e-0000-4000-8000-%06d%06d", i, k))},
+			})
+		}
 	}
 	if err := p.c.Create(p.ctx, slice); err != nil {
 		return err
