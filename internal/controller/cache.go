@@ -39,12 +39,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // (handOffReplicas). At 10,000 HTTPRoutes the managedFields were a large
 // share of the cache. The objects the controller only reads (or writes
 // the status of) are also cached without kubectl's last-applied
-// annotation (dropLastApplied), and EndpointSlices and the Services that
-// are only backends keep only what is read of them (leanBackends).
-// installNS is where the controller runs: it tells its own Services from
-// the others.
+// annotation (dropLastApplied), EndpointSlices and the Services that are
+// only backends keep only what is read of them (leanBackends), and every
+// object's strings are canonical copies, shared with the other objects
+// that hold equal ones (interned). installNS is where the controller
+// runs: it tells its own Services from the others.
 func CacheOptions(installNS string) cache.Options {
-	return cache.Options{DefaultTransform: leanBackends(installNS, dropLastApplied(stripManagedFields(cache.TransformStripManagedFields())))}
+	return cache.Options{DefaultTransform: interned(leanBackends(installNS, dropLastApplied(stripManagedFields(cache.TransformStripManagedFields()))))}
 }
 
 // stripManagedFields is strip for every object but Deployments.
@@ -103,5 +104,17 @@ func leanBackends(installNS string, next toolscache.TransformFunc) toolscache.Tr
 			}
 		}
 		return out, nil
+	}
+}
+
+// interned is next, then the strings of the object made canonical
+// (internStrings).
+func interned(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		out, err := next(in)
+		if err == nil {
+			internStrings(out)
+		}
+		return out, err
 	}
 }

@@ -17,8 +17,11 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +29,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -165,5 +169,48 @@ func TestCacheKeepsOfBackendsWhatIsRead(t *testing.T) {
 		if !equality.Semantic.DeepEqual(s, whole) {
 			t.Errorf("Coxswain's Service %s/%s was cached cut: %+v", s.Namespace, s.Name, s)
 		}
+	}
+}
+
+// TestCacheSharesEqualStrings: two routes decoded apart are cached with
+// one copy of each string they share (an API group, a condition's
+// message, a label), their own names apart, and nothing of either
+// changed.
+func TestCacheSharesEqualStrings(t *testing.T) {
+	decoder := serializer.NewCodecFactory(NewScheme()).UniversalDeserializer()
+	transform := CacheOptions(names.DefaultInstallNamespace).DefaultTransform
+	var cached, whole []*gwv1.HTTPRoute
+	for i := range 2 {
+		obj, _, err := decoder.Decode([]byte(strings.ReplaceAll(fmt.Sprintf(cachedObjects["HTTPRoute"], i+1), "\n", "")), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := obj.(*gwv1.HTTPRoute)
+		r.Labels = map[string]string{strings.Clone("app.kubernetes.io/part-of"): strings.Clone("shop")}
+		whole = append(whole, r.DeepCopy())
+		if _, err := transform(r); err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, r)
+	}
+	for i := range cached {
+		if !equality.Semantic.DeepEqual(cached[i], whole[i]) {
+			t.Errorf("route %d cached as %+v, want %+v", i, cached[i], whole[i])
+		}
+	}
+	a, b := cached[0], cached[1]
+	same := func(what, x, y string) {
+		t.Helper()
+		if unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s %q is cached twice", what, x)
+		}
+	}
+	same("the parent's group", string(*a.Spec.ParentRefs[0].Group), string(*b.Spec.ParentRefs[0].Group))
+	same("the namespace", a.Namespace, b.Namespace)
+	same("a condition's message", a.Status.Parents[0].Conditions[1].Message, b.Status.Parents[0].Conditions[1].Message)
+	same("the controller's name", string(a.Status.Parents[0].ControllerName), string(b.Status.Parents[0].ControllerName))
+	same("a path match's type", string(*a.Spec.Rules[1].Matches[0].Path.Type), string(*b.Spec.Rules[1].Matches[0].Path.Type))
+	for k, v := range a.Labels {
+		same("a label", v, b.Labels[k])
 	}
 }
