@@ -117,7 +117,7 @@ bench-propagation: envtest kustomize ## Route change → proxy serving it (contr
 		go test ./test/e2e -run TestPropagationLatency -count=1 -v -timeout 20m | grep -E '^(propagation|ok|FAIL|---)'
 
 .PHONY: bench-scale
-bench-scale: envtest kustomize ## With 1000 and then 10000 HTTPRoutes (and GATEWAYS Gateways, default 1; SPREAD=1 spreads the routes over them; each has a Service and an EndpointSlice of its own unless BACKENDS=0) present (controller + proxy binaries on envtest): one route change → proxy serving it (p50/p90/p99 of 100 spaced changes), the resync after a controller restart, and EndpointSlice churn (CHURN_RATE/s for CHURN_SECONDS) under load; the processes' RSS.
+bench-scale: envtest kustomize ## With 1000 and then 10000 HTTPRoutes (and GATEWAYS Gateways, default 1; SPREAD=1 spreads the routes over them; each has a Service and an EndpointSlice of its own unless BACKENDS=0; BACKENDS=pods writes them as a chart and the endpointslice controller would, three Pods each) present (controller + proxy binaries on envtest): one route change → proxy serving it (p50/p90/p99 of 100 spaced changes), the resync after a controller restart, and EndpointSlice churn (CHURN_RATE/s for CHURN_SECONDS) under load; the processes' RSS.
 	for n in 1000 10000; do \
 		KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS_DIR)" KUSTOMIZE="$(KUSTOMIZE)" COXSWAIN_PROPAGATION_PRELOAD=$$n COXSWAIN_PROPAGATION_GATEWAYS=$${GATEWAYS:-1} COXSWAIN_PROPAGATION_SPREAD=$${SPREAD:-} COXSWAIN_PROPAGATION_BACKENDS=$${BACKENDS:-1} COXSWAIN_PROPAGATION_ROUTES=$${ROUTES:-100} COXSWAIN_PROPAGATION_GAP=25ms \
 			COXSWAIN_RESYNC=1 COXSWAIN_CHURN=1 COXSWAIN_CHURN_RATE=$${CHURN_RATE:-100} COXSWAIN_CHURN_SECONDS=$${CHURN_SECONDS:-60} \
