@@ -151,8 +151,9 @@ run: manifests generate fmt vet ## Run the controller against the cluster in you
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the coxswain binary into bin/.
+build: manifests generate fmt vet ## Build the coxswain binary, and the data plane alone (coxswain-proxy, which coxswain's `serve proxy` hands over to), into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain ./cmd/coxswain
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain-proxy ./cmd/coxswain-proxy
 
 # docker-build needs a container engine (none exists on the development
 # machines; use it where one does).

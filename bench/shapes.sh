@@ -88,7 +88,7 @@ build() {
   if [[ -n "${COXSWAIN_BIN:-}" ]]; then
     cp "$COXSWAIN_BIN" "$WORK/coxswain"
   else
-    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain)
+    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
   fi
 }
 

@@ -14,8 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command coxswain is the single binary of every Coxswain role: the
-// controller, the shared and dedicated proxies.
+// Command coxswain is the binary of every Coxswain role: the controller,
+// the shared and dedicated proxies. Its proxies hand over to
+// coxswain-proxy, the data plane alone, when it is beside it.
 package main
 
 import (

@@ -47,6 +47,7 @@ localcluster-bin: | $(LOCALBIN) ## Build the localcluster command into bin/.
 .PHONY: coxswain-bin
 coxswain-bin: | $(LOCALBIN)
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain ./cmd/coxswain
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(GO_LDFLAGS)" -o $(LOCALBIN)/coxswain-proxy ./cmd/coxswain-proxy
 
 .PHONY: localcluster
 localcluster: localcluster-deps localcluster-assets echo-basic coredns localcluster-bin coxswain-bin ## Run the local cluster in the foreground (Ctrl-C stops it); prints KUBECONFIG.

@@ -18,11 +18,14 @@ package cmd
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/coxswain-go/coxswain/internal/proxycmd"
 	"github.com/coxswain-go/coxswain/internal/version"
 )
 
@@ -185,5 +188,49 @@ func TestIngressProxyProtocolFlags(t *testing.T) {
 		if err != nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%+v: %v %v, want %v", tc, got, err, tc.want)
 		}
+	}
+}
+
+// TestProxyBinaryTakesTheSameCommandLine: coxswain-proxy's `serve proxy`
+// has every flag of coxswain's, its own and those it inherits (the log
+// flags), with the same defaults and the same "_" spelling: coxswain hands
+// a proxy Pod's command line over to it unchanged (proxycmd.HandOff).
+func TestProxyBinaryTakesTheSameCommandLine(t *testing.T) {
+	flags := func(root *cobra.Command) (*cobra.Command, map[string]string) {
+		t.Helper()
+		c, _, err := root.Find([]string{"serve", "proxy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		add := func(f *pflag.Flag) { out[f.Name] = f.DefValue }
+		c.NonInheritedFlags().VisitAll(add)
+		c.InheritedFlags().VisitAll(add)
+		return c, out
+	}
+	_, want := flags(NewRootCommand())
+	c, got := flags(proxycmd.Root())
+	if !maps.Equal(got, want) {
+		for name, def := range want {
+			if g, ok := got[name]; !ok || g != def {
+				t.Errorf("coxswain-proxy serve proxy --%s: %q (present %v), coxswain's default is %q", name, g, ok, def)
+			}
+		}
+		for name := range got {
+			if _, ok := want[name]; !ok {
+				t.Errorf("coxswain-proxy serve proxy has --%s, coxswain's has not", name)
+			}
+		}
+	}
+	for _, name := range []string{"shared", "snapshot-file", "zap-log-level"} {
+		if _, ok := want[name]; !ok {
+			t.Fatalf("coxswain's serve proxy has no --%s: %v", name, want)
+		}
+	}
+	if err := c.ParseFlags([]string{"--stream_idle_timeout=5m", "--zap-log-level=debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Flags().Lookup("stream-idle-timeout").Value.String(); got != "5m0s" {
+		t.Errorf("--stream_idle_timeout set --stream-idle-timeout to %q", got)
 	}
 }

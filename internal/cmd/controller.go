@@ -130,7 +130,7 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 	if err != nil {
 		return err
 	}
-	defer flushTraces(stopTracing, log)
+	defer tracing.Flush(stopTracing, log)
 	tracing.Install(tp, log.WithName("tracing"))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {

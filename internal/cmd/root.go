@@ -19,78 +19,33 @@ limitations under the License.
 package cmd
 
 import (
-	"context"
-	goflag "flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/coxswain-go/coxswain/internal/version"
+	"github.com/coxswain-go/coxswain/internal/cli"
+	"github.com/coxswain-go/coxswain/internal/proxycmd"
 )
 
 // Execute runs the command line and returns the process exit code.
 func Execute() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := NewRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 1
-	}
-	return 0
+	return cli.Execute(NewRootCommand())
 }
 
 // NewRootCommand builds the `coxswain` command tree.
 func NewRootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "coxswain",
-		Short:         "Coxswain: a Kubernetes Gateway API and Ingress controller",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version.Version,
-	}
-	root.SetVersionTemplate(version.String() + "\n")
-	root.AddCommand(newServeCommand(), newVersionCommand(), newInfraCommand(), newUninstallCommand(), newTranslateCommand(), newDescribeCommand())
-	// Flags are spelled with dashes (--shard-id); the underscore spelling
-	// of older docs and scripts (--shard_id) means the same flag.
-	root.SetGlobalNormalizationFunc(dashedFlagNames)
-	return root
+	return cli.Root("coxswain", "Coxswain: a Kubernetes Gateway API and Ingress controller",
+		cli.Serve(newControllerCommand(), proxyCommand(), newInfraProberCommand(), newRelayCommand()),
+		newInfraCommand(), newUninstallCommand(), newTranslateCommand(), newDescribeCommand())
 }
 
-// dashedFlagNames makes "_" and "-" interchangeable in flag names.
-func dashedFlagNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
-}
-
-func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version of this binary",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), version.String())
-		},
+// proxyCommand is `serve proxy`, handed over to the data-plane binary
+// beside this one when there is one (proxycmd.HandOff).
+func proxyCommand() *cobra.Command {
+	c := proxycmd.Command()
+	run := c.RunE
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		proxycmd.HandOff(crlog.Log.WithName("proxy"))
+		return run(cmd, args)
 	}
-}
-
-func newServeCommand() *cobra.Command {
-	zapOpts := zap.Options{}
-	serve := &cobra.Command{
-		Use:   "serve",
-		Short: "Run one Coxswain role",
-		PersistentPreRun: func(*cobra.Command, []string) {
-			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-		},
-	}
-	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
-	zapOpts.BindFlags(logFlags)
-	serve.PersistentFlags().AddGoFlagSet(logFlags)
-	serve.AddCommand(newControllerCommand(), newProxyCommand(), newInfraProberCommand(), newRelayCommand())
-	return serve
+	return c
 }

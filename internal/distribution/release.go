@@ -23,6 +23,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/coxswain-go/coxswain/internal/names"
 )
 
 // DefaultImageRepo is where release images are published.
@@ -54,6 +56,9 @@ type ReleaseOptions struct {
 // ReleaseArtifacts are the paths BuildRelease wrote.
 type ReleaseArtifacts struct {
 	Dir, InstallYAML, Chart, BundleDir, Dockerfile, Binary string
+	// ProxyBinary is the data plane alone, beside Binary (coxswain's
+	// `serve proxy` hands over to it).
+	ProxyBinary string
 	// Image is the controller (and proxy) image every artifact names.
 	Image string
 	// Replaces is the release this one upgrades; nil for the first.
@@ -85,6 +90,7 @@ func BuildRelease(opts ReleaseOptions) (*ReleaseArtifacts, error) {
 		BundleDir:   filepath.Join(dir, BundleDir),
 		Dockerfile:  filepath.Join(dir, BundleDockerfile),
 		Binary:      filepath.Join(dir, ReleaseBinary),
+		ProxyBinary: filepath.Join(dir, names.ProxyBinaryName),
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err

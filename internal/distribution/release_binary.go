@@ -25,27 +25,29 @@ import (
 	"github.com/coxswain-go/coxswain/internal/version"
 )
 
-// buildBinary builds cmd/coxswain as `make build` does (static, trimmed),
-// with the release version stamped in, and checks that `coxswain
-// --version` reports it.
+// buildBinary builds cmd/coxswain, and cmd/coxswain-proxy beside it, as
+// `make build` does (static, trimmed), with the release version stamped
+// in, and checks that each one's `--version` reports it.
 func buildBinary(opts ReleaseOptions, a *ReleaseArtifacts, v string) error {
 	commit := opts.Commit
 	if commit == "" {
 		commit = "unknown"
 	}
 	ldflags := append([]string{"-s", "-w"}, version.LinkerFlags(v, commit)...)
-	cmd := exec.Command(opts.Go, "build", "-trimpath", "-ldflags", strings.Join(ldflags, " "), "-o", a.Binary, "./cmd/coxswain") //nolint:gosec // G204: the go tool the release names; building is the point
-	cmd.Dir = opts.Root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/coxswain: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	got, err := BinaryVersion(a.Binary)
-	if err != nil {
-		return err
-	}
-	if got != v {
-		return fmt.Errorf("%s --version reports %q, want %q", a.Binary, got, v)
+	for _, b := range []struct{ out, pkg string }{{a.Binary, "./cmd/coxswain"}, {a.ProxyBinary, "./cmd/coxswain-proxy"}} {
+		cmd := exec.Command(opts.Go, "build", "-trimpath", "-ldflags", strings.Join(ldflags, " "), "-o", b.out, b.pkg) //nolint:gosec // G204: the go tool the release names; building is the point
+		cmd.Dir = opts.Root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w: %s", b.pkg, err, strings.TrimSpace(string(out)))
+		}
+		got, err := BinaryVersion(b.out)
+		if err != nil {
+			return err
+		}
+		if got != v {
+			return fmt.Errorf("%s --version reports %q, want %q", b.out, got, v)
+		}
 	}
 	return nil
 }

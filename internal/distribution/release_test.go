@@ -151,13 +151,18 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
-	t.Run("binary", func(t *testing.T) {
-		out, err := exec.Command(a.Binary, "--version").Output()
-		if err != nil {
-			t.Fatal(err)
+	t.Run("binaries", func(t *testing.T) {
+		if filepath.Dir(a.ProxyBinary) != filepath.Dir(a.Binary) {
+			t.Errorf("the data-plane binary %s is not beside %s", a.ProxyBinary, a.Binary)
 		}
-		if want := "coxswain " + version + " (commit abc1234,"; !strings.HasPrefix(string(out), want) {
-			t.Errorf("coxswain --version printed %q, want it to start with %q", out, want)
+		for _, bin := range []string{a.Binary, a.ProxyBinary} {
+			out, err := exec.Command(bin, "--version").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "coxswain " + version + " (commit abc1234,"; !strings.HasPrefix(string(out), want) {
+				t.Errorf("%s --version printed %q, want it to start with %q", filepath.Base(bin), out, want)
+			}
 		}
 	})
 

@@ -57,6 +57,11 @@ const (
 	// install path sets to the controller container's own image; it is the
 	// default image of the proxies the controller provisions.
 	ProxyImageEnv = "COXSWAIN_PROXY_IMAGE"
+	// ProxyBinaryName is the data-plane binary's file name, beside the
+	// coxswain binary in the image (/coxswain-proxy) and in bin/: the
+	// proxy built without the controller's packages, which coxswain
+	// `serve proxy` hands over to when it finds it.
+	ProxyBinaryName = "coxswain-proxy"
 
 	// LeaseName is the Lease the controller replicas compete for.
 	LeaseName = "coxswain-leader-lock"

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -142,4 +143,14 @@ func Install(tp trace.TracerProvider, log logr.Logger) {
 	otel.SetLogger(log)
 	otel.SetTextMapPropagator(Propagator)
 	otel.SetTracerProvider(tp)
+}
+
+// Flush sends the spans still buffered, within a few seconds, and stops
+// the exporter (shutdown, from New).
+func Flush(shutdown func(context.Context) error, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Error(err, "flushing traces")
+	}
 }

@@ -42,17 +42,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-// buildBinary compiles cmd/coxswain into a temporary directory.
+// buildBinary compiles cmd/coxswain into a temporary directory, with
+// cmd/coxswain-proxy beside it as in the image: its proxies run the data
+// plane alone, as they do in a cluster.
 func buildBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "coxswain")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/coxswain")
-	cmd.Dir = testkit.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "coxswain")
+	for _, b := range []struct{ out, pkg string }{{bin, "./cmd/coxswain"}, {filepath.Join(dir, names.ProxyBinaryName), "./cmd/coxswain-proxy"}} {
+		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+		cmd.Dir = testkit.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+		}
 	}
 	return bin
 }
@@ -119,6 +125,15 @@ func startEnvtest(t testing.TB) (*rest.Config, string) {
 		t.Fatal(err)
 	}
 	return cfg, path
+}
+
+// processExe is the executable p runs now ("" where /proc does not say).
+func processExe(p *process) string {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.cmd.Process.Pid))
+	if err != nil {
+		return ""
+	}
+	return exe
 }
 
 func httpGet(url string) (int, string, error) {
@@ -197,6 +212,14 @@ func TestBinary(t *testing.T) {
 			}
 			return ""
 		})
+		// coxswain handed the proxy over to the data-plane binary beside
+		// it: the same process (its pid, its signals) runs coxswain-proxy.
+		if exe := processExe(p); exe != "" && filepath.Base(exe) != names.ProxyBinaryName {
+			t.Errorf("serve proxy runs %s, want %s, the data-plane binary beside coxswain", exe, names.ProxyBinaryName)
+		}
+		if !strings.Contains(p.output.String(), "handing over to the data-plane binary") {
+			t.Errorf("coxswain did not log its hand-over to %s", names.ProxyBinaryName)
+		}
 
 		// SIGTERM starts the drain: /readyz answers 503 at once, the
 		// listener still serves, every response closes its connection, and
@@ -226,6 +249,34 @@ func TestBinary(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("no exit within 30s of SIGTERM")
 		}
+	})
+
+	t.Run("proxy runs in coxswain itself when no data-plane binary is beside it", func(t *testing.T) {
+		alone := filepath.Join(t.TempDir(), "coxswain")
+		if err := os.Link(bin, alone); err != nil {
+			t.Fatal(err)
+		}
+		health, traffic := testkit.FreeAddr(t), testkit.FreeAddr(t)
+		_, port, _ := net.SplitHostPort(traffic)
+		snap := filepath.Join(t.TempDir(), "snapshot.yaml")
+		doc := "scope: {kind: SharedPool}\nlisteners:\n- name: test\n  port: " + port + "\n  protocol: HTTP\n" +
+			"  virtualHosts:\n  - hostname: \"*\"\n    routes:\n    - id: hello\n      match: {}\n" +
+			"      directResponse: {statusCode: 200, body: served in coxswain}\n"
+		if err := os.WriteFile(snap, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, alone, nil, "serve", "proxy", "--shared", "--health-probe-bind-address", health,
+			"--metrics-bind-address", testkit.FreeAddr(t), "--snapshot-file", snap, "--shutdown-drain-window", "0s")
+		testkit.EventuallyExplained(t, 20*time.Second, func() string {
+			if code, body, err := httpGet("http://" + traffic + "/"); err != nil || code != http.StatusOK || !strings.Contains(body, "served in coxswain") {
+				return fmt.Sprintf("traffic: %d %q %v", code, body, err)
+			}
+			return ""
+		})
+		if exe := processExe(p); exe != "" && exe != alone {
+			t.Errorf("serve proxy runs %s, want %s itself", exe, alone)
+		}
+		p.stop(t)
 	})
 
 	t.Run("controller elects itself leader, serves health, metrics and opt-in pprof, and releases the Lease on SIGTERM", func(t *testing.T) {

@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
@@ -66,11 +67,16 @@ func coxswainBinary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		// The data plane alone beside it, as in the image: coxswain's
+		// `serve proxy` hands over to it.
 		binPath = filepath.Join(dir, "coxswain")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/coxswain")
-		cmd.Dir = testkit.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		for _, b := range []struct{ out, pkg string }{{binPath, "./cmd/coxswain"}, {filepath.Join(dir, names.ProxyBinaryName), "./cmd/coxswain-proxy"}} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd.Dir = testkit.RepoRoot()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {

@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package cmd
+// Package proxycmd is the proxy's command line: `serve proxy`, in both
+// binaries, and the whole of coxswain-proxy (Root), the data plane built
+// without the controller's packages.
+package proxycmd
 
 import (
 	"context"
@@ -26,8 +29,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
-	ctrl "sigs.k8s.io/controller-runtime"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/coxswain-go/coxswain/internal/cli"
 	"github.com/coxswain-go/coxswain/internal/discovery"
 	"github.com/coxswain-go/coxswain/internal/names"
 	"github.com/coxswain-go/coxswain/internal/proxy"
@@ -35,7 +39,15 @@ import (
 	"github.com/coxswain-go/coxswain/internal/tracing"
 )
 
-func newProxyCommand() *cobra.Command {
+// Root is coxswain-proxy's command tree: `serve proxy` and `version`,
+// spelled and flagged as in coxswain, so that either binary runs the
+// command line a proxy's Pod is given.
+func Root() *cobra.Command {
+	return cli.Root(names.ProxyBinaryName, "Coxswain's data plane: the proxy alone", cli.Serve(Command()))
+}
+
+// Command is `serve proxy`.
+func Command() *cobra.Command {
 	var shared, dedicated, accessLog bool
 	var disc discovery.ProxyFlags
 	var traces tracing.Options
@@ -57,12 +69,12 @@ func newProxyCommand() *cobra.Command {
 			if err := cfg.DataPlane.EscapedSlashes.Validate(); err != nil {
 				return err
 			}
-			log := ctrl.Log.WithName("proxy")
+			log := crlog.Log.WithName("proxy")
 			tp, stopTracing, err := tracing.New(cmd.Context(), traces, tracing.ServiceProxy)
 			if err != nil {
 				return err
 			}
-			defer flushTraces(stopTracing, log)
+			defer tracing.Flush(stopTracing, log)
 			tracing.Install(tp, log.WithName("tracing"))
 			cfg.DataPlane.TracerProvider = tp
 			log.Info("starting proxy", "mode", cfg.Mode,
@@ -133,16 +145,6 @@ func newProxyCommand() *cobra.Command {
 	traces.AddFlags(f)
 	c.MarkFlagsMutuallyExclusive("shared", "dedicated")
 	return c
-}
-
-// flushTraces sends the spans still buffered, within a few seconds, and
-// stops the exporter.
-func flushTraces(shutdown func(context.Context) error, log logr.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := shutdown(ctx); err != nil {
-		log.Error(err, "flushing traces")
-	}
 }
 
 // nodeID names this proxy on the discovery stream: the pod name, else the
