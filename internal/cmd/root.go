@@ -44,7 +44,7 @@ func proxyCommand() *cobra.Command {
 	c := proxycmd.Command()
 	run := c.RunE
 	c.RunE = func(cmd *cobra.Command, args []string) error {
-		proxycmd.HandOff(crlog.Log.WithName("proxy"))
+		proxycmd.HandOff(cmd.Context(), crlog.Log.WithName("proxy"))
 		return run(cmd, args)
 	}
 	return c

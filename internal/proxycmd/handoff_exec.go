@@ -19,6 +19,7 @@ limitations under the License.
 package proxycmd
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -34,9 +35,13 @@ import (
 // `/coxswain serve proxy` then runs the data plane without the
 // controller's packages (half the binary, a fraction of the start-up
 // work, about 20 MiB less resident). It returns only when there is no
-// such binary, or the exec failed (logged): the caller then runs the
-// proxy itself.
-func HandOff(log logr.Logger) {
+// such binary, the exec failed (logged), or ctx is already done (a
+// SIGTERM this process caught would not reach the new image): the caller
+// then runs the proxy itself.
+func HandOff(ctx context.Context, log logr.Logger) {
+	if ctx.Err() != nil {
+		return
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return

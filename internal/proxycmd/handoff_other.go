@@ -18,8 +18,12 @@ limitations under the License.
 
 package proxycmd
 
-import "github.com/go-logr/logr"
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+)
 
 // HandOff does nothing where exec is not a system call: the proxy runs in
 // this binary.
-func HandOff(logr.Logger) {}
+func HandOff(context.Context, logr.Logger) {}
