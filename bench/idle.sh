@@ -76,11 +76,7 @@ build() {
   echo "building the backend, the load tool and coxswain" >&2
   (cd "$ROOT" && go build -o "$WORK/backend" ./bench/backend && go build -o "$WORK/idleconns" ./bench/idleconns &&
     go build -o "$WORK/l4load" ./bench/l4load)
-  if [[ -n "${COXSWAIN_BIN:-}" ]]; then
-    cp "$COXSWAIN_BIN" "$WORK/coxswain"
-  else
-    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
-  fi
+  build_coxswain
 }
 
 # port proxy shape: where the shape's listener is.

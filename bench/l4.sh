@@ -86,11 +86,7 @@ need() {
 build() {
   echo "building bench/l4load and coxswain" >&2
   (cd "$ROOT" && go build -o "$WORK/l4load" ./bench/l4load)
-  if [[ -n "${COXSWAIN_BIN:-}" ]]; then
-    cp "$COXSWAIN_BIN" "$WORK/coxswain"
-  else
-    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
-  fi
+  build_coxswain
 }
 
 # endpoint_set names a backend's endpoint set in Coxswain's snapshot.

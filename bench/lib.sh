@@ -64,3 +64,19 @@ apt_install() {
 to_ms() {
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
 }
+
+# build_coxswain puts coxswain into $WORK with coxswain-proxy beside it, as
+# in the image (coxswain's `serve proxy` hands over to it): built from
+# $ROOT, or copied from $COXSWAIN_BIN and the coxswain-proxy beside it, if
+# any (without one the proxy runs in coxswain itself).
+build_coxswain() {
+  if [[ -n "${COXSWAIN_BIN:-}" ]]; then
+    cp "$COXSWAIN_BIN" "$WORK/coxswain"
+    local beside
+    beside="$(dirname "$COXSWAIN_BIN")/coxswain-proxy"
+    if [[ -x "$beside" ]]; then cp "$beside" "$WORK/coxswain-proxy"; fi
+  else
+    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain &&
+      go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
+  fi
+}

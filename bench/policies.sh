@@ -74,11 +74,7 @@ need() {
 build() {
   echo "building the backend, bench/policytoken and coxswain" >&2
   (cd "$ROOT" && go build -o "$WORK/backend" ./bench/backend && go build -o "$WORK/policytoken" ./bench/policytoken)
-  if [[ -n "${COXSWAIN_BIN:-}" ]]; then
-    cp "$COXSWAIN_BIN" "$WORK/coxswain"
-  else
-    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
-  fi
+  build_coxswain
 }
 
 # credentials makes a throwaway ES256 key (its JWKS and a token it signed,

@@ -48,11 +48,7 @@ need() {
 build() {
   echo "building the backend and coxswain" >&2
   (cd "$ROOT" && go build -o "$WORK/backend" ./bench/backend)
-  if [[ -n "${COXSWAIN_BIN:-}" ]]; then
-    cp "$COXSWAIN_BIN" "$WORK/coxswain"
-  else
-    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
-  fi
+  build_coxswain
 }
 
 hosts() { for i in $(seq 0 999); do echo "host-$i.bench.local"; done; }

@@ -85,11 +85,7 @@ build() {
   echo "building the backend, bench/grpcload, bench/l4load (for its certificate) and coxswain" >&2
   (cd "$ROOT" && go build -o "$WORK/backend" ./bench/backend && go build -o "$WORK/grpcload" ./bench/grpcload &&
     go build -o "$WORK/l4load" ./bench/l4load)
-  if [[ -n "${COXSWAIN_BIN:-}" ]]; then
-    cp "$COXSWAIN_BIN" "$WORK/coxswain"
-  else
-    (cd "$ROOT" && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain" ./cmd/coxswain && go build -trimpath -ldflags "-s -w" -o "$WORK/coxswain-proxy" ./cmd/coxswain-proxy)
-  fi
+  build_coxswain
 }
 
 # The one TLS 1.3 cipher suite all three negotiate: Go's server picks
