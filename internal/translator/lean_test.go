@@ -44,10 +44,7 @@ func TestLeanBackendsTranslateAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			cut := 0
-			lean, err := Decode(data, DecodeOptions{Strict: true, InstallNamespace: goldenInstallNamespace, Check: func(obj any) error {
-				if err := goldenCheck(obj, true); err != nil {
-					return err
-				}
+			lean, err := loadResourcesThen(data, true, func(obj any) {
 				switch o := obj.(type) {
 				case *discoveryv1.EndpointSlice:
 					LeanEndpointSlice(o)
@@ -58,8 +55,7 @@ func TestLeanBackendsTranslateAlike(t *testing.T) {
 						cut++
 					}
 				}
-				return nil
-			}})
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

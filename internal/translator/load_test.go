@@ -79,8 +79,20 @@ func loadGolden(t testing.TB, in string) *Resources {
 // strict rejects unknown fields and kinds (golden inputs); the fuzz test
 // decodes leniently.
 func loadResources(data []byte, strict bool) (*Resources, error) {
+	return loadResourcesThen(data, strict, nil)
+}
+
+// loadResourcesThen is loadResources with then (when set) called on each
+// object after the golden conventions.
+func loadResourcesThen(data []byte, strict bool, then func(obj any)) (*Resources, error) {
 	return Decode(data, DecodeOptions{Strict: strict, InstallNamespace: goldenInstallNamespace, Check: func(obj any) error {
-		return goldenCheck(obj, strict)
+		if err := goldenCheck(obj, strict); err != nil {
+			return err
+		}
+		if then != nil {
+			then(obj)
+		}
+		return nil
 	}})
 }
 
