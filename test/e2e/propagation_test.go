@@ -319,6 +319,13 @@ func (p *pipeline) profile(t *testing.T, dir string, secs int) func() {
 			fetchProfile(t, "http://"+addr+"/debug/pprof/heap?debug=1", filepath.Join(dir, name+".memstats.txt"), 30*time.Second)
 			fetchProfile(t, "http://"+addr+"/debug/pprof/goroutine?debug=1", filepath.Join(dir, name+".goroutines.txt"), 30*time.Second)
 		}
+		// Where each process's resident pages are: its mappings
+		// (smaps) and which pages of its binary are in memory.
+		for name, pr := range map[string]*process{"controller": p.controller, "proxy": p.proxy} {
+			if err := writeResidency(pr, filepath.Join(dir, name)); err != nil {
+				t.Logf("residency of %s: %v", name, err)
+			}
+		}
 	}
 }
 
