@@ -22,7 +22,6 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -64,7 +63,6 @@ type controllerOptions struct {
 	ingressTrustedSources []string
 	discovery             controlplane.Flags
 	tracing               tracing.Options
-	statusRoundInterval   time.Duration
 }
 
 func newControllerCommand() *cobra.Command {
@@ -107,8 +105,6 @@ func newControllerCommand() *cobra.Command {
 		"Make the Ingress listeners require a PROXY protocol (v1/v2) header from --ingress-proxy-trusted-sources and refuse other connections.")
 	f.StringSliceVar(&o.ingressTrustedSources, "ingress-proxy-trusted-sources", nil,
 		"CIDRs (or addresses) of the load balancers that send PROXY protocol headers to the Ingress listeners.")
-	f.DurationVar(&o.statusRoundInterval, "status-round-interval", writer.DefaultRoundInterval,
-		"Least time between the starts of two status write rounds: a change after a quiet spell is written at once, a burst of changes in rounds this far apart (fewer writes to the apiserver); 0: a round per change.")
 	o.discovery.AddFlags(f)
 	o.tracing.AddFlags(f)
 	// The Helm chart sets these through the environment.
@@ -192,7 +188,6 @@ func runController(cmd *cobra.Command, o controllerOptions) error {
 		Discovery:                 disc,
 		IngressProxyProtocol:      ingressPP,
 		SharedProxyRateLimitRedis: o.sharedProxyRedis,
-		StatusRoundInterval:       o.statusRoundInterval,
 		SharedProxyTracing: provision.SharedPoolOptions{
 			TracingEndpoint: o.sharedProxyTracing.Endpoint, TracingInsecure: o.sharedProxyTracing.Insecure,
 			TracingSamplingRatio: strconv.FormatFloat(o.sharedProxyTracing.SamplingRatio, 'g', -1, 64),

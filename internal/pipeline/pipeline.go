@@ -27,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -68,9 +67,6 @@ type Options struct {
 	// IngressProxyProtocol are the sources the Ingress listeners take
 	// PROXY protocol headers from (nil: PROXY protocol off).
 	IngressProxyProtocol []string
-	// StatusRoundInterval spaces the status writer's rounds
-	// (writer.Writer.RoundInterval; zero: not spaced).
-	StatusRoundInterval time.Duration
 }
 
 // releaseAfter is the last sink, and with the status writer's rounds
@@ -102,8 +98,6 @@ func AddToManager(mgr ctrl.Manager, o Options) (*provider.Provider, *writer.Writ
 		Registerer: ctrlmetrics.Registry,
 		Informers:  mgr.GetCache(),
 		AfterRound: idle.Busy,
-
-		RoundInterval: o.StatusRoundInterval,
 	}
 	pool := &SharedPoolApplier{
 		Client:           mgr.GetClient(),

@@ -21,8 +21,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/coxswain-go/coxswain/internal/translator"
 )
 
 // ChangesTracked reports whether w tracks the changes of kind in full.
@@ -72,6 +70,3 @@ func SkippedClassReads(w *Writer) int64 { return w.skippedClassReads.Load() }
 func PatchStatus(ctx context.Context, w *Writer, obj, orig client.Object) error {
 	return w.patchStatus(ctx, obj, orig)
 }
-
-// Written is the last Result a round of w wrote without an error.
-func Written(w *Writer) *translator.Result { return w.written.Load() }

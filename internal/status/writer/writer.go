@@ -69,12 +69,6 @@ type EventRecorder interface {
 	Event(object runtime.Object, eventtype, reason, message string)
 }
 
-// DefaultRoundInterval is the controller's Writer.RoundInterval unless
-// --status-round-interval sets another: a tenth of a second of delay
-// at most for a status, against a Gateway patch per route change while
-// routes are created one after another.
-const DefaultRoundInterval = 100 * time.Millisecond
-
 // ErrNotLeader stops a write round when the Lease was lost.
 var ErrNotLeader = errors.New("not the leader: status not written")
 
@@ -97,12 +91,6 @@ type Writer struct {
 	// AfterRound, when set, is called after every round (the pipeline
 	// returns free memory once rounds and rebuilds stop).
 	AfterRound func()
-	// RoundInterval is the least time from one round's start to the
-	// next's (zero: none). A change after a quiet spell is written at
-	// once; a burst of changes is written in rounds this far apart, each
-	// bringing the latest Result, so that a Gateway whose attached routes
-	// change at every change gets a patch a round, not a change.
-	RoundInterval time.Duration
 
 	store storeReader
 
@@ -206,17 +194,12 @@ func (w *Writer) Start(ctx context.Context) error {
 	}
 	w.gatewayChanges.watch(ctx, w.Informers, "Gateway", &gwv1.Gateway{})
 	backoff := 100 * time.Millisecond
-	var lastStart time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.notify:
 		}
-		if !w.spaced(ctx, lastStart) {
-			return nil
-		}
-		lastStart = time.Now()
 		res := w.latest.Load()
 		if res == nil {
 			continue
@@ -233,29 +216,6 @@ func (w *Writer) Start(ctx context.Context) error {
 		}
 		backoff = 100 * time.Millisecond
 	}
-}
-
-// spaced waits until RoundInterval has passed since last (the last
-// round's start), reporting false when ctx ended first. Notifications
-// that came meanwhile are taken: the round about to start brings the
-// latest Result, so they need no round of their own.
-func (w *Writer) spaced(ctx context.Context, last time.Time) bool {
-	wait := w.RoundInterval - time.Since(last)
-	if w.RoundInterval <= 0 || wait <= 0 {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	}
-	select {
-	case <-w.notify:
-	default:
-	}
-	return true
 }
 
 // Write brings every object's status to the desired state. It returns the
