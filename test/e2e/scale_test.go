@@ -346,6 +346,12 @@ func TestResyncAfterRestart(t *testing.T) {
 	fmt.Printf("resync preload=%d down_ms=%.0f leader_ms=%.0f rebuilt_ms=%.0f first_rebuild_ms=%.0f proxy_connected_ms=%.0f acked_ms=%.0f programmed_ms=%.0f serve_ms=%.0f changed_ms=%.0f accepted_ms=%.0f status_patches=%.0f rebuilds=%.0f controller_rss_kb=%d proxy_rss_kb=%d\n",
 		preload, ms(down), ms(res["leader"]), ms(res["rebuilt"]), firstRebuild*1000, ms(res["proxy_connected"]), ms(res["acked"]), ms(res["programmed"]),
 		ms(res["serve"]), ms(res["changed"]), ms(res["accepted"]), patches, rebuilds, rssKB(ctrl), rssKB(p.proxy))
+	// Idle after the restart: the state a controller that restarted
+	// among these routes stays in, its memory freed of the resync's
+	// bursts (memrelease), as settle measures it after the creations.
+	time.Sleep(memrelease.DefaultQuiet + 2*time.Second)
+	t.Logf("idle after the restart: controller RSS %s, proxy RSS %s", rssDetail(ctrl), rssDetail(p.proxy))
+	fmt.Printf("resync_idle_rss routes=%d controller_rss_kb=%d proxy_rss_kb=%d\n", preload, rssKB(ctrl), rssKB(p.proxy))
 }
 
 // hostIPv4 is an address of this machine the apiserver accepts in an
