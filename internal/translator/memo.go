@@ -557,8 +557,9 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 		return nil
 	}
 	// The very object the entry was made from, or last matched, is the
-	// same route without a look at it.
-	if mr.meta != meta && (meta.ResourceVersion == "" || mr.uid != meta.UID || mr.rv != meta.ResourceVersion) {
+	// same route without a look at it; so is one at another
+	// resourceVersion that only a status write made.
+	if mr.meta != meta && (meta.ResourceVersion == "" || mr.uid != meta.UID || mr.rv != meta.ResourceVersion && !statusOnlyChange(mr.meta, meta)) {
 		return nil
 	}
 	if !t.replaySets(mr.sets) {
@@ -575,6 +576,20 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 		p.byMeta[meta] = mr
 	}
 	return mr
+}
+
+// statusOnlyChange reports that meta, a later version of the route old
+// is of, differs from it at most in what no translation reads: its
+// status (IgnoresStatus holds for both memo kinds), resourceVersion and
+// the metadata a translation never looks at. Its generation, which the
+// apiserver raises at every change of the spec, is old's, and so are its
+// labels, annotations and deletionTimestamp. The status writer's patch
+// of every route it settles made each route change compile the route
+// of the change before it again.
+func statusOnlyChange(old, meta *metav1.ObjectMeta) bool {
+	return meta.Generation != 0 && meta.Generation == old.Generation &&
+		maps.Equal(meta.Labels, old.Labels) && maps.Equal(meta.Annotations, old.Annotations) &&
+		meta.DeletionTimestamp.Equal(old.DeletionTimestamp)
 }
 
 // forgetObject drops the object key of mr, which is about to name another

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -154,11 +155,20 @@ type versioner struct{ n int }
 
 func (v *versioner) next() string { v.n++; return strconv.Itoa(v.n) }
 
-// stamp versions one object; a new object also gets a UID.
+// stamp versions one object as the apiserver versions a change of its
+// spec: a new resourceVersion and the next generation; a new object also
+// gets a UID.
 func (v *versioner) stamp(o metav1.Object) {
 	if o.GetUID() == "" {
 		o.SetUID(types.UID("uid-" + v.next()))
 	}
+	o.SetResourceVersion(v.next())
+	o.SetGeneration(o.GetGeneration() + 1)
+}
+
+// stampStatus versions one object as the apiserver versions a write of
+// its status: a new resourceVersion, the same generation.
+func (v *versioner) stampStatus(o metav1.Object) {
 	o.SetResourceVersion(v.next())
 }
 
@@ -529,7 +539,7 @@ func TestMemoIgnoresOurStatusWrites(t *testing.T) {
 	next := *res
 	gw := res.Gateways[0].DeepCopy()
 	gw.Status.Listeners = []gwv1.ListenerStatus{{Name: "http", AttachedRoutes: 51}}
-	v.stamp(gw)
+	v.stampStatus(gw)
 	next.Gateways = []*gwv1.Gateway{gw}
 	m.Translate(&next)
 	if m.lastMisses != 0 {
@@ -537,11 +547,54 @@ func TestMemoIgnoresOurStatusWrites(t *testing.T) {
 	}
 	labelled := gw.DeepCopy()
 	labelled.Labels = map[string]string{"team": "a"}
-	v.stamp(labelled)
+	v.stampStatus(labelled)
 	next.Gateways = []*gwv1.Gateway{labelled}
 	m.Translate(&next)
 	if m.lastHits != 0 {
 		t.Fatalf("a relabelled Gateway still reused %d compilations", m.lastHits)
+	}
+}
+
+// TestMemoTakesARouteStatusWriteForTheSameRoute: a route whose status
+// alone was written (a new object and resourceVersion, the same
+// generation, labels, annotations and deletionTimestamp) is not compiled
+// again, and its entry now holds the new object; a route relabelled,
+// annotated, being deleted or with a new spec is compiled again. Every
+// translation equals a fresh one.
+func TestMemoTakesARouteStatusWriteForTheSameRoute(t *testing.T) {
+	res := generate(50, 5, 1)
+	v := &versioner{}
+	v.stampAll(res)
+	steps := memoSteps{m: NewMemo()}
+	steps.next(t, "start", res)
+	for _, c := range []struct {
+		what     string
+		change   func(r *gwv1.HTTPRoute)
+		compiled bool
+	}{
+		{"its status written", func(r *gwv1.HTTPRoute) {
+			r.Status.Parents = append(r.Status.Parents, gwv1.RouteParentStatus{ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: "example.com/other"})
+			v.stampStatus(r)
+		}, false},
+		{"relabelled", func(r *gwv1.HTTPRoute) { r.Labels = map[string]string{"team": "a"}; v.stampStatus(r) }, true},
+		{"annotated", func(r *gwv1.HTTPRoute) { r.Annotations = map[string]string{"note": "b"}; v.stampStatus(r) }, true},
+		{"being deleted", func(r *gwv1.HTTPRoute) { r.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}; v.stampStatus(r) }, true},
+		{"its spec changed", func(r *gwv1.HTTPRoute) { r.Spec.Hostnames = append(r.Spec.Hostnames, "new.example.com"); v.stamp(r) }, true},
+	} {
+		next := *res
+		next.HTTPRoutes = slices.Clone(res.HTTPRoutes)
+		r := res.HTTPRoutes[7].DeepCopy()
+		c.change(r)
+		next.HTTPRoutes[7] = r
+		steps.next(t, c.what, &next)
+		if compiled := steps.m.lastMisses > 0; compiled != c.compiled {
+			t.Errorf("a route %s: %d compilations, want them %v", c.what, steps.m.lastMisses, c.compiled)
+		}
+		if mr := steps.m.byMeta[&r.ObjectMeta]; mr == nil || mr.meta != &r.ObjectMeta {
+			t.Errorf("a route %s: its entry does not hold the new object", c.what)
+		}
+		// Back to the route as it was, for the next case.
+		steps.next(t, c.what+", undone", res)
 	}
 }
 
@@ -661,7 +714,7 @@ func testEnvIDsDigest(t *testing.T, fixed bool) {
 		written.Gateways = slices.Clone(walked.Gateways)
 		g := walked.Gateways[first].DeepCopy()
 		g.Status.Conditions = append(g.Status.Conditions, metav1.Condition{Type: "Written", Status: metav1.ConditionTrue})
-		v.stamp(g)
+		v.stampStatus(g)
 		written.Gateways[first] = g
 		before := ids.replaced
 		digest("a Gateway's status written", &written)

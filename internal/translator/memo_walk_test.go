@@ -111,14 +111,23 @@ func (v *versioner) routeChanges(rng *rand.Rand, res *Resources, step int) *Reso
 			}
 		case 4:
 			next.EndpointSlices = v.churned(rng, next.EndpointSlices, step)
-		case 5: // a route re-versioned, unchanged (as our status writes do)
+		case 5: // a route re-versioned with its spec unchanged: its status written (as our status writes do), or relabelled
 			if n := len(next.HTTPRoutes); n > 0 {
 				i := rng.Intn(n)
 				if next.HTTPRoutes[i] == nil {
 					break
 				}
 				c := next.HTTPRoutes[i].DeepCopy()
-				v.stamp(c)
+				if rng.Intn(3) == 0 {
+					// Relabelled: metadata, which the apiserver
+					// versions without a new generation.
+					c.Labels = map[string]string{"relabelled": v.next()}
+				} else {
+					c.Status.Parents = append(c.Status.Parents, gwv1.RouteParentStatus{
+						ParentRef: gwv1.ParentReference{Name: "web"}, ControllerName: "example.com/written-" + gwv1.GatewayController(v.next()),
+					})
+				}
+				v.stampStatus(c)
 				next.HTTPRoutes = append(next.HTTPRoutes[:0:0], next.HTTPRoutes...)
 				next.HTTPRoutes[i] = c
 			}
