@@ -559,7 +559,7 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 	// The very object the entry was made from, or last matched, is the
 	// same route without a look at it; so is one at another
 	// resourceVersion that only a status write made.
-	if mr.meta != meta && (meta.ResourceVersion == "" || mr.uid != meta.UID || mr.rv != meta.ResourceVersion && !statusOnlyChange(mr.meta, meta)) {
+	if mr.meta != meta && (meta.ResourceVersion == "" || mr.uid != meta.UID || (mr.rv != meta.ResourceVersion && !statusOnlyChange(mr.meta, meta))) {
 		return nil
 	}
 	if !t.replaySets(mr.sets) {
@@ -572,7 +572,7 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 	mr.gen, mr.rank = p.gen, p.ranked
 	if mr.meta != meta {
 		p.forgetObject(mr)
-		mr.meta = meta
+		mr.meta, mr.rv = meta, meta.ResourceVersion
 		p.byMeta[meta] = mr
 	}
 	return mr

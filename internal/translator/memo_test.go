@@ -590,8 +590,8 @@ func TestMemoTakesARouteStatusWriteForTheSameRoute(t *testing.T) {
 		if compiled := steps.m.lastMisses > 0; compiled != c.compiled {
 			t.Errorf("a route %s: %d compilations, want them %v", c.what, steps.m.lastMisses, c.compiled)
 		}
-		if mr := steps.m.byMeta[&r.ObjectMeta]; mr == nil || mr.meta != &r.ObjectMeta {
-			t.Errorf("a route %s: its entry does not hold the new object", c.what)
+		if mr := steps.m.byMeta[&r.ObjectMeta]; mr == nil || mr.meta != &r.ObjectMeta || mr.rv != r.ResourceVersion {
+			t.Errorf("a route %s: its entry does not hold the new object at its resourceVersion", c.what)
 		}
 		// Back to the route as it was, for the next case.
 		steps.next(t, c.what+", undone", res)
