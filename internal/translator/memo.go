@@ -582,14 +582,13 @@ func (p *memoPass) unchanged(t *translator, mr *memoRoute, meta *metav1.ObjectMe
 // is of, differs from it at most in what no translation reads: its
 // status (IgnoresStatus holds for both memo kinds), resourceVersion and
 // the metadata a translation never looks at. Its generation, which the
-// apiserver raises at every change of the spec, is old's, and so are its
-// labels, annotations and deletionTimestamp. The status writer's patch
-// of every route it settles made each route change compile the route
-// of the change before it again.
+// apiserver raises at every change of the spec, is old's, and so is the
+// metadata a translation does read (metadataDigest, as objectID takes
+// it for the environment's objects). The status writer's patch of every
+// route it settles made each route change compile the route of the
+// change before it again.
 func statusOnlyChange(old, meta *metav1.ObjectMeta) bool {
-	return meta.Generation != 0 && meta.Generation == old.Generation &&
-		maps.Equal(meta.Labels, old.Labels) && maps.Equal(meta.Annotations, old.Annotations) &&
-		meta.DeletionTimestamp.Equal(old.DeletionTimestamp)
+	return meta.Generation != 0 && meta.Generation == old.Generation && metadataDigest(meta) == metadataDigest(old)
 }
 
 // forgetObject drops the object key of mr, which is about to name another
