@@ -364,7 +364,7 @@ func (wk *fastWorker) attach(s *fastSession) {
 	}
 	wk.br.Reset(&s.src)
 	wk.bw.Reset(s.fc.nc)
-	wk.w.bw = wk.bw
+	wk.w.bw, wk.w.conn = wk.bw, s.fc.nc
 }
 
 // detach drops the worker's references to the session it served.

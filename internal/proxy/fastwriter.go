@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -29,7 +30,9 @@ import (
 // fastWriter is the http.ResponseWriter of the fast path: HTTP/1.1 with
 // Content-Length when the handler set one, else chunked.
 type fastWriter struct {
-	bw          *bufio.Writer
+	bw *bufio.Writer
+	// conn is what bw writes to: the client's connection (splicebody.go).
+	conn        net.Conn
 	h           http.Header
 	head        bool
 	reqClose    bool
@@ -48,7 +51,7 @@ func (w *fastWriter) reset(req *http.Request) {
 	} else {
 		clear(h) // the previous exchange on this connection is over
 	}
-	*w = fastWriter{bw: w.bw, h: h, head: req.Method == http.MethodHead, reqClose: req.Close, remaining: -1}
+	*w = fastWriter{bw: w.bw, conn: w.conn, h: h, head: req.Method == http.MethodHead, reqClose: req.Close, remaining: -1}
 }
 
 func (w *fastWriter) Header() http.Header { return w.h }

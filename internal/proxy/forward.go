@@ -426,8 +426,14 @@ func proxySetHeaders(set, upstream http.Header) []setHeader {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// copyBody copies an upstream body to the client through a pooled buffer.
+// copyBody copies an upstream body to the client: in the kernel when it
+// can (spliceBody), else through a pooled buffer.
 func copyBody(w *exchange, body io.Reader, flush bool) error {
+	if !flush {
+		if err := spliceBody(w, body); err != nil {
+			return err
+		}
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp

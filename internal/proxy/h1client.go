@@ -46,8 +46,10 @@ type h1Client struct {
 	// idle is keyed by the endpoint's pool key (address, plus the TLS
 	// fingerprint for a TLS set).
 	idle map[string][]*h1Conn
-	// bodies counts the requests sent with a body (tests read it).
-	bodies atomic.Uint64
+	// bodies counts the requests sent with a body, spliced the response
+	// body bytes relayed in the kernel (splicebody.go); tests read them.
+	bodies  atomic.Uint64
+	spliced atomic.Int64
 }
 
 type h1Conn struct {
