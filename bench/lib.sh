@@ -30,6 +30,12 @@ cpu_ticks() {
   awk '{print $14 + $15}' "/proc/$1/stat"
 }
 
+# box_ticks prints the machine's busy CPU time in clock ticks, all CPUs
+# (/proc/stat: user, nice, system, irq, softirq; steal and idle left out).
+box_ticks() {
+  awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8}' /proc/stat
+}
+
 # median of the numbers on stdin ("nan" for none).
 median() { sort -g | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 

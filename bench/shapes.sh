@@ -23,13 +23,19 @@
 #     copy buffer; nginx proxy_request_buffering off, proxy_buffering off,
 #     client_body_buffer_size and proxy_buffer_size 32k; HAProxy
 #     tune.bufsize 32768) and limit no keep-alive connection's requests;
+#     Coxswain splices a large plain response body between its sockets,
+#     which HAProxy does with option splice-auto and nginx cannot;
 #   - before measuring, every proxy must serve every shape (status, protocol,
 #     TLS version and cipher, body sizes, a gRPC answer);
 #   - rounds are interleaved (every proxy and shape once per round, the
 #     proxy order rotating) and each figure is the median over the rounds;
 #   - CPU per request is the proxy's utime+stime delta (/proc/PID/stat) over
 #     the requests the load tool completed; p50/p99 are the tool's latency
-#     percentiles (wrk --latency, h2load's per-request log, grpcload).
+#     percentiles (wrk --latency, h2load's per-request log, grpcload);
+#     box_us/req is the whole machine's busy CPU (/proc/stat) over the same
+#     requests: the proxy, the load tool, the backends and the kernel's
+#     network work wherever it was counted, so that work a proxy moves out
+#     of its own process (splicing, say) still shows.
 #
 # Environment: ROUNDS (default 5), DURATION seconds per run (default 8),
 # WARMUP seconds before each run (default 1), CONNECTIONS of the wrk shapes
@@ -155,6 +161,8 @@ EOF
     echo "  timeout client 60s"
     echo "  timeout server 60s"
     echo "  http-reuse always"
+    # Large bodies between sockets through the kernel, as Coxswain does.
+    echo "  option splice-auto"
     echo "frontend http"
     echo "  bind 127.0.0.1:$(port haproxy http)"
     echo "  default_backend be"
@@ -333,15 +341,15 @@ load() {
 run_one() { # proxy shape round
   local p=$1 s=$2 r=$3 pid=${PID[$1]}
   [[ $WARMUP == 0 ]] || load "$s" "$p" "$WARMUP" warmup
-  local t0 t1 res
-  t0=$(cpu_ticks "$pid")
+  local t0 t1 b0 b1 res
+  t0=$(cpu_ticks "$pid") b0=$(box_ticks)
   res=$(load "$s" "$p" "$DURATION" measure)
-  t1=$(cpu_ticks "$pid")
+  t1=$(cpu_ticks "$pid") b1=$(box_ticks)
   local n p50 p99 rps
   read -r n p50 p99 rps <<<"$res"
   local hz; hz=$(getconf CLK_TCK)
-  awk -v s="$s" -v p="$p" -v r="$r" -v d=$((t1 - t0)) -v hz="$hz" -v n="$n" -v p50="$p50" -v p99="$p99" -v rps="$rps" \
-    'BEGIN { printf "%s %s %s %.2f %s %s %s\n", s, p, r, d / hz * 1e6 / n, p50, p99, rps }' >>"$WORK/results.txt"
+  awk -v s="$s" -v p="$p" -v r="$r" -v d=$((t1 - t0)) -v box=$((b1 - b0)) -v hz="$hz" -v n="$n" -v p50="$p50" -v p99="$p99" -v rps="$rps" \
+    'BEGIN { printf "%s %s %s %.2f %s %s %s %.2f\n", s, p, r, d / hz * 1e6 / n, p50, p99, rps, box / hz * 1e6 / n }' >>"$WORK/results.txt"
 }
 
 # profile runs every shape against Coxswain once more, saving a CPU
@@ -364,19 +372,19 @@ report() {
   echo
   echo "Median of $ROUNDS interleaved rounds, ${DURATION}s each; wrk -t1 -c$CONNECTIONS, h2load and grpcload $H2_CONNECTIONS connections x $H2_STREAMS streams;"
   echo "proxy on CPU 0, load tools + backends on CPU 1"
-  printf '%-11s %-9s %11s %10s %9s %9s %9s\n' shape proxy "cpu_us/req" "cpu/nginx" "p50_ms" "p99_ms" "req/s"
+  printf '%-11s %-9s %11s %10s %9s %9s %9s %11s %10s\n' shape proxy "cpu_us/req" "cpu/nginx" "p50_ms" "p99_ms" "req/s" "box_us/req" "box/nginx"
   local s p
   for s in "${SHAPES[@]}"; do
-    local ncpu
-    ncpu=$(col "$s" nginx 4)
+    local ncpu nbox
+    ncpu=$(col "$s" nginx 4) nbox=$(col "$s" nginx 8)
     for p in "${PROXIES[@]}"; do
       awk -v s="$s" -v p="$p" -v c="$(col "$s" "$p" 4)" -v a="$(col "$s" "$p" 5)" -v b="$(col "$s" "$p" 6)" \
-        -v r="$(col "$s" "$p" 7)" -v nc="$ncpu" \
-        'BEGIN { printf "%-11s %-9s %11.1f %9.2fx %9.3f %9.3f %9.0f\n", s, p, c, c / nc, a, b, r }'
+        -v r="$(col "$s" "$p" 7)" -v x="$(col "$s" "$p" 8)" -v nc="$ncpu" -v nx="$nbox" \
+        'BEGIN { printf "%-11s %-9s %11.1f %9.2fx %9.3f %9.3f %9.0f %11.1f %9.2fx\n", s, p, c, c / nc, a, b, r, x, x / nx }'
     done
   done
   echo
-  echo "raw rounds (shape proxy round cpu_us/req p50_ms p99_ms req/s):"
+  echo "raw rounds (shape proxy round cpu_us/req p50_ms p99_ms req/s box_us/req):"
   sort -k1,1 -k2,2 -k3,3n "$WORK/results.txt"
 }
 
