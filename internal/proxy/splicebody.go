@@ -35,8 +35,9 @@ const spliceMin = 64 << 10
 // client's writer.
 //
 // It moves what it can and leaves the rest, if any, to copyBody's loop,
-// which then reads the body to its end (pooling the upstream connection)
-// as for any body. An error is the relay's: the body is cut short.
+// which then reads the body to its end (pooling the upstream connection
+// unless the upstream sent more than the body, or closed) as for any
+// body. An error is the relay's: the body is cut short.
 func spliceBody(ex *exchange, body io.Reader) error {
 	fw, ok := ex.w.(*fastWriter)
 	if !ok || !fw.wroteHeader || fw.chunked || fw.noBody || fw.err != nil {
@@ -91,6 +92,13 @@ func spliceBody(ex *exchange, body io.Reader) error {
 	if err != nil {
 		fw.err = err
 		hb.finish(false)
+		return err
 	}
-	return err
+	// Bytes after the body are no answer to anything: with the copy they
+	// would sit in the reader and keep the connection out of the pool;
+	// here they are still in the socket.
+	if peerClosed(src) {
+		hb.keep = false
+	}
+	return nil
 }

@@ -153,6 +153,70 @@ func TestSpliceBodyRelaysLargeBodies(t *testing.T) {
 	}
 }
 
+// TestSpliceBodyBytesAfterTheBody: an upstream that sends more than the
+// body it announced does not get its connection pooled, so the extra
+// bytes are never read as the answer to the next request.
+func TestSpliceBodyBytesAfterTheBody(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	const size = 100 << 10
+	var accepted atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer func() { _ = conn.Close() }()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/big" {
+						// The body and a forged answer in one write.
+						out := fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+						out = append(out, spliceTestBody(size)...)
+						out = append(out, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"...)
+						_, _ = conn.Write(out)
+						continue
+					}
+					_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	p := newTestPlane(t)
+	port := testkit.FreePortInt32(t)
+	p.mustApply(t, leanBodySnapshot(port, int32(ln.Addr().(*net.TCPAddr).Port), 0))
+	c := client()
+	res := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/big", port))
+	if res.code != http.StatusOK || res.body != string(spliceTestBody(size)) {
+		t.Fatalf("/big: %d with %d bytes, want 200 with the upstream's %d", res.code, len(res.body), size)
+	}
+	res = fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/next", port))
+	if res.code != http.StatusOK || res.body != "ok" {
+		t.Errorf("next request: %d %q, want 200 ok (not the bytes after the last body)", res.code, res.body)
+	}
+	// The proxy counts once the splice returned, which may be after the
+	// client had the last byte.
+	for end := time.Now().Add(waitFor); p.lean.spliced.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if p.lean.spliced.Load() == 0 {
+		t.Errorf("nothing was spliced: the test did not take the kernel's path")
+	}
+	if n := accepted.Load(); n != 2 {
+		t.Errorf("upstream accepted %d connections, want 2 (the one with bytes after the body not pooled)", n)
+	}
+}
+
 // TestSpliceBodyCutShort: an upstream that closes within the body it
 // announced leaves the client with fewer bytes and a closed connection,
 // not a response that looks whole, and the next request is served over a
