@@ -43,6 +43,7 @@ limitations under the License.
 //   - The fast path for HTTP/1.1 GET and HEAD and small bodies of known
 //     length: fastpath.go (the connection loop), fasthead.go (head scan
 //     and parse), fastbody.go (the body, read whole), fastwriter.go,
+//     splicebody.go (a large response body relayed in the kernel),
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
 //     a connection to net/http), fasttls.go (the TLS handshake of HTTPS
 //     listeners, ALPN h2 to net/http), h2cdirect.go (a whole h2c preface

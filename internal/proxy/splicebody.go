@@ -63,8 +63,8 @@ func spliceBody(ex *exchange, body io.Reader) error {
 	if !ok {
 		return nil
 	}
-	// What the upstream's reader holds of the body, then the head and
-	// it out to the client.
+	// The part of the body the upstream's reader holds goes through the
+	// client's writer after the head, and both out before the splice.
 	if n := min(lb.br.Buffered(), int(lb.left)); n > 0 {
 		b, _ := lb.br.Peek(n)
 		if _, err := ex.Write(b); err != nil {
