@@ -286,3 +286,37 @@ func TestSpliceBodyCutShort(t *testing.T) {
 		t.Errorf("upstream accepted %d connections, want 2 (the cut one not pooled)", n)
 	}
 }
+
+// TestSpliceBodyClientLeaves: a client that closes its connection in the
+// middle of a spliced body ends that relay, and the proxy serves the next
+// client as before, over another upstream connection.
+func TestSpliceBodyClientLeaves(t *testing.T) {
+	upPort, upConns := startBodyUpstream(t)
+	p := newTestPlane(t)
+	port := testkit.FreePortInt32(t)
+	p.mustApply(t, leanBodySnapshot(port, upPort, 0))
+	const size = 8 << 20
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(waitFor))
+	if _, err := fmt.Fprintf(conn, "GET /n/%d HTTP/1.1\r\nHost: x\r\n\r\n", size); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 256<<10)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	res := fetch(t, client(), fmt.Sprintf("http://127.0.0.1:%d/n/70000", port))
+	if res.code != http.StatusOK || res.body != string(spliceTestBody(70000)) {
+		t.Fatalf("next request: %d with %d bytes, want 200 with 70000", res.code, len(res.body))
+	}
+	if n := upConns.Load(); n != 2 {
+		t.Errorf("the upstream accepted %d connections, want 2 (the abandoned one never reused)", n)
+	}
+}
