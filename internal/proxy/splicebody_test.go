@@ -80,22 +80,53 @@ func startBodyUpstream(t *testing.T) (port int32, conns *atomic.Int64) {
 	return int32(ln.Addr().(*net.TCPAddr).Port), conns
 }
 
+// startSplicePlane is a data plane whose one HTTP port proxies every
+// path to the upstream on upPort.
+func startSplicePlane(t *testing.T, upPort int32) (*testPlane, int32) {
+	t.Helper()
+	p := newTestPlane(t)
+	port := testkit.FreePortInt32(t)
+	p.mustApply(t, leanBodySnapshot(port, upPort, 0))
+	return p, port
+}
+
+// startRawUpstream accepts connections on loopback and hands each to
+// serve, with its number (from 1); it counts them.
+func startRawUpstream(t *testing.T, serve func(conn net.Conn, n int64)) (port int32, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted = &atomic.Int64{}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := accepted.Add(1)
+			go func() {
+				defer func() { _ = conn.Close() }()
+				serve(conn, n)
+			}()
+		}
+	}()
+	return int32(ln.Addr().(*net.TCPAddr).Port), accepted
+}
+
 // TestSpliceBodyRelaysLargeBodies: a Content-Length response body of at
 // least spliceMin bytes from a plain upstream to a plain client goes
 // through the kernel, arrives whole, and leaves both connections
 // reusable; smaller, chunked and HEAD answers take the copy as before.
 func TestSpliceBodyRelaysLargeBodies(t *testing.T) {
 	upPort, upConns := startBodyUpstream(t)
-	p := newTestPlane(t)
-	port := testkit.FreePortInt32(t)
-	p.mustApply(t, leanBodySnapshot(port, upPort, 0))
+	p, port := startSplicePlane(t, upPort)
 	// One client connection carries every request: each answer must
 	// leave it ready for the next.
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+	conn := dialPlane(t, port)
+	_ = conn.SetDeadline(time.Now().Add(waitFor))
 	br := bufio.NewReader(conn)
 	cases := []struct {
 		method, path string
@@ -157,44 +188,26 @@ func TestSpliceBodyRelaysLargeBodies(t *testing.T) {
 // body it announced does not get its connection pooled, so the extra
 // bytes are never read as the answer to the next request.
 func TestSpliceBodyBytesAfterTheBody(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	const size = 100 << 10
-	var accepted atomic.Int64
-	go func() {
+	upPort, accepted := startRawUpstream(t, func(conn net.Conn, _ int64) {
+		br := bufio.NewReader(conn)
 		for {
-			conn, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
-			go func() {
-				defer func() { _ = conn.Close() }()
-				br := bufio.NewReader(conn)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if req.URL.Path == "/big" {
-						// The body and a forged answer in one write.
-						out := fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
-						out = append(out, spliceTestBody(size)...)
-						out = append(out, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"...)
-						_, _ = conn.Write(out)
-						continue
-					}
-					_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
+			if req.URL.Path == "/big" {
+				// The body and a forged answer in one write.
+				out := fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", size)
+				out = append(out, spliceTestBody(size)...)
+				out = append(out, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"...)
+				_, _ = conn.Write(out)
+				continue
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
-	}()
-	p := newTestPlane(t)
-	port := testkit.FreePortInt32(t)
-	p.mustApply(t, leanBodySnapshot(port, int32(ln.Addr().(*net.TCPAddr).Port), 0))
+	})
+	p, port := startSplicePlane(t, upPort)
 	c := client()
 	res := fetch(t, c, fmt.Sprintf("http://127.0.0.1:%d/big", port))
 	if res.code != http.StatusOK || res.body != string(spliceTestBody(size)) {
@@ -222,44 +235,20 @@ func TestSpliceBodyBytesAfterTheBody(t *testing.T) {
 // not a response that looks whole, and the next request is served over a
 // new upstream connection.
 func TestSpliceBodyCutShort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	const announced, sent = 1 << 20, 300 << 10
-	var accepted atomic.Int64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n := accepted.Add(1)
-			go func() {
-				defer func() { _ = conn.Close() }()
-				br := bufio.NewReader(conn)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				if n == 1 {
-					_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", announced)
-					_, _ = conn.Write(spliceTestBody(announced)[:sent])
-					return
-				}
-				_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-			}()
+	upPort, accepted := startRawUpstream(t, func(conn net.Conn, n int64) {
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
 		}
-	}()
-	p := newTestPlane(t)
-	port := testkit.FreePortInt32(t)
-	p.mustApply(t, leanBodySnapshot(port, int32(ln.Addr().(*net.TCPAddr).Port), 0))
-
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = conn.Close() }()
+		if n == 1 {
+			_, _ = fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", announced)
+			_, _ = conn.Write(spliceTestBody(announced)[:sent])
+			return
+		}
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	p, port := startSplicePlane(t, upPort)
+	conn := dialPlane(t, port)
 	_ = conn.SetDeadline(time.Now().Add(waitFor))
 	if _, err := io.WriteString(conn, "GET /cut HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
@@ -292,14 +281,9 @@ func TestSpliceBodyCutShort(t *testing.T) {
 // client as before, over another upstream connection.
 func TestSpliceBodyClientLeaves(t *testing.T) {
 	upPort, upConns := startBodyUpstream(t)
-	p := newTestPlane(t)
-	port := testkit.FreePortInt32(t)
-	p.mustApply(t, leanBodySnapshot(port, upPort, 0))
+	p, port := startSplicePlane(t, upPort)
 	const size = 8 << 20
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialPlane(t, port)
 	_ = conn.SetDeadline(time.Now().Add(waitFor))
 	if _, err := fmt.Fprintf(conn, "GET /n/%d HTTP/1.1\r\nHost: x\r\n\r\n", size); err != nil {
 		t.Fatal(err)
@@ -318,5 +302,15 @@ func TestSpliceBodyClientLeaves(t *testing.T) {
 	}
 	if n := upConns.Load(); n != 2 {
 		t.Errorf("the upstream accepted %d connections, want 2 (the abandoned one never reused)", n)
+	}
+	// More than the second answer's 70,000 bytes: the abandoned relay
+	// was spliced too (what the client read at least, less the few KiB
+	// the upstream's reader held).
+	const least = 256<<10 - 8<<10
+	for end := time.Now().Add(waitFor); p.lean.spliced.Load() < least && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := p.lean.spliced.Load(); n < least {
+		t.Errorf("%d bytes spliced, want at least %d: the abandoned relay did not take the kernel's path", n, least)
 	}
 }
