@@ -74,6 +74,10 @@ func bodyFailed(r *http.Request, want error) bool {
 	if fb, ok := r.Body.(*fastBody); ok {
 		return fb.err != nil && (want == nil || errors.Is(fb.err, want))
 	}
+	if sb, ok := r.Body.(*streamedBody); ok {
+		err := sb.failure()
+		return err != nil && (want == nil || errors.Is(err, want))
+	}
 	tb, ok := r.Body.(*timedBody)
 	if !ok {
 		return false

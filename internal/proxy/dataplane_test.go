@@ -680,21 +680,26 @@ func TestFastPathAndHandoff(t *testing.T) {
 		t.Errorf("chunked response = %q, trailers %v", body, resp.Trailer)
 	}
 	// A small body of known length, read by the fast path, then one too
-	// large for it, which hands the connection off.
+	// large to read ahead, which it streams (streamedbody.go); then a
+	// target with an escape, which hands the connection off.
 	_, _ = io.WriteString(conn, "POST /post HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\n\r\nhello")
 	if resp, body := read("POST"); resp.StatusCode != 200 || !strings.Contains(body, `"bodyLen":5`) || !strings.Contains(body, `"path":"/post"`) {
 		t.Fatalf("POST on the fast path = %d %s", resp.StatusCode, body)
 	}
 	_, _ = io.WriteString(conn, "POST /large HTTP/1.1\r\nHost: a.example\r\nContent-Length: 70000\r\n\r\n"+strings.Repeat("x", 70000))
 	if resp, body := read("POST"); resp.StatusCode != 200 || !strings.Contains(body, `"bodyLen":70000`) || !strings.Contains(body, `"path":"/large"`) {
-		t.Fatalf("large POST after the handoff = %d %s", resp.StatusCode, body)
+		t.Fatalf("large POST, streamed = %d %s", resp.StatusCode, body)
+	}
+	_, _ = io.WriteString(conn, "GET /esc%61ped HTTP/1.1\r\nHost: a.example\r\n\r\n")
+	if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"/escaped"`) || resp.Close {
+		t.Fatalf("escaped GET, handed off = %d %s close=%v", resp.StatusCode, body, resp.Close)
 	}
 	_, _ = io.WriteString(conn, "GET /after HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
 	if resp, body := read("GET"); resp.StatusCode != 200 || !strings.Contains(body, `"path":"/after"`) || !resp.Close {
 		t.Errorf("GET on the handed-off connection = %d %s close=%v", resp.StatusCode, body, resp.Close)
 	}
-	if n := p.fastServed(port); n != 6 {
-		t.Errorf("fast path served %d requests, want 6 (GET, GET, split GET, HEAD, chunked GET, POST)", n)
+	if n := p.fastServed(port); n != 7 {
+		t.Errorf("fast path served %d requests, want 7 (GET, GET, split GET, HEAD, chunked GET, POST, large POST)", n)
 	}
 
 	// HTTP/1.0 goes to net/http; Connection: close on the fast path closes.

@@ -40,10 +40,12 @@ limitations under the License.
 //     forward.go (build request, round trip, copy response), retry.go
 //     (retry policy, replayable bodies), upgrade.go (WebSocket), body.go
 //     (request body wrappers: timeout, limit, send timer).
-//   - The fast path for HTTP/1.1 GET and HEAD and small bodies of known
+//   - The fast path for HTTP/1.1 GET and HEAD and bodies of known
 //     length: fastpath.go (the connection loop), fasthead.go (head scan
-//     and parse), fastbody.go (the body, read whole), fastwriter.go,
-//     splicebody.go (a large response body relayed in the kernel),
+//     and parse), fastbody.go (a small body, read whole), streamedbody.go
+//     (a larger one, streamed, relayed in the kernel by the lean client),
+//     fastwriter.go, splicebody.go (a large response body relayed in the
+//     kernel),
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
 //     a connection to net/http), fasttls.go (the TLS handshake of HTTPS
 //     listeners, ALPN h2 to net/http), h2cdirect.go (a whole h2c preface
@@ -57,8 +59,8 @@ limitations under the License.
 //     leanbody.go (the small request bodies it sends, read whole first) and
 //     h1response.go (its response heads), headerfields.go (the field-line
 //     parser both fast parsers share), headlimit.go, h1reap.go, reaper.go
-//     and peerclosed_*.go (idle upstream connections), transports.go
-//     (net/http transports per upstream pool key), upstreamtls.go (TLS to
-//     backends: verification, pool keys).
+//     and peerclosed_*.go (idle upstream connections, a peer's close),
+//     transports.go (net/http transports per upstream pool key),
+//     upstreamtls.go (TLS to backends: verification, pool keys).
 //   - Observability: metrics.go, accesslog.go.
 package proxy

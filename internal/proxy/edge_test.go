@@ -162,9 +162,10 @@ func TestRequestBodyTimeout(t *testing.T) {
 // TestUnreadBodyDrainIsBounded: after an answer that did not read the body
 // (a direct response), a client that keeps the rest of the body back does
 // not hold the connection: it is closed once the drain bound passes. (A
-// body larger than the fast path reads first, so net/http serves it; the
-// fast path's own bodies are read before any answer, under the body
-// timeout: TestRequestBodyTimeout.)
+// body larger than the fast path reads first streams, and what the
+// answer left of it is read away under the same bound, streamedbody.go;
+// smaller ones are read before any answer, under the body timeout:
+// TestRequestBodyTimeout.)
 func TestUnreadBodyDrainIsBounded(t *testing.T) {
 	p, port := newEdgePlane(t, Options{BodyDrainTimeout: 500 * time.Millisecond})
 	p.mustApply(t, &snapshot.Snapshot{Scope: snapshot.SharedPool(),

@@ -182,9 +182,8 @@ func asciiEqualFold(b []byte, lower string) bool {
 // parseSimpleRequest builds the request of a simple head (see simpleHead)
 // without http.ReadRequest's general machinery: an origin-form target
 // without escapes, valid token header names, plain values, one Host, and
-// for a body method at most one Content-Length of plain digits up to
-// leanBodyMaxBytes (ContentLength is set; the body is the caller's to
-// read). Anything else returns ok=false with nothing consumed, for
+// for a body method at most one Content-Length of plain digits
+// (ContentLength is set; the body is the caller's to read). Anything else returns ok=false with nothing consumed, for
 // http.ReadRequest. head ends with the CRLF of the last header line.
 func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 	buf, _ := br.Peek(headLen)
@@ -296,9 +295,10 @@ func parseRequestFields(rest string) (requestFields, bool) {
 
 // parseSimpleContentLength reads a Content-Length the fast path serves:
 // plain decimal digits without a leading zero (but "0"), at most
-// leanBodyMaxBytes. Anything else is net/http's to judge.
+// streamBodyMaxDigits of them (a body over leanBodyMaxBytes streams,
+// streamedbody.go). Anything else is net/http's to judge.
 func parseSimpleContentLength(v string) (int64, bool) {
-	if v == "" || len(v) > 6 || (v[0] == '0' && len(v) > 1) {
+	if v == "" || len(v) > streamBodyMaxDigits || (v[0] == '0' && len(v) > 1) {
 		return 0, false
 	}
 	var n int64
@@ -309,7 +309,7 @@ func parseSimpleContentLength(v string) (int64, bool) {
 		}
 		n = n*10 + int64(c-'0')
 	}
-	return n, n <= leanBodyMaxBytes
+	return n, true
 }
 
 // validHostHeader accepts the characters of a reg-name, IPv4 or bracketed

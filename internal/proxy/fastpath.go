@@ -553,9 +553,13 @@ func (s *fastSession) serve(wk *fastWorker, br *bufio.Reader, req *http.Request)
 	// While the request is served, a read on the connection notices the
 	// client going away and cancels the upstream exchange.
 	_ = s.fc.nc.SetReadDeadline(time.Time{})
-	w := &wk.w
 	s.watch = startClientWatch(s, br.Buffered() > 0, &wk.ctl)
-	req = req.WithContext(s.watch.ctx)
+	return s.serveIn(wk, req.WithContext(s.watch.ctx))
+}
+
+// serveIn serves req, whose context is set.
+func (s *fastSession) serveIn(wk *fastWorker, req *http.Request) bool {
+	w := &wk.w
 	req.RemoteAddr = s.fc.remote
 	req.TLS = s.tlsState
 	s.fs.served.Add(1)
@@ -573,6 +577,9 @@ func (s *fastSession) serveWithBody(wk *fastWorker, br *bufio.Reader, req *http.
 	if req.ContentLength <= 0 {
 		return s.serve(wk, br, req)
 	}
+	if req.ContentLength > leanBodyMaxBytes {
+		return s.serveStreamed(wk, br, req)
+	}
 	fb := readFastBody(s.fc.nc, br, int(req.ContentLength), s.fs.d.opts.RequestBodyTimeout)
 	req.Body = fb
 	if fb.err != nil {
@@ -581,6 +588,33 @@ func (s *fastSession) serveWithBody(wk *fastWorker, br *bufio.Reader, req *http.
 	ok := s.serve(wk, br, req)
 	fb.release()
 	return ok && fb.err == nil
+}
+
+// serveStreamed serves a request whose body is too large to read ahead:
+// it streams (streamedbody.go). No watch reads the connection while the
+// body is on it; the request's wait for its answer goes unwatched, as a
+// pipelined one's, and the watch that waits for the next request starts
+// once the answer is out. A body the answer left unread is read away
+// within the drain bound (finish), else the connection ends.
+func (s *fastSession) serveStreamed(wk *fastWorker, br *bufio.Reader, req *http.Request) bool {
+	var raw *net.TCPConn
+	if tc, ok := s.fc.nc.(*net.TCPConn); ok && !s.src.has {
+		raw = tc
+	}
+	sb := newStreamedBody(s.fc.nc, raw, br, req.ContentLength, s.fs.d.opts.RequestBodyTimeout)
+	req.Body = sb
+	ctx, cancel := context.WithCancel(context.Background())
+	ok := s.serveIn(wk, req.WithContext(ctx))
+	cancel()
+	if !sb.finish(s.fs.d.opts.BodyDrainTimeout) || !ok {
+		return false
+	}
+	// A splice read the socket behind the reader's back: the lot looks
+	// at it before it waits for an edge (rearm).
+	s.src.drained = false
+	_ = s.fc.nc.SetReadDeadline(time.Time{})
+	s.watch = startClientWatch(s, br.Buffered() > 0, &wk.ctl)
+	return true
 }
 
 // lazyTick is a broadcast that fires about every period while something

@@ -147,9 +147,12 @@ type outbound struct {
 	rewritten  bool
 	// upgrade is the protocol the client asks to switch to ("" for none).
 	upgrade string
-	// lean sends the request with the lean HTTP/1.1 client (h1client.go).
-	lean bool
-	hdr  upstreamHeaders
+	// lean sends the request with the lean HTTP/1.1 client (h1client.go);
+	// stream is the body it streams, when the fast path did not read it
+	// ahead (streamedbody.go).
+	lean   bool
+	stream *streamedBody
+	hdr    upstreamHeaders
 	// limited caps the request body at the route's limit; roundTrip sets
 	// it when it wraps the body.
 	limited *limitedBody
@@ -175,8 +178,12 @@ func (d *DataPlane) buildRequest(ex *exchange, r *http.Request, dst destination,
 	// frame ended the stream; a zero Content-Length there means no DATA
 	// may follow (the HTTP/2 server enforces the declared length).
 	noBody := r.ContentLength == 0 && (r.Body == nil || r.Body == http.NoBody || r.ProtoMajor == 2)
+	stream := d.leanStream(r, rt)
 	out.lean = d.lean != nil && out.upgrade == "" && !b.set.h2c && len(rt.mirrors) == 0 &&
-		((noBody && (r.Method == http.MethodGet || r.Method == http.MethodHead)) || d.leanBody(r, rt))
+		((noBody && (r.Method == http.MethodGet || r.Method == http.MethodHead)) || d.leanBody(r, rt) || stream != nil)
+	if out.lean {
+		out.stream = stream
+	}
 	// Without header filters or Connection tokens the lean client writes
 	// the filtered client headers straight to the upstream, no map built.
 	out.hdr = upstreamHeaders{in: r.Header, clientIP: clientIP(r.RemoteAddr), proto: proto, fwdHost: r.Host}
@@ -210,7 +217,10 @@ func (d *DataPlane) roundTrip(at *attempt, r *http.Request, dst destination, out
 		resp *http.Response
 		err  error
 	)
-	if out.lean {
+	switch {
+	case out.stream != nil:
+		resp, err = d.lean.roundTripStreamed(at.ctx, dst.ep, r.Method, out.requestURI(r), out.host, &out.hdr, out.stream)
+	case out.lean:
 		var body *bodyBuffer
 		if r.ContentLength > 0 {
 			if body, err = d.readLeanBody(r, dst.rt, out); err != nil {
@@ -220,7 +230,7 @@ func (d *DataPlane) roundTrip(at *attempt, r *http.Request, dst destination, out
 		}
 		resp, err = d.lean.roundTrip(at.ctx, dst.ep, r.Method, out.requestURI(r), out.host, &out.hdr, body.bytes())
 		body.release()
-	} else {
+	default:
 		resp, err = d.transports(dst.b.set).roundTrip(d.transportRequest(at, r, dst, out), dst.ep)
 	}
 	at.stopTimers()

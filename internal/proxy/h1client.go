@@ -50,6 +50,9 @@ type h1Client struct {
 	// body bytes relayed in the kernel (splicebody.go); tests read them.
 	bodies  atomic.Uint64
 	spliced atomic.Int64
+	// streamed counts the request body bytes relayed in the kernel
+	// (streamedbody.go); tests read it.
+	streamed atomic.Int64
 }
 
 type h1Conn struct {
@@ -159,6 +162,19 @@ func (c *h1Client) dial(ctx context.Context, ep *endpoint) (*h1Conn, error) {
 // has been read to the end. A body is in memory, so a stale pooled
 // connection can be retried with it too.
 func (c *h1Client) roundTrip(ctx context.Context, ep *endpoint, method, uri, host string, h *upstreamHeaders, body []byte) (*http.Response, error) {
+	return c.roundTripBody(ctx, ep, method, uri, host, h, body, nil)
+}
+
+// roundTripStreamed is roundTrip with a body the fast path streams
+// (streamedbody.go): a stale pooled connection is tried again only while
+// none of the body left the client's connection.
+func (c *h1Client) roundTripStreamed(ctx context.Context, ep *endpoint, method, uri, host string, h *upstreamHeaders, sb *streamedBody) (*http.Response, error) {
+	resp, err := c.roundTripBody(ctx, ep, method, uri, host, h, nil, sb)
+	c.streamed.Add(sb.splicedBytes())
+	return resp, err
+}
+
+func (c *h1Client) roundTripBody(ctx context.Context, ep *endpoint, method, uri, host string, h *upstreamHeaders, body []byte, sb *streamedBody) (*http.Response, error) {
 	mreq := methodRequests[method]
 	for attempt := 0; attempt < 2; attempt++ {
 		pc := c.get(ep.key)
@@ -169,10 +185,10 @@ func (c *h1Client) roundTrip(ctx context.Context, ep *endpoint, method, uri, hos
 				return nil, err
 			}
 		}
-		if body != nil {
+		if body != nil || sb != nil {
 			c.bodies.Add(1)
 		}
-		resp, err := pc.exchange(ctx, mreq, uri, host, h, body, reused)
+		resp, err := pc.exchange(ctx, mreq, uri, host, h, body, sb, reused)
 		if err == nil {
 			resp.Body = &h1Body{rc: resp.Body, pc: pc, c: c, stop: resp.Body.(*stopper).stop, keep: !resp.Close}
 			return resp, nil
@@ -191,7 +207,9 @@ type stopper struct {
 	stop func() bool
 }
 
-func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, uh *upstreamHeaders, body []byte, reused bool) (*http.Response, error) {
+// exchange sends the request, its body in memory (body) or streamed
+// (sb), and reads the answer's head.
+func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host string, uh *upstreamHeaders, body []byte, sb *streamedBody, reused bool) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { _ = pc.nc.SetDeadline(time.Unix(1, 0)) })
 	bw := pc.bw
 	_, _ = bw.WriteString(mreq.Method)
@@ -201,26 +219,38 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 	_, _ = bw.WriteString(host)
 	_, _ = bw.WriteString("\r\n")
 	uh.write(bw)
-	if body != nil {
+	length, first := int64(len(body)), body
+	if sb != nil {
+		// What the client's reader holds of the body goes with the head.
+		length, first = sb.length(), sb.buffered()
+	}
+	if body != nil || sb != nil {
 		_, _ = bw.WriteString("Content-Length: ")
-		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(body)), 10))
+		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), length, 10))
 		_, _ = bw.WriteString("\r\n")
 	}
 	_, _ = bw.WriteString("\r\n")
-	if len(body) > bw.Available() && bw.Buffered() > 0 {
-		pc.w.tail = body // sent with the head by the flush
+	if len(first) > bw.Available() && bw.Buffered() > 0 {
+		pc.w.tail = first // sent with the head by the flush
 	} else {
-		_, _ = bw.Write(body)
+		_, _ = bw.Write(first)
 	}
 	err := bw.Flush()
 	pc.w.tail = nil
+	if err == nil && sb != nil {
+		sb.consumed(len(first))
+		if err = sb.sendTo(pc.nc, func() bool { return ctx.Err() != nil }); err != nil && sb.failure() != nil {
+			stop() // the client's body failed: bodyFailed answers
+			return nil, err
+		}
+	}
 	if err != nil {
 		bw.Reset(&pc.w)
-		if reused && ctx.Err() == nil {
+		if reused && ctx.Err() == nil && (sb == nil || sb.untouched()) {
 			stop()
 			return nil, errStaleConn
 		}
-		if body == nil || ctx.Err() != nil {
+		if (body == nil && sb == nil) || ctx.Err() != nil {
 			stop()
 			return nil, err
 		}
@@ -239,7 +269,7 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 	resp, err := readCappedHead(pc.br, &pc.lim, mreq)
 	if err != nil {
 		stop()
-		if reused && ctx.Err() == nil && pc.br.Buffered() == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) {
+		if reused && sb == nil && ctx.Err() == nil && pc.br.Buffered() == 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnReset(err)) {
 			return nil, errStaleConn
 		}
 		return nil, err

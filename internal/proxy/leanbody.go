@@ -47,6 +47,19 @@ func (d *DataPlane) leanBody(r *http.Request, rt *route) bool {
 		len(r.Trailer) == 0 && len(r.Header["Expect"]) == 0 && rt.timeouts.UpstreamSend == 0
 }
 
+// leanStream is the streamed body (streamedbody.go) the lean client may
+// send as it comes: on a route that does not retry (a retry keeps what
+// it sends, to send it again) and has no send timeout. nil leaves the
+// body to http.Transport, which reads it as any body.
+func (d *DataPlane) leanStream(r *http.Request, rt *route) *streamedBody {
+	sb, ok := r.Body.(*streamedBody)
+	if !ok || !bodyMethod(r.Method) || rt.retry != nil || rt.timeouts.UpstreamSend != 0 ||
+		len(r.Trailer) > 0 || len(r.Header["Expect"]) > 0 {
+		return nil
+	}
+	return sb
+}
+
 // readLeanBody reads the whole body of a request the lean client sends:
 // what retry.go read already, or the buffer the fast path read it into
 // (fastbody.go; released only once the request is served), else the

@@ -115,8 +115,9 @@ func leanBodySnapshot(port, upstream int32, maxBody int64) *snapshot.Snapshot {
 // TestLeanBodyMatchesTransport: a request with a small body of known
 // length is sent by the lean client, and the upstream receives what
 // http.Transport sends for it (method, target, headers, Content-Length
-// framing, body), over HTTP/1.1 and h2c from the client; a larger body
-// or one of unknown length still goes through http.Transport.
+// framing, body), over HTTP/1.1 and h2c from the client. So does a larger
+// one, which the fast path streams (streamedbody.go); one of unknown
+// length still goes through http.Transport.
 func TestLeanBodyMatchesTransport(t *testing.T) {
 	up := startRecordingUpstream(t)
 	lean := newTestPlane(t)
@@ -146,7 +147,10 @@ func TestLeanBodyMatchesTransport(t *testing.T) {
 		{"PATCH at the cap", http.MethodPatch, leanBodyMaxBytes, false, h1, true},
 		{"DELETE with a body", http.MethodDelete, 10, false, h1, true},
 		{"POST over h2c", http.MethodPost, 5000, false, h2c, true},
-		{"POST past the cap", http.MethodPost, leanBodyMaxBytes + 1, false, h1, false},
+		// Past the read-ahead cap the fast path streams the body, and
+		// the lean client relays it (streamedbody.go).
+		{"POST past the cap, streamed", http.MethodPost, leanBodyMaxBytes + 1, false, h1, true},
+		{"PUT of 3 MB, streamed", http.MethodPut, 3 << 20, false, h1, true},
 		{"POST chunked", http.MethodPost, 100, true, h1, false},
 		{"OPTIONS with a body", http.MethodOptions, 10, false, h1, false},
 	}

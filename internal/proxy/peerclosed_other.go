@@ -23,3 +23,7 @@ import "net"
 // peerClosed cannot peek portably here; idle connections are closed by
 // the idle timeout only.
 func peerClosed(net.Conn) bool { return false }
+
+// peerEnded cannot peek portably here: a failure within a streamed body
+// is taken for the upstream's.
+func peerEnded(net.Conn) bool { return false }

@@ -50,3 +50,26 @@ func peerClosed(nc net.Conn) bool {
 	})
 	return err != nil || !alive
 }
+
+// peerEnded reports whether the peer closed or reset a connection that
+// may still hold unread bytes: a peek finds its end or an error, not
+// data and not an empty socket (streamedbody.go tells the client's close
+// within a body from the upstream's failure with it).
+func peerEnded(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	ended := false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		n, _, rerr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		ended = (rerr == nil && n == 0) || (rerr != nil && rerr != unix.EAGAIN && rerr != unix.EWOULDBLOCK && rerr != unix.EINTR)
+		return true
+	})
+	return err != nil || ended
+}
