@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,6 +101,9 @@ func loadCorpus(t *testing.T) []vector {
 	if err := yaml.UnmarshalStrict(data, &vs); err != nil {
 		t.Fatal(err)
 	}
+	for i := range vs {
+		vs[i].Raw = expandFill(vs[i].Raw)
+	}
 	names := map[string]bool{}
 	for _, v := range vs {
 		if v.Name == "" || names[v.Name] || v.NetHTTP == "" {
@@ -107,6 +112,17 @@ func loadCorpus(t *testing.T) []vector {
 		names[v.Name] = true
 	}
 	return vs
+}
+
+// fillMark is how a vector writes a long body: "{N bytes}" stands for N
+// bytes of "x".
+var fillMark = regexp.MustCompile(`\{([0-9]+) bytes\}`)
+
+func expandFill(raw string) string {
+	return fillMark.ReplaceAllStringFunc(raw, func(m string) string {
+		n, _ := strconv.Atoi(fillMark.FindStringSubmatch(m)[1])
+		return strings.Repeat("x", n)
+	})
 }
 
 // framing reduces an exchange to what the HTTP parser decided: the
