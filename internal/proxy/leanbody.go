@@ -24,11 +24,12 @@ import (
 	"sync"
 )
 
-// leanBodyMaxBytes is the largest request body the lean client sends: the
-// proxy reads such a body whole before it picks a connection, as nginx
-// buffers request bodies by default (proxy_request_buffering), and writes
-// it upstream with the head. Larger bodies, bodies of unknown length,
-// trailers and expectations go through http.Transport, which streams them.
+// leanBodyMaxBytes is the largest request body the lean client sends
+// from memory: the proxy reads such a body whole before it picks a
+// connection, as nginx buffers request bodies by default
+// (proxy_request_buffering), and writes it upstream with the head. A
+// larger one the fast path streams (streamedbody.go); bodies of unknown
+// length, trailers and expectations go through http.Transport.
 const (
 	leanBodyMaxShift = 16
 	leanBodyMaxBytes = 1 << leanBodyMaxShift
