@@ -111,20 +111,33 @@ type clientWatch struct {
 }
 
 func startClientWatch(s *fastSession, pipelined bool, c *lotCtl) *clientWatch {
+	cw := newClientWatch(s)
+	cw.arm(pipelined, c)
+	return cw
+}
+
+// newClientWatch is a watch whose wait has not begun (arm begins it): its
+// context is the request's already.
+func newClientWatch(s *fastSession) *clientWatch {
 	cw := &clientWatch{done: make(chan struct{}), s: s}
 	cw.ctx, cw.cancel = context.WithCancelCause(context.Background())
+	return cw
+}
+
+// arm begins the wait, on the worker's goroutine.
+func (cw *clientWatch) arm(pipelined bool, c *lotCtl) {
+	s := cw.s
 	if pipelined || s.src.has {
 		// The next request is already buffered: reading further would
 		// only delay it, so this request goes unwatched.
 		cw.state.Store(watchDone)
 		close(cw.done)
-		return cw
+		return
 	}
 	if s.lot.in() && s.armLot(cw, c) {
-		return cw
+		return
 	}
 	go cw.run()
-	return cw
 }
 
 // run is the watch's goroutine, when it has one.

@@ -185,8 +185,8 @@ func TestUnreadBodyDrainIsBounded(t *testing.T) {
 
 // TestClientDisconnectCancelsUpstream: when the client goes away while the
 // upstream is still working, the upstream request is canceled, on the
-// fast path (a bodiless GET, a small POST) and on net/http's path (a
-// chunked POST).
+// fast path (a bodiless GET, a small POST, a streamed PUT) and on
+// net/http's path (a chunked POST).
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	canceled := make(chan string, 4)
 	slow := startBackend(t, "slow", false, func(w http.ResponseWriter, r *http.Request) {
@@ -206,6 +206,8 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		"GET /fast-path HTTP/1.1\r\nHost: a\r\n\r\n",
 		"POST /fast-path-body HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi",
 		"POST /net-http HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+		// Streamed (streamedbody.go): watched once the body is sent.
+		"PUT /streamed HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" + strings.Repeat("x", 100000),
 	} {
 		c := dialPlane(t, port)
 		_, _ = io.WriteString(c, req)

@@ -592,10 +592,10 @@ func (s *fastSession) serveWithBody(wk *fastWorker, br *bufio.Reader, req *http.
 
 // serveStreamed serves a request whose body is too large to read ahead:
 // it streams (streamedbody.go). No watch reads the connection while the
-// body is on it; the request's wait for its answer goes unwatched, as a
-// pipelined one's, and the watch that waits for the next request starts
-// once the answer is out. A body the answer left unread is read away
-// within the drain bound (finish), else the connection ends.
+// body is on it: the request's watch begins once the lean client has sent
+// the whole body (sent, on this goroutine), else once the answer is out,
+// as the wait for the next request. A body the answer left unread is read
+// away within the drain bound (finish), else the connection ends.
 func (s *fastSession) serveStreamed(wk *fastWorker, br *bufio.Reader, req *http.Request) bool {
 	var raw *net.TCPConn
 	if tc, ok := s.fc.nc.(*net.TCPConn); ok && !s.src.has {
@@ -603,17 +603,25 @@ func (s *fastSession) serveStreamed(wk *fastWorker, br *bufio.Reader, req *http.
 	}
 	sb := newStreamedBody(s.fc.nc, raw, br, req.ContentLength, s.fs.d.opts.RequestBodyTimeout)
 	req.Body = sb
-	ctx, cancel := context.WithCancel(context.Background())
-	ok := s.serveIn(wk, req.WithContext(ctx))
-	cancel()
+	cw := newClientWatch(s)
+	s.watch = cw // end abandons it when the connection ends here
+	armed := false
+	arm := func() {
+		if !armed {
+			armed = true
+			// A splice read the socket behind the reader's back: the
+			// lot looks at it before it waits for an edge (rearm).
+			s.src.drained = false
+			_ = s.fc.nc.SetReadDeadline(time.Time{})
+			cw.arm(br.Buffered() > 0, &wk.ctl)
+		}
+	}
+	sb.sent = arm
+	ok := s.serveIn(wk, req.WithContext(cw.ctx))
 	if !sb.finish(s.fs.d.opts.BodyDrainTimeout) || !ok {
 		return false
 	}
-	// A splice read the socket behind the reader's back: the lot looks
-	// at it before it waits for an edge (rearm).
-	s.src.drained = false
-	_ = s.fc.nc.SetReadDeadline(time.Time{})
-	s.watch = startClientWatch(s, br.Buffered() > 0, &wk.ctl)
+	arm()
 	return true
 }
 

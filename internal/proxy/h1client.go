@@ -239,7 +239,11 @@ func (pc *h1Conn) exchange(ctx context.Context, mreq *http.Request, uri, host st
 	pc.w.tail = nil
 	if err == nil && sb != nil {
 		sb.consumed(len(first))
-		if err = sb.sendTo(pc.nc, func() bool { return ctx.Err() != nil }); err != nil && sb.failure() != nil {
+		err = sb.sendTo(pc.nc, func() bool { return ctx.Err() != nil })
+		switch {
+		case err == nil && sb.sent != nil:
+			sb.sent() // the client's connection is watched from here
+		case err != nil && sb.failure() != nil:
 			stop() // the client's body failed: bodyFailed answers
 			return nil, err
 		}

@@ -77,6 +77,10 @@ type streamedBody struct {
 	// spliced counts what moved in the kernel.
 	started bool
 	spliced int64
+	// sent is called, on the goroutine that serves the request, once the
+	// lean client has sent the whole body: the client's connection may
+	// then be watched (serveStreamed).
+	sent func()
 }
 
 func newStreamedBody(nc net.Conn, raw *net.TCPConn, br *bufio.Reader, n int64, timeout time.Duration) *streamedBody {
