@@ -85,6 +85,21 @@ func (b *fastBody) release() {
 	b.bb = nil
 }
 
+// bodyReadError is why a body read failed before its length: a read
+// that timed out (errBodyTimeout), the client's close within it
+// (io.ErrUnexpectedEOF), or the connection's error.
+func bodyReadError(err error) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return errBodyTimeout
+	case errors.Is(err, io.EOF):
+		return io.ErrUnexpectedEOF
+	default:
+		return err
+	}
+}
+
 // readFastBody reads a body of n bytes from br, each read bounded by
 // timeout (nginx's client_body_timeout; none when zero).
 func readFastBody(nc net.Conn, br *bufio.Reader, n int, timeout time.Duration) *fastBody {
@@ -101,15 +116,7 @@ func readFastBody(nc net.Conn, br *bufio.Reader, n int, timeout time.Duration) *
 		k, err := br.Read(buf[got:])
 		got += k
 		if err != nil && got < n {
-			var ne net.Error
-			switch {
-			case errors.As(err, &ne) && ne.Timeout():
-				fb.err = errBodyTimeout
-			case errors.Is(err, io.EOF):
-				fb.err = io.ErrUnexpectedEOF
-			default:
-				fb.err = err
-			}
+			fb.err = bodyReadError(err)
 			break
 		}
 	}

@@ -30,25 +30,11 @@ import (
 // without blocking and without consuming, so a healthy connection is left
 // exactly as it was. Only call it on a connection no one else is reading.
 func peerClosed(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	alive := false
-	var buf [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, rerr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		// EAGAIN: nothing to read, the connection is idle as it should
-		// be. EINTR: unknown, look again next time. Anything else (0
-		// bytes: EOF; data; an error) makes it unusable.
-		alive = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK || rerr == unix.EINTR
-		return true
-	})
-	return err != nil || !alive
+	state, ok := peek(nc)
+	// Empty: the connection is idle as it should be; unknown (EINTR):
+	// look again next time. Anything else (its end, data, an error)
+	// makes it unusable.
+	return ok && state != peekEmpty && state != peekUnknown
 }
 
 // peerEnded reports whether the peer closed or reset a connection that
@@ -56,20 +42,50 @@ func peerClosed(nc net.Conn) bool {
 // data and not an empty socket (streamedbody.go tells the client's close
 // within a body from the upstream's failure with it).
 func peerEnded(nc net.Conn) bool {
+	state, ok := peek(nc)
+	return ok && (state == peekEnd || state == peekError)
+}
+
+// The outcomes of peek.
+const (
+	peekEmpty   = iota // nothing to read yet
+	peekData           // bytes to read
+	peekEnd            // the peer's close
+	peekError          // a reset or another error, or no descriptor
+	peekUnknown        // interrupted
+)
+
+// peek looks at what nc's socket holds without blocking or consuming;
+// ok is false when nc has no descriptor to look at.
+func peek(nc net.Conn) (state int, ok bool) {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return false
+		return 0, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return true
+		return peekError, true
 	}
-	ended := false
+	state = peekError
 	var buf [1]byte
 	err = rc.Read(func(fd uintptr) bool {
 		n, _, rerr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		ended = (rerr == nil && n == 0) || (rerr != nil && rerr != unix.EAGAIN && rerr != unix.EWOULDBLOCK && rerr != unix.EINTR)
+		switch {
+		case rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK:
+			state = peekEmpty
+		case rerr == unix.EINTR:
+			state = peekUnknown
+		case rerr != nil:
+			state = peekError
+		case n == 0:
+			state = peekEnd
+		default:
+			state = peekData
+		}
 		return true
 	})
-	return err != nil || ended
+	if err != nil {
+		return peekError, true
+	}
+	return state, true
 }

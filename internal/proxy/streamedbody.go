@@ -122,18 +122,9 @@ func (b *streamedBody) read(p []byte) (int, error) {
 	return n, nil
 }
 
-// fail records why the body ended early: a read that timed out, the
-// client's close within the body, or the connection's error.
+// fail records why the body ended early (bodyReadError).
 func (b *streamedBody) fail(err error) {
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne) && ne.Timeout():
-		b.err = errBodyTimeout
-	case errors.Is(err, io.EOF):
-		b.err = io.ErrUnexpectedEOF
-	default:
-		b.err = err
-	}
+	b.err = bodyReadError(err)
 	e := b.err
 	b.failed.Store(&e)
 }
