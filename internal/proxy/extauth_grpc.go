@@ -209,9 +209,9 @@ type extAuthBody struct {
 
 // readBodyPrefix reads up to limit bytes of the request body (nil for a
 // request without one) and puts them back in front of the rest, so that
-// the body still streams upstream whole. A timed body stays the
-// request's body (the read failures forward answers are its), reading
-// through the prefix.
+// the body still streams upstream whole. A timed or streamed body stays
+// the request's body (the read failures forward answers are its),
+// reading through the prefix.
 func readBodyPrefix(r *http.Request, limit int64) (*extAuthBody, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
@@ -245,6 +245,10 @@ func restoreBodyPrefix(r *http.Request, read []byte) {
 	}
 	if fb, ok := r.Body.(*fastBody); ok {
 		fb.unread(len(read)) // in memory: read it again
+		return
+	}
+	if sb, ok := r.Body.(*streamedBody); ok {
+		sb.unread(read) // read first, then the rest of the connection's
 		return
 	}
 	r.Body = &extAuthPrefixBody{prefix: bytes.NewReader(read), rest: r.Body}

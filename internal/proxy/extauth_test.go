@@ -668,6 +668,9 @@ func TestExtAuthGRPCBody(t *testing.T) {
 		{"shorter", "hi", false, "hi", nil, "false"},
 		{"exact", "12345678", false, "12345678", nil, "false"},
 		{"chunked", big, true, "01234567", nil, "true"},
+		// Declared past the read-ahead cap: streamed (streamedbody.go),
+		// the prefix the server saw put back in front of the rest.
+		{"streamed", big, false, "01234567", nil, "true"},
 		{"binary", "\xff\xfe\xfd", false, "", []byte("\xff\xfe\xfd"), "false"},
 	}
 	for _, tc := range cases {
@@ -689,6 +692,28 @@ func TestExtAuthGRPCBody(t *testing.T) {
 	}
 	if hr := authz.last(t).GetRequest().GetHttp(); hr.GetBody() != "" || hr.GetHeaders()["x-envoy-auth-partial-body"] != "" {
 		t.Errorf("no body: server got body %q, partial %q", hr.GetBody(), hr.GetHeaders()["x-envoy-auth-partial-body"])
+	}
+}
+
+// TestExtAuthGRPCBodyStalls: a streamed body whose start the server read
+// and that then stalls is the client's fault (408), as without the
+// server: the prefix put back leaves the body the request's own.
+func TestExtAuthGRPCBodyStalls(t *testing.T) {
+	app := startBackend(t, "app", false, nil)
+	authz := startAuthz(t)
+	p, port := newEdgePlane(t, Options{RequestBodyTimeout: 300 * time.Millisecond})
+	p.mustApply(t, retrySnapshot(port, []*snapshot.EndpointSet{epSet("ns/app:80", app), {Name: "ns/authz:9000", Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: authz.port}}}},
+		grpcAuthRoute("body", "/body", "ns/authz:9000", func(e *snapshot.ExtAuth) { e.MaxRequestBytes = 8 }),
+	))
+	c := dialPlane(t, port)
+	start := time.Now()
+	_, _ = fmt.Fprintf(c, "POST /body HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n%s", strings.Repeat("x", 100000))
+	_, got := closedWithin(t, c, start, 5*time.Second)
+	if !strings.HasPrefix(got, "HTTP/1.1 408 ") {
+		t.Errorf("stalled body after the server's look answered %q, want 408", got)
+	}
+	if hr := authz.last(t).GetRequest().GetHttp(); hr.GetBody() != "xxxxxxxx" {
+		t.Errorf("server got body %q, want the first 8 bytes", hr.GetBody())
 	}
 }
 

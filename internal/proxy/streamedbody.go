@@ -77,6 +77,9 @@ type streamedBody struct {
 	// spliced counts what moved in the kernel.
 	started bool
 	spliced int64
+	// prefix is what a reader put back (unread), ahead of the rest; left
+	// counts it.
+	prefix []byte
 	// sent is called, on the goroutine that serves the request, once the
 	// lean client has sent the whole body: the client's connection may
 	// then be watched (serveStreamed).
@@ -106,6 +109,12 @@ func (b *streamedBody) read(p []byte) (int, error) {
 		return 0, errBodyAbandoned
 	case len(p) == 0:
 		return 0, nil
+	}
+	if len(b.prefix) > 0 {
+		n := copy(p, b.prefix)
+		b.prefix = b.prefix[n:]
+		b.left -= int64(n)
+		return n, nil
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
@@ -148,8 +157,20 @@ func (b *streamedBody) buffered() []byte {
 	if b.err != nil || b.over {
 		return nil
 	}
+	if len(b.prefix) > 0 {
+		return b.prefix
+	}
 	p, _ := b.br.Peek(int(min(int64(b.br.Buffered()), b.left)))
 	return p
+}
+
+// unread puts p, read from the body, back in front of the rest
+// (restoreBodyPrefix): it is read, or sent, first.
+func (b *streamedBody) unread(p []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.prefix = append(p[:len(p):len(p)], b.prefix...)
+	b.left += int64(len(p))
 }
 
 // length is the body's Content-Length, before any of it is sent.
@@ -177,6 +198,13 @@ func (b *streamedBody) splicedBytes() int64 {
 func (b *streamedBody) consumed(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.prefix) > 0 {
+		// buffered handed out the prefix, whole.
+		b.prefix = b.prefix[n:]
+		b.left -= int64(n)
+		b.started = true
+		return
+	}
 	_, _ = b.br.Discard(n)
 	b.left -= int64(n)
 	b.started = b.started || n > 0
@@ -192,7 +220,7 @@ func (b *streamedBody) sendTo(dst net.Conn, canceled func() bool) error {
 	defer b.mu.Unlock()
 	b.started = true
 	up, ok := dst.(*net.TCPConn)
-	if !ok || b.raw == nil || b.br.Buffered() > 0 {
+	if !ok || b.raw == nil || b.br.Buffered() > 0 || len(b.prefix) > 0 {
 		return b.copyTo(dst)
 	}
 	for b.left > 0 && b.err == nil {
@@ -256,6 +284,9 @@ func (b *streamedBody) finish(drain time.Duration) bool {
 		time.Sleep(time.Millisecond)
 	}
 	defer b.mu.Unlock()
+	// A prefix put back and never read is not on the connection.
+	b.left -= int64(len(b.prefix))
+	b.prefix = nil
 	// After a broken splice left overstates what is to come: the drain
 	// then ends at its bound, and the connection closes either way.
 	if b.err == nil && b.left > 0 && drain > 0 {
