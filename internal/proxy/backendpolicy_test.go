@@ -620,21 +620,9 @@ func TestCircuitLimit(t *testing.T) {
 // TestIdleTimeoutPerSet: a set's IdleTimeout closes its pooled upstream
 // connections, on the lean client (GET) and on http.Transport (POST).
 func TestIdleTimeoutPerSet(t *testing.T) {
-	var conns atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
-			}
-		}}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	port, conns := startConnCountingServer(t, func(http.ResponseWriter, *http.Request) {})
 	set := &snapshot.EndpointSet{Name: "ns/idle:80", IdleTimeout: dur(150 * time.Millisecond),
-		Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
+		Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: port}}}
 	_, url := policyPlane(t, set, nil)
 	c := client()
 	for _, method := range []string{http.MethodGet, http.MethodPost} {

@@ -37,6 +37,26 @@ import (
 // waitFor bounds every wait of these tests.
 const waitFor = 5 * time.Second
 
+// startConnCountingServer serves h on a loopback port until the test ends and
+// counts the connections it accepted.
+func startConnCountingServer(t *testing.T, h http.HandlerFunc) (port int32, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns = &atomic.Int64{}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: h,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return int32(ln.Addr().(*net.TCPAddr).Port), conns
+}
+
 type testPlane struct {
 	*DataPlane
 	reg *prometheus.Registry

@@ -48,36 +48,22 @@ func spliceTestBody(n int) []byte {
 // connections it accepted.
 func startBodyUpstream(t *testing.T) (port int32, conns *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns = &atomic.Int64{}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
+	return startConnCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		var chunked bool
+		if _, err := fmt.Sscanf(r.URL.Path, "/n/%d", &n); err != nil {
+			if _, err := fmt.Sscanf(r.URL.Path, "/chunked/%d", &n); err != nil {
+				w.WriteHeader(http.StatusNotFound)
+				return
 			}
-		},
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var n int
-			var chunked bool
-			if _, err := fmt.Sscanf(r.URL.Path, "/n/%d", &n); err != nil {
-				if _, err := fmt.Sscanf(r.URL.Path, "/chunked/%d", &n); err != nil {
-					w.WriteHeader(http.StatusNotFound)
-					return
-				}
-				chunked = true
-			}
-			body := spliceTestBody(n)
-			if !chunked {
-				w.Header().Set("Content-Length", strconv.Itoa(n))
-			}
-			_, _ = w.Write(body)
-		})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return int32(ln.Addr().(*net.TCPAddr).Port), conns
+			chunked = true
+		}
+		body := spliceTestBody(n)
+		if !chunked {
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+		}
+		_, _ = w.Write(body)
+	})
 }
 
 // startSplicePlane is a data plane whose one HTTP port proxies every

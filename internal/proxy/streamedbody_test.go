@@ -36,30 +36,18 @@ import (
 // the body it read ("n=... sha=... err=..."), and counts connections.
 func startDigestUpstream(t *testing.T) (port int32, conns *atomic.Int64, seen chan string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns, seen = &atomic.Int64{}, make(chan string, 16)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
-			}
-		},
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := sha256.New()
-			n, err := io.Copy(h, r.Body)
-			got := fmt.Sprintf("%s %s n=%d sha=%s err=%v", r.Method, r.URL.Path, n, hex.EncodeToString(h.Sum(nil))[:16], err)
-			select {
-			case seen <- got:
-			default:
-			}
-			_, _ = io.WriteString(w, got)
-		})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return int32(ln.Addr().(*net.TCPAddr).Port), conns, seen
+	seen = make(chan string, 16)
+	port, conns = startConnCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, err := io.Copy(h, r.Body)
+		got := fmt.Sprintf("%s %s n=%d sha=%s err=%v", r.Method, r.URL.Path, n, hex.EncodeToString(h.Sum(nil))[:16], err)
+		select {
+		case seen <- got:
+		default:
+		}
+		_, _ = io.WriteString(w, got)
+	})
+	return port, conns, seen
 }
 
 func digestOf(b []byte) string {
