@@ -67,8 +67,8 @@ func bodyMethod(m string) bool {
 
 // scanHead waits for a whole request head and reports whether it is one
 // the fast path serves: a method of fastMethods, HTTP/1.1, CRLF line
-// endings only, no Transfer-Encoding, no Upgrade, no Expect (a
-// Content-Length is parseSimpleRequest's to check). It hands off at the
+// endings only, no Transfer-Encoding, no Upgrade (a Content-Length and an
+// Expect are parseSimpleRequest's to check). It hands off at the
 // first byte that rules the head out, so net/http answers malformed heads
 // at once.
 func (fs *fastServer) scanHead(br *bufio.Reader, fc *fastConn, deadline time.Time) (int, headVerdict) {
@@ -156,14 +156,14 @@ func simpleHead(head []byte) bool {
 		}
 		switch {
 		case asciiEqualFold(name, "transfer-encoding"),
-			asciiEqualFold(name, "upgrade"), asciiEqualFold(name, "expect"), asciiEqualFold(name, "http2-settings"):
+			asciiEqualFold(name, "upgrade"), asciiEqualFold(name, "http2-settings"):
 			return false
 		}
 	}
 	return true
 }
 
-func asciiEqualFold(b []byte, lower string) bool {
+func asciiEqualFold[T string | []byte](b T, lower string) bool {
 	if len(b) != len(lower) {
 		return false
 	}
@@ -183,8 +183,10 @@ func asciiEqualFold(b []byte, lower string) bool {
 // without http.ReadRequest's general machinery: an origin-form target
 // without escapes, valid token header names, plain values, one Host, and
 // for a body method at most one Content-Length of plain digits
-// (ContentLength is set; the body is the caller's to read). Anything else returns ok=false with nothing consumed, for
-// http.ReadRequest. head ends with the CRLF of the last header line.
+// (ContentLength is set; the body is the caller's to read), and an
+// Expect only as one "100-continue" on a request with a body
+// (expectcontinue.go). Anything else returns ok=false with nothing
+// consumed, for http.ReadRequest. head ends with the CRLF of the last header line.
 func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 	buf, _ := br.Peek(headLen)
 	s := string(buf) // one allocation backs every field
@@ -205,6 +207,9 @@ func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 		if length, ok = parseSimpleContentLength(f.length); !ok {
 			return nil, false
 		}
+	}
+	if f.expects > 0 && (f.expects > 1 || length == 0 || !expectsContinue(f.expect)) {
+		return nil, false // net/http ignores it, or answers 417
 	}
 	_, _ = br.Discard(headLen + 2)
 	path, query, _ := strings.Cut(target, "?")
@@ -257,6 +262,9 @@ type requestFields struct {
 	// length is the last Content-Length value; lengths counts them.
 	length  string
 	lengths int
+	// expect is the last Expect value; expects counts them.
+	expect  string
+	expects int
 }
 
 // parseRequestFields reads the field lines of a simple request (each ends
@@ -287,6 +295,8 @@ func parseRequestFields(rest string) (requestFields, bool) {
 			f.closeConn = f.closeConn || hasCloseToken(v)
 		case "Content-Length":
 			f.length, f.lengths = v, f.lengths+1
+		case "Expect":
+			f.expect, f.expects = v, f.expects+1
 		}
 		addFieldValue(f.h, vals, i, key, v)
 	}

@@ -29,12 +29,13 @@ import (
 )
 
 // fastServer serves the common case of an HTTP or HTTPS listener itself:
-// HTTP/1.1 requests without an upgrade or expectation, and with no body or
-// a small one of a plain Content-Length (fastbody.go); on HTTPS it runs the
-// TLS handshake too (fasttls.go). Its
-// per-request cost is lower than net/http's server (no per-request context,
-// no background reader goroutine, no response header clone). Every
-// connection that sends anything else — HTTP/1.0, a body, an Upgrade,
+// HTTP/1.1 requests without an upgrade, and with no body or one of a plain
+// Content-Length (fastbody.go, streamedbody.go; "Expect: 100-continue" is
+// answered here, expectcontinue.go); on HTTPS it runs the TLS handshake
+// too (fasttls.go). Its per-request cost is lower than net/http's server
+// (no per-request context, no background reader goroutine, no response
+// header clone). Every connection that sends anything else — HTTP/1.0, a
+// chunked body, another expectation, an Upgrade,
 // the h2c preface, ALPN h2 — is handed, with its unread bytes intact, to
 // the listener's net/http server, which then owns it.
 type fastServer struct {
@@ -564,6 +565,9 @@ func (s *fastSession) serveIn(wk *fastWorker, req *http.Request) bool {
 	req.TLS = s.tlsState
 	s.fs.served.Add(1)
 	w.reset(req)
+	if sb, ok := req.Body.(*streamedBody); ok {
+		w.expect = sb.expect
+	}
 	w.reqClose = w.reqClose || s.fs.d.draining() // Connection: close while draining (drain.go)
 	s.fs.d.serve(w, req, s.fs.port, s.tlsState != nil)
 	err := w.finish()
@@ -577,8 +581,8 @@ func (s *fastSession) serveWithBody(wk *fastWorker, br *bufio.Reader, req *http.
 	if req.ContentLength <= 0 {
 		return s.serve(wk, br, req)
 	}
-	if req.ContentLength > leanBodyMaxBytes {
-		return s.serveStreamed(wk, br, req)
+	if expect := takeExpectation(req, s.fc.nc); expect != nil || req.ContentLength > leanBodyMaxBytes {
+		return s.serveStreamed(wk, br, req, expect)
 	}
 	fb := readFastBody(s.fc.nc, br, int(req.ContentLength), s.fs.d.opts.RequestBodyTimeout)
 	req.Body = fb
@@ -595,13 +599,16 @@ func (s *fastSession) serveWithBody(wk *fastWorker, br *bufio.Reader, req *http.
 // body is on it: the request's watch begins once the lean client has sent
 // the whole body (sent, on this goroutine), else once the answer is out,
 // as the wait for the next request. A body the answer left unread is read
-// away within the drain bound (finish), else the connection ends.
-func (s *fastSession) serveStreamed(wk *fastWorker, br *bufio.Reader, req *http.Request) bool {
+// away within the drain bound (finish), else the connection ends. expect
+// is the 100 Continue the client waits for, if it does: the body's first
+// read sends it.
+func (s *fastSession) serveStreamed(wk *fastWorker, br *bufio.Reader, req *http.Request, expect *continueOwed) bool {
 	var raw *net.TCPConn
 	if tc, ok := s.fc.nc.(*net.TCPConn); ok && !s.src.has {
 		raw = tc
 	}
 	sb := newStreamedBody(s.fc.nc, raw, br, req.ContentLength, s.fs.d.opts.RequestBodyTimeout)
+	sb.expect = expect
 	req.Body = sb
 	cw := newClientWatch(s)
 	s.watch = cw // end abandons it when the connection ends here

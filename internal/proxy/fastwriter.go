@@ -42,6 +42,10 @@ type fastWriter struct {
 	remaining   int64
 	closeAfter  bool
 	err         error
+	// expect is the 100 Continue the request may still be owed: an
+	// answer that comes first withholds it and closes the connection
+	// (expectcontinue.go).
+	expect *continueOwed
 }
 
 func (w *fastWriter) reset(req *http.Request) {
@@ -125,6 +129,9 @@ func (w *fastWriter) WriteHeader(code int) {
 			_, _ = bw.WriteString(t[0])
 			_, _ = bw.WriteString("\r\n")
 		}
+	}
+	if w.expect.withhold() {
+		w.reqClose = true // the client may not have sent its body
 	}
 	if w.reqClose {
 		w.closeAfter = true

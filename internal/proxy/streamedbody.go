@@ -84,6 +84,10 @@ type streamedBody struct {
 	// lean client has sent the whole body: the client's connection may
 	// then be watched (serveStreamed).
 	sent func()
+	// expect, when the client sent "Expect: 100-continue", is the 100 it
+	// waits for before it sends the body: the first take of the body
+	// sends it (expectcontinue.go).
+	expect *continueOwed
 }
 
 func newStreamedBody(nc net.Conn, raw *net.TCPConn, br *bufio.Reader, n int64, timeout time.Duration) *streamedBody {
@@ -119,6 +123,7 @@ func (b *streamedBody) read(p []byte) (int, error) {
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
+	b.expect.send()
 	if b.timeout > 0 && b.br.Buffered() == 0 {
 		_ = b.nc.SetReadDeadline(time.Now().Add(b.timeout))
 	}
@@ -205,6 +210,9 @@ func (b *streamedBody) consumed(n int) {
 		b.started = true
 		return
 	}
+	if n > 0 {
+		b.expect.send()
+	}
 	_, _ = b.br.Discard(n)
 	b.left -= int64(n)
 	b.started = b.started || n > 0
@@ -219,6 +227,9 @@ func (b *streamedBody) sendTo(dst net.Conn, canceled func() bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.started = true
+	if b.left > 0 {
+		b.expect.send()
+	}
 	up, ok := dst.(*net.TCPConn)
 	if !ok || b.raw == nil || b.br.Buffered() > 0 || len(b.prefix) > 0 {
 		return b.copyTo(dst)
