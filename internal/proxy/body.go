@@ -40,9 +40,13 @@ type timedBody struct {
 	timedOut atomic.Bool
 	failed   atomic.Bool
 	eof      atomic.Bool
+	// asked is set at the first read: net/http has then sent the 100
+	// Continue a client that expects one waits for (expectcontinue.go).
+	asked atomic.Bool
 }
 
 func (b *timedBody) Read(p []byte) (int, error) {
+	b.asked.Store(true)
 	if b.timeout > 0 {
 		_ = b.ctl.SetReadDeadline(time.Now().Add(b.timeout))
 	}

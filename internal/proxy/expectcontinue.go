@@ -20,6 +20,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // A request on the fast path may carry "Expect: 100-continue" with a body
@@ -102,3 +104,58 @@ func takeExpectation(req *http.Request, conn net.Conn) *continueOwed {
 func expectsContinue(v string) bool {
 	return asciiEqualFold(v, "100-continue")
 }
+
+// On net/http's side (requests handed off: a chunked body, an escaped
+// target, ...) net/http's server sends the 100 at the body's first read.
+// But it keeps a connection open after an answer that never asked for the
+// body only while the body it wrapped is the request's, and the handler
+// wraps it again (timedBody): net/http would then read the body away
+// before the answer's head, while the client holds it back until a 100
+// that never comes. continueGuard closes such a connection instead, as
+// net/http does for its own handlers.
+
+// awaitsContinue reports a request net/http's server owes a 100 Continue:
+// HTTP/1.1 or later, a body, and its first Expect field naming
+// 100-continue (net/http answers any other expectation 417 itself).
+func awaitsContinue(r *http.Request) bool {
+	ex := r.Header["Expect"]
+	return r.ProtoAtLeast(1, 1) && r.ContentLength != 0 && len(ex) > 0 && httpguts.HeaderValuesContainsToken(ex[:1], "100-continue")
+}
+
+// continueGuard is the ResponseWriter of a request that awaits a 100 on
+// net/http's side: an answer whose head goes out before the body was
+// asked for says Connection: close.
+type continueGuard struct {
+	http.ResponseWriter
+	body  *timedBody
+	wrote bool
+}
+
+func (g *continueGuard) WriteHeader(code int) {
+	if g.wrote {
+		return
+	}
+	if code >= 200 {
+		g.wrote = true
+		if !g.body.asked.Load() {
+			g.Header()["Connection"] = []string{"close"}
+		}
+	}
+	g.ResponseWriter.WriteHeader(code)
+}
+
+func (g *continueGuard) Write(p []byte) (int, error) {
+	if !g.wrote {
+		g.WriteHeader(http.StatusOK)
+	}
+	return g.ResponseWriter.Write(p)
+}
+
+func (g *continueGuard) Flush() {
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach net/http's writer.
+func (g *continueGuard) Unwrap() http.ResponseWriter { return g.ResponseWriter }

@@ -263,3 +263,54 @@ func TestExpectContinueOverTLS(t *testing.T) {
 		t.Errorf("fast path served %d requests, want 2", n)
 	}
 }
+
+// TestExpectContinueWithheldOnNetHTTPsSide: on a connection handed to
+// net/http (a chunked body, an escaped target), an answer before the
+// body was asked for comes at once, without a 100, and closes the
+// connection; a request whose body goes upstream gets its 100 and its
+// answer.
+func TestExpectContinueWithheldOnNetHTTPsSide(t *testing.T) {
+	upPort, requests := startExpectUpstream(t)
+	p, port := startExpectPlane(t, Options{}, upPort)
+	for _, tc := range []struct {
+		name, head string
+		code       int
+	}{
+		{"chunked, direct answer", "POST /deny HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusForbidden},
+		{"chunked, no route", "POST /x HTTP/1.1\r\nHost: b.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusNotFound},
+		{"escaped target, over the body limit", "POST /limited/%61 HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nContent-Length: 101\r\n\r\n", http.StatusRequestEntityTooLarge},
+	} {
+		before := p.fastServed(port)
+		c := dialPlane(t, port)
+		start := time.Now()
+		_ = c.SetDeadline(start.Add(waitFor))
+		_, _ = io.WriteString(c, tc.head)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != tc.code || !resp.Close {
+			t.Errorf("%s: %d (close %v), want %d with Connection: close and no 100 before it", tc.name, resp.StatusCode, resp.Close, tc.code)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: answered after %v", tc.name, took)
+		}
+		if n := p.fastServed(port) - before; n != 0 {
+			t.Errorf("%s: the fast path served it", tc.name)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("upstream got %d requests, want none", n)
+	}
+	// A chunked body that goes upstream: net/http's 100, then the answer.
+	c := dialPlane(t, port)
+	_ = c.SetDeadline(time.Now().Add(waitFor))
+	_, _ = io.WriteString(c, "POST /up HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n")
+	br := bufio.NewReader(c)
+	awaitContinue(t, br)
+	_, _ = io.WriteString(c, "5\r\nhello\r\n0\r\n\r\n")
+	if got, want := readBody(t, br), "POST /up n=5 sha="+digestOf([]byte("hello")); !strings.HasPrefix(got, want) {
+		t.Errorf("chunked body upstream: %q, want %q...", got, want)
+	}
+}

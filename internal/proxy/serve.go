@@ -128,6 +128,9 @@ func (h *portHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// net/http reads what the handler left of the body before the
 			// next request (up to 256 KiB, else it closes): bound that.
 			defer body.boundDrain(h.d.opts.BodyDrainTimeout)
+			if awaitsContinue(r) {
+				w = &continueGuard{ResponseWriter: w, body: body}
+			}
 		}
 	}
 	h.d.serve(w, r, h.port, h.tls)
