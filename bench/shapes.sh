@@ -16,7 +16,9 @@
 #   - the shapes (SHAPES): http1 (GET, keep-alive), https (the same over
 #     TLS 1.3), h2 (h2load, HTTP/2 over TLS, multiplexed), h2c (h2load,
 #     prior knowledge, multiplexed), post-16k and post-1m (a POST body
-#     streamed to a backend that reads and discards it), get-1m (a 1 MiB
+#     streamed to a backend that reads and discards it), put-1m-curl (1 MiB
+#     uploads as curl sends them: "Expect: 100-continue", the body once the
+#     100 came; curl --parallel, CONNECTIONS at a time), get-1m (a 1 MiB
 #     answer), headers-30 (30 extra request headers), conn-close (a new
 #     connection per request) and grpc (unary health checks, bench/grpcload);
 #   - all three stream bodies both ways through 32 KiB buffers (Coxswain's
@@ -53,7 +55,7 @@ WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-32}
 H2_CONNECTIONS=${H2_CONNECTIONS:-8}
 H2_STREAMS=${H2_STREAMS:-16}
-ALL_SHAPES=(http1 https h2 h2c post-16k post-1m get-1m headers-30 conn-close grpc)
+ALL_SHAPES=(http1 https h2 h2c post-16k post-1m put-1m-curl get-1m headers-30 conn-close grpc)
 read -r -a SHAPES <<<"${SHAPES:-${ALL_SHAPES[*]}}"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/coxswain-shapes.XXXXXX)
@@ -276,6 +278,10 @@ check() {
     expect_eq "$p" "GET over h2c (prior knowledge)" "$("${c[@]}" --http2-prior-knowledge -w '%{http_code} %{http_version}' "http://$h2c/")" "200 2"
     expect_eq "$p" "POST 16 KiB" "$("${c[@]}" --data-binary @"$WORK/body-16k" -w '%{http_code} %{size_upload}' "http://$http/upload")" "200 16384"
     expect_eq "$p" "POST 1 MiB" "$("${c[@]}" --data-binary @"$WORK/body-1m" -w '%{http_code} %{size_upload}' "http://$http/upload")" "200 1048576"
+    out=$("${c[@]}" -v -T "$WORK/body-1m" -w '%{http_code} %{size_upload}' "http://$http/upload" 2>"$WORK/check.expect")
+    expect_eq "$p" "PUT 1 MiB after 100 Continue" "$out" "200 1048576"
+    grep -q '^> Expect: 100-continue' "$WORK/check.expect" && grep -q '^< HTTP/1.1 100 Continue' "$WORK/check.expect" ||
+      fail "$p" "curl's upload: no Expect: 100-continue sent, or no 100 Continue answered"
     expect_eq "$p" "GET 1 MiB" "$("${c[@]}" -w '%{http_code} %{size_download}' "http://$http/big")" "200 1048576"
     out=$("$WORK/grpcload" load -addr "127.0.0.1:$(port "$p" grpc)" -conns 1 -streams 1 -count 3 -duration 10s -timeout 5s 2>&1)
     [[ $out == ok=3\ errors=0* ]] || fail "$p" "gRPC Health/Check: $out"
@@ -296,6 +302,25 @@ load() {
     post-16k) out=$("${wrk[@]}" -s "$WORK/post-16.lua" "http://$http/upload") ;;
     post-1m) out=$("${wrk[@]}" -s "$WORK/post-1024.lua" "http://$http/upload") ;;
     get-1m) out=$("${wrk[@]}" "http://$http/big") ;;
+    put-1m-curl)
+      # curl waits for each 100 Continue (up to 1 s) before the body. It
+      # runs until the duration ends; each finished upload prints a line.
+      rm -f "$WORK/curl.log"
+      timeout "$d" taskset -c 1 curl -s --parallel --parallel-max "$CONNECTIONS" -T "$WORK/body-1m" \
+        -w '%{stderr}%{http_code} %{time_total}\n' "http://$http/upload?n=[1-1000000]" >/dev/null 2>"$WORK/curl.log" || true
+      [[ $4 == warmup ]] && return
+      local ndone bad
+      ndone=$(grep -c '^200 ' "$WORK/curl.log" || true)
+      bad=$(grep -vc '^200 ' "$WORK/curl.log" || true)
+      # The uploads cut short by the end of the run are not answers.
+      if [[ $ndone == 0 || $bad -gt $CONNECTIONS ]]; then
+        head -5 "$WORK/curl.log" >&2
+        fail "$p" "curl: $ndone uploads answered 200, $bad others ($s)"
+      fi
+      awk '$1 == "200" {print $2}' "$WORK/curl.log" | sort -n |
+        awk -v n="$ndone" -v d="$d" '{a[NR] = $1} END {
+          printf "%d %.3f %.3f %.0f\n", n, a[int(0.50 * (NR - 1)) + 1] * 1000, a[int(0.99 * (NR - 1)) + 1] * 1000, n / d }'
+      return ;;
     headers-30) out=$("${wrk[@]}" -s "$WORK/headers-30.lua" "http://$http/") ;;
     conn-close) out=$("${wrk[@]}" -H "Connection: close" "http://$http/") ;;
     h2 | h2c)

@@ -44,7 +44,8 @@ limitations under the License.
 //     length: fastpath.go (the connection loop), fasthead.go (head scan
 //     and parse), fastbody.go (a small body, read whole), streamedbody.go
 //     (a larger one, streamed, relayed in the kernel by the lean client),
-//     fastwriter.go, splicebody.go (a large response body relayed in the
+//     expectcontinue.go (the 100 Continue a client waits for, on both
+//     sides), fastwriter.go, splicebody.go (a large response body relayed in the
 //     kernel),
 //     clientwatch.go (noticing a client that leaves), handoff.go (passing
 //     a connection to net/http), fasttls.go (the TLS handshake of HTTPS
