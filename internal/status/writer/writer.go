@@ -391,7 +391,7 @@ func (w *Writer) patch(ctx context.Context, kind string, obj, orig client.Object
 // Gateway and route it sent back was half of the writer's CPU per route
 // change, and encoding it was work for the apiserver.
 func (w *Writer) patchStatus(ctx context.Context, obj, orig client.Object) error {
-	data, err := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}).Data(obj)
+	data, err := statusPatch(orig, obj)
 	if err != nil {
 		return err
 	}
