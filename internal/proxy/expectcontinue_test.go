@@ -134,38 +134,51 @@ func TestExpectContinueOnTheFastPath(t *testing.T) {
 
 // TestExpectContinueWithheld: a request answered before its body is
 // needed (a body limit, a direct answer, no route) gets its final answer
-// without a 100, with Connection: close; the upstream sees nothing, and
-// the proxy closes once the client has (the body never came).
+// at once, without a 100, with Connection: close; the upstream sees
+// nothing, and the proxy closes once the client has (the body never
+// came). So on the fast path, and on a connection handed to net/http (a
+// chunked body, an escaped target).
 func TestExpectContinueWithheld(t *testing.T) {
 	upPort, requests := startExpectUpstream(t)
-	_, port := startExpectPlane(t, Options{}, upPort)
+	p, port := startExpectPlane(t, Options{}, upPort)
+	const expect = "Expect: 100-continue\r\n"
 	for _, tc := range []struct {
-		path, host string
-		size       int
+		name, head string
 		code       int
+		fast       bool
 	}{
-		{"/limited/over", "a.example", 101, http.StatusRequestEntityTooLarge},
-		{"/deny", "a.example", 10, http.StatusForbidden},
-		{"/x", "b.example", 1 << 20, http.StatusNotFound},
+		{"over the body limit", "POST /limited/over HTTP/1.1\r\nHost: a.example\r\n" + expect + "Content-Length: 101\r\n\r\n", http.StatusRequestEntityTooLarge, true},
+		{"direct answer", "POST /deny HTTP/1.1\r\nHost: a.example\r\n" + expect + "Content-Length: 10\r\n\r\n", http.StatusForbidden, true},
+		{"no route", "POST /x HTTP/1.1\r\nHost: b.example\r\n" + expect + "Content-Length: 1048576\r\n\r\n", http.StatusNotFound, true},
+		{"chunked, direct answer", "POST /deny HTTP/1.1\r\nHost: a.example\r\n" + expect + "Transfer-Encoding: chunked\r\n\r\n", http.StatusForbidden, false},
+		{"chunked, no route", "POST /x HTTP/1.1\r\nHost: b.example\r\n" + expect + "Transfer-Encoding: chunked\r\n\r\n", http.StatusNotFound, false},
+		// net/http's answer waited for the read deadline before
+		// continueGuard.
+		{"escaped target, over the body limit", "POST /limited/%61 HTTP/1.1\r\nHost: a.example\r\n" + expect + "Content-Length: 101\r\n\r\n", http.StatusRequestEntityTooLarge, false},
 	} {
+		before := p.fastServed(port)
 		c := dialPlane(t, port)
-		_ = c.SetDeadline(time.Now().Add(waitFor))
-		if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", tc.path, tc.host, tc.size); err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
+		start := time.Now()
+		_ = c.SetDeadline(start.Add(waitFor))
+		_, _ = io.WriteString(c, tc.head)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
-			t.Fatalf("%s: %v", tc.path, err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		if resp.StatusCode != tc.code || !resp.Close {
-			t.Errorf("%s: %d (close %v), want %d and Connection: close, with no 100 before it", tc.path, resp.StatusCode, resp.Close, tc.code)
+			t.Errorf("%s: %d (close %v), want %d with Connection: close and no 100 before it", tc.name, resp.StatusCode, resp.Close, tc.code)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: answered after %v", tc.name, took)
+		}
+		if served := p.fastServed(port) - before; (served == 1) != tc.fast {
+			t.Errorf("%s: the fast path served %d requests", tc.name, served)
 		}
 		// As curl does after such an answer: it sends nothing more.
 		_ = c.(*net.TCPConn).CloseWrite()
 		if _, rest := closedWithin(t, c, time.Now(), 5*time.Second); rest != "" {
-			t.Errorf("%s: after the answer: %q", tc.path, rest)
+			t.Errorf("%s: after the answer: %q", tc.name, rest)
 		}
 	}
 	if n := requests.Load(); n != 0 {
@@ -233,6 +246,17 @@ func TestExpectContinueHandedOff(t *testing.T) {
 			t.Errorf("%s: the fast path served %d requests, want it handed off", tc.name, n)
 		}
 	}
+	// A chunked body that goes upstream: net/http's 100 before it, then
+	// the answer.
+	c := dialPlane(t, port)
+	_ = c.SetDeadline(time.Now().Add(waitFor))
+	_, _ = io.WriteString(c, "POST /up HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n")
+	br := bufio.NewReader(c)
+	awaitContinue(t, br)
+	_, _ = io.WriteString(c, "5\r\nhello\r\n0\r\n\r\n")
+	if got, want := readBody(t, br), "POST /up n=5 sha="+digestOf([]byte("hello")); !strings.HasPrefix(got, want) {
+		t.Errorf("chunked body upstream: %q, want %q...", got, want)
+	}
 }
 
 // TestExpectContinueOverTLS: the same over HTTPS, where the 100 goes out
@@ -261,56 +285,5 @@ func TestExpectContinueOverTLS(t *testing.T) {
 	}
 	if n := p.fastServed(port) - before; n != 2 {
 		t.Errorf("fast path served %d requests, want 2", n)
-	}
-}
-
-// TestExpectContinueWithheldOnNetHTTPsSide: on a connection handed to
-// net/http (a chunked body, an escaped target), an answer before the
-// body was asked for comes at once, without a 100, and closes the
-// connection; a request whose body goes upstream gets its 100 and its
-// answer.
-func TestExpectContinueWithheldOnNetHTTPsSide(t *testing.T) {
-	upPort, requests := startExpectUpstream(t)
-	p, port := startExpectPlane(t, Options{}, upPort)
-	for _, tc := range []struct {
-		name, head string
-		code       int
-	}{
-		{"chunked, direct answer", "POST /deny HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusForbidden},
-		{"chunked, no route", "POST /x HTTP/1.1\r\nHost: b.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", http.StatusNotFound},
-		{"escaped target, over the body limit", "POST /limited/%61 HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nContent-Length: 101\r\n\r\n", http.StatusRequestEntityTooLarge},
-	} {
-		before := p.fastServed(port)
-		c := dialPlane(t, port)
-		start := time.Now()
-		_ = c.SetDeadline(start.Add(waitFor))
-		_, _ = io.WriteString(c, tc.head)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if resp.StatusCode != tc.code || !resp.Close {
-			t.Errorf("%s: %d (close %v), want %d with Connection: close and no 100 before it", tc.name, resp.StatusCode, resp.Close, tc.code)
-		}
-		if took := time.Since(start); took > 2*time.Second {
-			t.Errorf("%s: answered after %v", tc.name, took)
-		}
-		if n := p.fastServed(port) - before; n != 0 {
-			t.Errorf("%s: the fast path served it", tc.name)
-		}
-	}
-	if n := requests.Load(); n != 0 {
-		t.Errorf("upstream got %d requests, want none", n)
-	}
-	// A chunked body that goes upstream: net/http's 100, then the answer.
-	c := dialPlane(t, port)
-	_ = c.SetDeadline(time.Now().Add(waitFor))
-	_, _ = io.WriteString(c, "POST /up HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n")
-	br := bufio.NewReader(c)
-	awaitContinue(t, br)
-	_, _ = io.WriteString(c, "5\r\nhello\r\n0\r\n\r\n")
-	if got, want := readBody(t, br), "POST /up n=5 sha="+digestOf([]byte("hello")); !strings.HasPrefix(got, want) {
-		t.Errorf("chunked body upstream: %q, want %q...", got, want)
 	}
 }

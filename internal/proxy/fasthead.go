@@ -186,7 +186,8 @@ func asciiEqualFold[T string | []byte](b T, lower string) bool {
 // (ContentLength is set; the body is the caller's to read), and an
 // Expect only as one "100-continue" on a request with a body
 // (expectcontinue.go). Anything else returns ok=false with nothing
-// consumed, for http.ReadRequest. head ends with the CRLF of the last header line.
+// consumed, for http.ReadRequest. head ends with the CRLF of the last
+// header line.
 func parseSimpleRequest(br *bufio.Reader, headLen int) (*http.Request, bool) {
 	buf, _ := br.Peek(headLen)
 	s := string(buf) // one allocation backs every field
