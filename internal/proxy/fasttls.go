@@ -44,7 +44,10 @@ import (
 // first request (or hands an HTTP/2 connection to net/http).
 func (s *fastSession) handshake() {
 	fs, raw := s.fs, s.fc.nc
-	tc := tls.Server(raw, fs.tlsConfig)
+	// Writes go to the socket as they come unless ALPN chooses HTTP/2,
+	// whose are gathered (coalesce.go).
+	cc := newPassingConn(raw)
+	tc := tls.Server(cc, fs.tlsConfig)
 	// net/http's bound: its ReadHeaderTimeout, for reads and writes.
 	if d := fs.headerTimeout(); d > 0 {
 		_ = tc.SetDeadline(time.Now().Add(d))
@@ -73,6 +76,7 @@ func (s *fastSession) handshake() {
 	s.fc.nc = tc // a drain's close now ends the TLS session as net/http's would
 	fs.mu.Unlock()
 	if cs.NegotiatedProtocol == "h2" {
+		cc.gather()
 		s.keepAlive()
 		s.handedOff = fs.handoff(tc) == nil
 		s.end()

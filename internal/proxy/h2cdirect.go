@@ -79,18 +79,20 @@ func (hs *httpServers) directH2C() func(net.Conn) {
 // serveH2C serves c on a goroutine of its own with srv's HTTP/2 server,
 // and counts and reports it as srv counts the connections it serves.
 func (ss *settingsServer) serveH2C(serve func(*http.Server, *tls.Conn, http.Handler), c net.Conn) {
-	if !ss.h2c.add(c) {
+	// The HTTP/2 server's writes are gathered (coalesce.go).
+	cc := newCoalescingConn(c)
+	if !ss.h2c.add(cc) {
 		_ = c.Close() // the listener is shutting down
 		return
 	}
 	ss.conns.Add(1)
 	ss.srv.ConnState(c, http.StateNew)
 	go func() {
-		defer ss.h2c.done(c)
+		defer ss.h2c.done(cc)
 		// A *tls.Conn is the hand-over's only type; net/http's HTTP/2
 		// server unwraps the cleartext connection from it.
-		serve(ss.srv, tls.Client(unencryptedConn{c}, nil), h2cHandler{srv: ss.srv})
-		_ = c.Close()
+		serve(ss.srv, tls.Client(unencryptedConn{cc}, nil), h2cHandler{srv: ss.srv})
+		_ = cc.Close()
 		ss.srv.ConnState(c, http.StateClosed)
 	}()
 }
@@ -125,26 +127,26 @@ func (h h2cHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // in Close, closes them.
 type h2cConns struct {
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[*coalescingConn]struct{}
 	closed bool
 	empty  chan struct{} // closed when closed is set and conns is empty
 }
 
 // add records c; false once the server shuts down.
-func (h *h2cConns) add(c net.Conn) bool {
+func (h *h2cConns) add(c *coalescingConn) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return false
 	}
 	if h.conns == nil {
-		h.conns = map[net.Conn]struct{}{}
+		h.conns = map[*coalescingConn]struct{}{}
 	}
 	h.conns[c] = struct{}{}
 	return true
 }
 
-func (h *h2cConns) done(c net.Conn) {
+func (h *h2cConns) done(c *coalescingConn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.conns, c)
@@ -188,6 +190,6 @@ func (h *h2cConns) closeAll() {
 	defer h.mu.Unlock()
 	h.closed = true
 	for c := range h.conns {
-		_ = c.Close()
+		_ = c.Conn.Close() // at once: what waits to be written is dropped
 	}
 }

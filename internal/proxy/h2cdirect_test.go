@@ -43,17 +43,7 @@ func h2cClient() *http.Client {
 // without an HTTP/1 connection around them.
 func directH2CConns(t *testing.T, p *testPlane, port int32) int {
 	t.Helper()
-	p.mu.Lock()
-	var hs *httpServers
-	for addr, bl := range p.bound {
-		if addr.port == port {
-			hs = bl.srv
-		}
-	}
-	p.mu.Unlock()
-	if hs == nil {
-		t.Fatalf("port %d is not bound", port)
-	}
+	hs := portServers(t, p, port)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	n := 0
@@ -63,6 +53,20 @@ func directH2CConns(t *testing.T, p *testPlane, port int32) int {
 		ss.h2c.mu.Unlock()
 	}
 	return n
+}
+
+// portServers is the net/http side of the listener bound to port.
+func portServers(t *testing.T, p *testPlane, port int32) *httpServers {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, bl := range p.bound {
+		if addr.port == port {
+			return bl.srv
+		}
+	}
+	t.Fatalf("port %d is not bound", port)
+	return nil
 }
 
 // TestH2CServedDirectly: an h2c connection whose preface the fast path

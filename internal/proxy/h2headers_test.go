@@ -18,6 +18,10 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -116,4 +120,100 @@ func h2ResponseHeaderBlocks(t *testing.T, port int32, overTLS bool, n int) [][]b
 		blocks = append(blocks, block)
 	}
 	return blocks
+}
+
+// TestHTTP2UpstreamRequestHeadersWithoutTable: the proxy's HTTP/2
+// requests to an h2c backend are encoded without HPACK's dynamic table,
+// each header block decoding on its own: the X-Request-Id and
+// X-Forwarded-For of one request would otherwise take the place of
+// another's in the table at each request.
+func TestHTTP2UpstreamRequestHeadersWithoutTable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	blocks := make(chan []byte, 16)
+	go rawH2CBackend(ln, blocks)
+
+	set := &snapshot.EndpointSet{Name: "ns/raw:80", AppProtocol: snapshot.AppProtocolH2C,
+		Endpoints: []snapshot.Endpoint{{Address: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)}}}
+	port := testkit.FreePortInt32(t)
+	p := newTestPlane(t)
+	p.mustApply(t, ppSnapshot(port, set, nil, nil))
+	for i := range 3 {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/r%d", port, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %s", i+1, resp.Status)
+		}
+		fields, err := hpack.NewDecoder(4096, nil).DecodeFull(<-blocks)
+		if err != nil {
+			t.Errorf("request %d's header block does not decode on its own: %v", i+1, err)
+			continue
+		}
+		var path string
+		for _, f := range fields {
+			if f.Name == ":path" {
+				path = f.Value
+			}
+		}
+		if path != fmt.Sprintf("/r%d", i) {
+			t.Errorf("request %d: :path %q", i+1, path)
+		}
+	}
+}
+
+// rawH2CBackend serves h2c on ln with a framer: it sends each request's
+// header block (HEADERS and its CONTINUATIONs) to blocks and answers 200
+// with no body.
+func rawH2CBackend(ln net.Listener, blocks chan<- []byte) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer func() { _ = c.Close() }()
+			preface := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(c, preface); err != nil || string(preface) != http2.ClientPreface {
+				return
+			}
+			fr := http2.NewFramer(c, c)
+			if fr.WriteSettings() != nil {
+				return
+			}
+			var resp bytes.Buffer
+			enc := hpack.NewEncoder(&resp)
+			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			var block []byte
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				var end bool
+				switch f := f.(type) {
+				case *http2.SettingsFrame:
+					if !f.IsAck() {
+						_ = fr.WriteSettingsAck()
+					}
+					continue
+				case *http2.HeadersFrame:
+					block, end = append(block[:0], f.HeaderBlockFragment()...), f.HeadersEnded()
+				case *http2.ContinuationFrame:
+					block, end = append(block, f.HeaderBlockFragment()...), f.HeadersEnded()
+				default:
+					continue
+				}
+				if end {
+					blocks <- bytes.Clone(block)
+					_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.Header().StreamID, BlockFragment: resp.Bytes(), EndStream: true, EndHeaders: true})
+				}
+			}
+		}()
+	}
 }

@@ -59,6 +59,8 @@ func enableKeepAlive(c net.Conn) {
 			c = t.Conn
 		case *tls.Conn:
 			c = t.NetConn()
+		case *coalescingConn:
+			c = t.Conn
 		default:
 			return
 		}

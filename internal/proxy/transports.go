@@ -152,6 +152,25 @@ func newUpstreamTransport(opts Options, dialer *net.Dialer, h2 bool, u *upstream
 		ReadBufferSize:         16 << 10,
 	}
 	setDialer(t, dialer, u)
+	if h2 {
+		// Request headers encoded without HPACK's dynamic table, as the
+		// servers encode responses (http2Config): what the proxy adds
+		// to every request (X-Request-Id, X-Forwarded-For) differs from
+		// one request to the next, and each would take the place of
+		// another in the table.
+		t.HTTP2 = &http.HTTP2Config{MaxEncoderHeaderTableSize: responseHeaderTableSize}
+	}
+	if h2 && u == nil {
+		// The HTTP/2 client flushes a request's HEADERS and its DATA
+		// apart, and every stream's on its own: gathered (coalesce.go).
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newCoalescingConn(nc), nil
+		}
+	}
 	return t
 }
 
