@@ -277,7 +277,8 @@ func TestCoalescingConnPassesUntilGathering(t *testing.T) {
 // HTTP/2 connections, over TLS and h2c, to an HTTP/1.1 backend and an h2c
 // one: every response arrives whole, whatever its size (small ones
 // gathered, those past coalesceMaxBytes written at once), and the
-// connections the proxy's HTTP/2 server serves directly gather.
+// connections the proxy's HTTP/2 server serves directly gather their
+// writes and pool their reads.
 func TestHTTP2StreamsThroughGatheredWrites(t *testing.T) {
 	sized := func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("size"))
@@ -349,7 +350,7 @@ func TestHTTP2StreamsThroughGatheredWrites(t *testing.T) {
 		}
 		if !overTLS {
 			if n := gatheringH2CConns(t, p, httpPort); n == 0 {
-				t.Error("no h2c connection the HTTP/2 server serves directly gathers its writes")
+				t.Error("no h2c connection the HTTP/2 server serves directly gathers its writes and pools its reads")
 			}
 		}
 		tr.CloseIdleConnections()
@@ -366,7 +367,8 @@ func sizedBody(n int) []byte {
 }
 
 // gatheringH2CConns counts the connections the port's HTTP/2 servers
-// serve directly whose writes are gathered.
+// serve directly whose writes are gathered and whose reads go through a
+// pooled buffer (pooledread.go).
 func gatheringH2CConns(t *testing.T, p *testPlane, port int32) int {
 	t.Helper()
 	hs := portServers(t, p, port)
@@ -376,7 +378,7 @@ func gatheringH2CConns(t *testing.T, p *testPlane, port int32) int {
 	for _, ss := range hs.servers {
 		ss.h2c.mu.Lock()
 		for c := range ss.h2c.conns {
-			if c.gathering {
+			if _, pooled := c.Conn.(*pooledReadConn); c.gathering && pooled {
 				n++
 			}
 		}

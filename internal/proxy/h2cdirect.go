@@ -79,8 +79,9 @@ func (hs *httpServers) directH2C() func(net.Conn) {
 // serveH2C serves c on a goroutine of its own with srv's HTTP/2 server,
 // and counts and reports it as srv counts the connections it serves.
 func (ss *settingsServer) serveH2C(serve func(*http.Server, *tls.Conn, http.Handler), c net.Conn) {
-	// The HTTP/2 server's writes are gathered (coalesce.go).
-	cc := newCoalescingConn(c)
+	// The HTTP/2 server's writes are gathered (coalesce.go), its reads
+	// go through a pooled buffer (pooledread.go).
+	cc := newCoalescingConn(newPooledReadConn(c))
 	if !ss.h2c.add(cc) {
 		_ = c.Close() // the listener is shutting down
 		return

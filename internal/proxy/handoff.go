@@ -83,21 +83,36 @@ type peekedConn struct {
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) {
+	if c.readAhead() {
+		if c.r != nil && c.r.Buffered() > 0 {
+			return c.r.Read(p)
+		}
+		if n, ok := c.src.takePending(p); ok {
+			return n, nil
+		}
+	}
+	return c.Conn.Read(p)
+}
+
+// readAhead reports whether bytes the fast path read are still to be
+// read from c; once they are all read, the reader that held them goes
+// back to its pool.
+func (c *peekedConn) readAhead() bool {
 	if c.r != nil {
 		if c.r.Buffered() > 0 {
-			return c.r.Read(p)
+			return true
 		}
 		c.r.Reset(nil)
 		fastReaderPool.Put(c.r)
 		c.r = nil
 	}
 	if c.src != nil {
-		if n, ok := c.src.takePending(p); ok {
-			return n, nil
+		if c.src.has {
+			return true
 		}
 		c.src = nil
 	}
-	return c.Conn.Read(p)
+	return false
 }
 
 func (c *peekedConn) SetReadDeadline(t time.Time) error {
