@@ -48,9 +48,10 @@ import (
 //   - errors: a failed gathered write closes the connection (as the
 //     server does when one of its writes fails) and is returned by the
 //     next write;
-//   - Close hands what waits to the socket first (a GOAWAY the server
-//     wrote just before), within coalesceCloseTimeout, which also ends a
-//     write stuck in the socket;
+//   - Close hands what waits to the socket first (a GOAWAY or a TLS
+//     close_notify written just before), within coalesceCloseTimeout,
+//     unless a write is in the socket: that one it ends at once, as
+//     closing the socket would;
 //   - memory: nothing is held while the connection is idle (goal 4 of
 //     issue 17), the buffer goes back to a pool once written.
 
@@ -187,29 +188,27 @@ func (c *coalescingConn) fail(err error) {
 	_ = c.Conn.Close()
 }
 
-// coalesceCloseTimeout bounds how long Close waits for a write in the
-// socket and then hands what waits to it (a GOAWAY written just before,
-// say) when the peer reads nothing.
+// coalesceCloseTimeout bounds how long Close hands what waits to the
+// socket (a GOAWAY or a TLS close_notify written just before) when the
+// peer reads nothing.
 const coalesceCloseTimeout = time.Second
 
-// Close writes what waits, then closes. A write in the socket, and the
-// last one, get until coalesceCloseTimeout: a write stuck there is what
-// Close ends.
+// Close writes what waits, then closes. A write in the socket at that
+// moment is ended at once instead, as closing a socket ends it: whoever
+// closes a connection while writing to it does so to stop the write.
 func (c *coalescingConn) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	if !c.wmu.TryLock() {
-		_ = c.SetWriteDeadline(time.Now().Add(coalesceCloseTimeout))
-		c.wmu.Lock()
+	if c.wmu.TryLock() {
+		c.mu.Lock()
+		pending := c.buf != nil && len(*c.buf) > 0
+		c.mu.Unlock()
+		if pending {
+			_ = c.SetWriteDeadline(time.Now().Add(coalesceCloseTimeout))
+			_, _ = c.writeLocked(nil)
+		}
+		c.wmu.Unlock()
 	}
-	c.mu.Lock()
-	pending := c.buf != nil && len(*c.buf) > 0
-	c.mu.Unlock()
-	if pending {
-		_ = c.SetWriteDeadline(time.Now().Add(coalesceCloseTimeout))
-		_, _ = c.writeLocked(nil)
-	}
-	c.wmu.Unlock()
 	return c.Conn.Close()
 }
