@@ -347,7 +347,8 @@ func TestHTTP2StreamsThroughGatheredWrites(t *testing.T) {
 			t.Errorf("tls=%v: %v", overTLS, err)
 		}
 		if !overTLS {
-			if n := gatheringH2CConns(t, p, httpPort); n == 0 {
+			lean := func(c *coalescingConn) bool { _, pooled := c.Conn.(*pooledReadConn); return c.gathering && pooled }
+			if n := directH2CConns(t, p, httpPort, lean); n == 0 {
 				t.Error("no h2c connection the HTTP/2 server serves directly gathers its writes and pools its reads")
 			}
 		}
@@ -362,25 +363,4 @@ func sizedBody(n int) []byte {
 		b[i] = byte(i*7 + i/251)
 	}
 	return b
-}
-
-// gatheringH2CConns counts the connections the port's HTTP/2 servers
-// serve directly whose writes are gathered and whose reads go through a
-// pooled buffer (pooledread.go).
-func gatheringH2CConns(t *testing.T, p *testPlane, port int32) int {
-	t.Helper()
-	hs := portServers(t, p, port)
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	n := 0
-	for _, ss := range hs.servers {
-		ss.h2c.mu.Lock()
-		for c := range ss.h2c.conns {
-			if _, pooled := c.Conn.(*pooledReadConn); c.gathering && pooled {
-				n++
-			}
-		}
-		ss.h2c.mu.Unlock()
-	}
-	return n
 }

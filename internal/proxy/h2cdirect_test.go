@@ -40,8 +40,9 @@ func h2cClient() *http.Client {
 }
 
 // directH2CConns counts the connections the port's HTTP/2 servers serve
-// without an HTTP/1 connection around them.
-func directH2CConns(t *testing.T, p *testPlane, port int32) int {
+// without an HTTP/1 connection around them (given keep, only those keep
+// says yes to).
+func directH2CConns(t *testing.T, p *testPlane, port int32, keep ...func(*coalescingConn) bool) int {
 	t.Helper()
 	hs := portServers(t, p, port)
 	hs.mu.Lock()
@@ -49,7 +50,11 @@ func directH2CConns(t *testing.T, p *testPlane, port int32) int {
 	n := 0
 	for _, ss := range hs.servers {
 		ss.h2c.mu.Lock()
-		n += len(ss.h2c.conns)
+		for c := range ss.h2c.conns {
+			if len(keep) == 0 || keep[0](c) {
+				n++
+			}
+		}
 		ss.h2c.mu.Unlock()
 	}
 	return n
