@@ -24,16 +24,37 @@ import (
 	"testing"
 )
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago, and
+// that no earlier call in this process returned: the kernel may hand the
+// same port to two listeners opened and closed one after the other, and
+// a test that asks for a metrics and a discovery port in turn would then
+// bind both to it ("address already in use").
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		givenPorts.Lock()
+		_, given := givenPorts.m[port]
+		givenPorts.m[port] = struct{}{}
+		givenPorts.Unlock()
+		if !given {
+			return port
+		}
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port that was not handed out already")
+	return 0
 }
+
+// givenPorts are the ports FreePort returned in this process.
+var givenPorts = struct {
+	sync.Mutex
+	m map[int]struct{}
+}{m: map[int]struct{}{}}
 
 // FreePortInt32 is FreePort as the int32 that snapshot and Gateway API
 // ports are.

@@ -42,6 +42,19 @@ func TestFreePortInt32CanBeListenedOn(t *testing.T) {
 	_ = ln.Close()
 }
 
+// TestFreePortNeverTwice: no two calls return the same port, though the
+// kernel may offer one again once its listener is closed.
+func TestFreePortNeverTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 500 {
+		p := FreePort(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}
+
 func TestSyncBufferKeepsEveryConcurrentWrite(t *testing.T) {
 	var b SyncBuffer
 	var wg sync.WaitGroup
