@@ -36,7 +36,7 @@ import (
 // frames written meanwhile (the other streams', the DATA after its
 // HEADERS) go out with it in one call. It serves the proxy's HTTP/2
 // server (h2c handed over by the fast path, TLS with ALPN h2) and its
-// HTTP/2 client to h2c backends.
+// HTTP/2 client (to h2c backends, and over TLS with ALPN h2).
 //
 // What net/http is told stays true for what it can observe:
 //   - order: every byte goes to the socket in the order it was written,

@@ -162,7 +162,8 @@ func newUpstreamTransport(opts Options, dialer *net.Dialer, h2 bool, u *upstream
 	}
 	if h2 && u == nil {
 		// The HTTP/2 client flushes a request's HEADERS and its DATA
-		// apart, and every stream's on its own: gathered (coalesce.go).
+		// apart, and every stream's on its own: gathered (coalesce.go;
+		// over TLS, dialTLS gathers once ALPN chose h2).
 		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			nc, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {

@@ -227,7 +227,10 @@ func dialTLS(ctx context.Context, dialer *net.Dialer, addr string, u *upstreamTL
 	if err != nil || u == nil {
 		return raw, raw, err
 	}
-	tc := tls.Client(raw, u.cfg)
+	// An HTTP/2 connection's writes are gathered once ALPN chose h2
+	// (coalesce.go); HTTP/1.1's go to the socket as they come.
+	cc := newPassingConn(raw)
+	tc := tls.Client(cc, u.cfg)
 	hctx := ctx
 	if dialer.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -240,6 +243,9 @@ func dialTLS(ctx context.Context, dialer *net.Dialer, addr string, u *upstreamTL
 			return nil, nil, err // the exchange was canceled or timed out, not a TLS failure
 		}
 		return nil, nil, &upstreamTLSError{err: err}
+	}
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		cc.gather()
 	}
 	return tc, raw, nil
 }

@@ -18,6 +18,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -468,5 +469,25 @@ func TestUpstreamTLSWebSocketAndMirror(t *testing.T) {
 		}
 	case <-time.After(waitFor):
 		t.Error("the mirror over TLS never arrived")
+	}
+}
+
+// TestDialTLSGathersHTTP2: an upstream TLS connection on which ALPN chose
+// h2 gathers its writes (coalesce.go); one speaking HTTP/1.1 writes them
+// as they come.
+func TestDialTLSGathersHTTP2(t *testing.T) {
+	ca := newTestCA(t, "backend-ca")
+	for _, h2 := range []bool{true, false} {
+		b := startHTTPSBackend(t, "b", ca.issue(t, "ns/srv", "srv", []string{"grpc.example"}), nil, h2, nil)
+		u := compileUpstreamTLS(&snapshot.UpstreamTLS{ServerName: "grpc.example", CAPEM: ca.pem}, h2, nil, nil)
+		nc, _, err := dialTLS(context.Background(), &net.Dialer{Timeout: 5 * time.Second}, b.addr, u)
+		if err != nil {
+			t.Fatalf("h2=%v: %v", h2, err)
+		}
+		cc, ok := nc.(*tls.Conn).NetConn().(*coalescingConn)
+		if !ok || cc.gathering != h2 {
+			t.Errorf("h2=%v: the connection under TLS gathers writes: %v", h2, ok && cc.gathering)
+		}
+		_ = nc.Close()
 	}
 }
