@@ -35,32 +35,6 @@ import (
 	"github.com/coxswain-go/coxswain/internal/testkit"
 )
 
-// tcpPair is a connected pair of loopback TCP connections, closed when
-// the test ends.
-func tcpPair(t *testing.T) (server, client net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server = <-accepted
-	if server == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
-	return server, client
-}
-
 // countedConn counts the writes that reach its connection.
 type countedConn struct {
 	net.Conn

@@ -222,3 +222,25 @@ func fetch(t testing.TB, c *http.Client, rawURL string, hdr ...string) result {
 	}
 	return do(t, c, req)
 }
+
+// tcpPair is a connected pair of loopback TCP connections, closed when
+// the test ends.
+func tcpPair(t testing.TB) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Close() })
+	return server, client
+}

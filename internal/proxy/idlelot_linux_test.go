@@ -29,21 +29,7 @@ import (
 // the server's end in an idle lot, and arm, which arms a new client watch.
 func lotPair(t *testing.T) (client net.Conn, server net.Conn, s *fastSession, arm func() *clientWatch) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Close() })
+	server, client = tcpPair(t)
 	s = &fastSession{fs: &fastServer{d: &DataPlane{}}, fc: &fastConn{nc: server, raw: server}}
 	s.src.init(server)
 	if !s.joinLot() {
