@@ -25,7 +25,9 @@ limitations under the License.
 // memory stayed at over three times its live heap once changes stopped.
 // A Releaser collects and returns the free pages (debug.FreeOSMemory)
 // once no burst came for Quiet, so an idle process is as large as what it
-// holds. It costs one collection per quiet period.
+// holds. It costs one collection per quiet period. On Linux it also
+// unmaps the pages of the executable it read once and may not read again
+// (releaseBinary).
 package memrelease
 
 import (
@@ -38,13 +40,14 @@ import (
 const DefaultQuiet = 3 * time.Second
 
 // Releaser returns free heap memory to the operating system Quiet after
-// the last Busy call. The zero value uses DefaultQuiet and
-// debug.FreeOSMemory; it is safe for concurrent use.
+// the last Busy call. The zero value uses DefaultQuiet,
+// debug.FreeOSMemory and releaseBinary; it is safe for concurrent use.
 type Releaser struct {
 	// Quiet is how long after the last Busy the memory is returned
 	// (DefaultQuiet when zero).
 	Quiet time.Duration
-	// Release returns the memory (debug.FreeOSMemory when nil).
+	// Release returns the memory (debug.FreeOSMemory and releaseBinary
+	// when nil).
 	Release func()
 
 	mu    sync.Mutex
@@ -85,4 +88,5 @@ func (r *Releaser) release() {
 		return
 	}
 	debug.FreeOSMemory()
+	releaseBinary()
 }

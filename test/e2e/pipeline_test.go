@@ -86,8 +86,6 @@ func (p *pipeline) controllerRSS() string {
 	return fmt.Sprintf("%s (proxy %s)", rssDetail(p.controller), rssDetail(p.proxy))
 }
 
-func vmRSS(pr *process) string { return procStatus(pr, "VmRSS") }
-
 func rssDetail(pr *process) string {
 	return fmt.Sprintf("%s [anon %s, file %s, peak %s]", procStatus(pr, "VmRSS"),
 		procStatus(pr, "RssAnon"), procStatus(pr, "RssFile"), procStatus(pr, "VmHWM"))

@@ -60,8 +60,11 @@ func envInt(name string, def int) int {
 }
 
 // rssKB is a process's VmRSS in kB (-1 when unknown).
-func rssKB(pr *process) int {
-	v, _, _ := strings.Cut(vmRSS(pr), " ")
+func rssKB(pr *process) int { return statusKB(pr, "VmRSS") }
+
+// statusKB is a field of a process's /proc status in kB (-1 when unknown).
+func statusKB(pr *process, field string) int {
+	v, _, _ := strings.Cut(procStatus(pr, field), " ")
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		return -1
@@ -206,7 +209,8 @@ func (p *pipeline) settle(t *testing.T, n int) {
 	// Idle: both processes return the memory their bursts left free once
 	// quiet for memrelease.DefaultQuiet.
 	time.Sleep(memrelease.DefaultQuiet + 2*time.Second)
-	fmt.Printf("idle_rss routes=%d controller_rss_kb=%d proxy_rss_kb=%d\n", n, rssKB(p.controller), rssKB(p.proxy))
+	fmt.Printf("idle_rss routes=%d controller_rss_kb=%d proxy_rss_kb=%d controller_anon_kb=%d controller_file_kb=%d proxy_anon_kb=%d proxy_file_kb=%d\n",
+		n, rssKB(p.controller), rssKB(p.proxy), statusKB(p.controller, "RssAnon"), statusKB(p.controller, "RssFile"), statusKB(p.proxy, "RssAnon"), statusKB(p.proxy, "RssFile"))
 }
 
 // TestResyncAfterRestart measures the full resync of a controller that
@@ -351,7 +355,8 @@ func TestResyncAfterRestart(t *testing.T) {
 	// bursts (memrelease), as settle measures it after the creations.
 	time.Sleep(memrelease.DefaultQuiet + 2*time.Second)
 	t.Logf("idle after the restart: controller RSS %s, proxy RSS %s", rssDetail(ctrl), rssDetail(p.proxy))
-	fmt.Printf("resync_idle_rss routes=%d controller_rss_kb=%d proxy_rss_kb=%d\n", preload, rssKB(ctrl), rssKB(p.proxy))
+	fmt.Printf("resync_idle_rss routes=%d controller_rss_kb=%d proxy_rss_kb=%d controller_anon_kb=%d controller_file_kb=%d\n",
+		preload, rssKB(ctrl), rssKB(p.proxy), statusKB(ctrl, "RssAnon"), statusKB(ctrl, "RssFile"))
 }
 
 // hostIPv4 is an address of this machine the apiserver accepts in an
