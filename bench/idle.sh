@@ -14,9 +14,11 @@
 #     a cleartext listener: Coxswain's HTTP listener, nginx
 #     `listen ... http2`);
 #   - every shape and proxy gets a fresh process: the tool warms it up
-#     (WARMUP connections used once and closed), reads its VmRSS, opens N
+#     (WARMUP connections used once and closed), reads its anonymous
+#     resident memory (RssAnon: not its binary's pages, which Coxswain's
+#     proxy unmaps once quiet), opens N
 #     connections, sends ONE request on each, reads the answer and leaves
-#     them idle; after SETTLE seconds it reads VmRSS again, SAMPLES times,
+#     them idle; after SETTLE seconds it reads RssAnon again, SAMPLES times,
 #     SETTLE apart. KiB per connection is (last sample - baseline) / N. No
 #     GC is forced: the figure is what the process holds.
 #
@@ -187,8 +189,8 @@ field() { # results line, key
 
 report() {
   echo
-  echo "Idle connections: $N per run, one request each, VmRSS $SAMPLES× ${SETTLE}s apart after opening; proxy on CPU 0, load + backend on CPU 1"
-  printf '%-5s %-9s %7s %14s %14s %10s %10s\n' shape proxy conns "rss_before_MiB" "rss_after_MiB" "KiB/conn" "vs_nginx"
+  echo "Idle connections: $N per run, one request each, RssAnon $SAMPLES× ${SETTLE}s apart after opening; proxy on CPU 0, load + backend on CPU 1"
+  printf '%-5s %-9s %7s %14s %14s %10s %10s\n' shape proxy conns "anon_before_MiB" "anon_after_MiB" "KiB/conn" "vs_nginx"
   local s p line
   for s in "${SHAPES[@]}"; do
     local nginx_per
@@ -197,15 +199,15 @@ report() {
       line=$(awk -v s="$s" -v p="$p" '$1 == s && $2 == p' "$WORK/results.txt")
       local conns before after per
       conns=$(field "$line" conns)
-      before=$(field "$line" rss_before_kib)
-      after=$(field "$line" rss_after_kib | awk -F, '{print $NF}')
+      before=$(field "$line" anon_before_kib)
+      after=$(field "$line" anon_after_kib | awk -F, '{print $NF}')
       per=$(field "$line" kib_per_conn | awk -F, '{print $NF}')
       awk -v s="$s" -v p="$p" -v c="$conns" -v b="$before" -v a="$after" -v k="$per" -v nk="$nginx_per" \
         'BEGIN { printf "%-5s %-9s %7d %14.1f %14.1f %10.2f %9.2fx\n", s, p, c, b / 1024, a / 1024, k, (nk > 0 ? k / nk : 0) }'
     done
   done
   echo
-  echo "raw (shape proxy figures; kib_per_conn and rss_after_kib per sample):"
+  echo "raw (shape proxy figures; kib_per_conn and anon_after_kib per sample):"
   cat "$WORK/results.txt"
   if [[ "${PPROF:-0}" == 1 ]]; then echo "profiles: $WORK/pprof-*"; fi
 }

@@ -22,13 +22,16 @@ limitations under the License.
 // It first opens -warmup connections, sends one request on each and
 // closes them (so pools and caches the proxy fills on first use are
 // counted in the baseline, not in the connections), then reads the
-// proxy's VmRSS (/proc/PID/status), opens -n connections, sends ONE
-// request on each and reads its whole answer (as a browser would, so the
-// connection has been used), and leaves them idle. After -settle it reads
-// VmRSS again, -samples times, -settle apart, and prints one line of
-// key=value figures:
+// anonymous part of the proxy's resident set (RssAnon in
+// /proc/PID/status: heap, stacks, what connections hold; not the pages
+// of its binary, which Coxswain's proxy unmaps once quiet, perhaps
+// between two readings), opens -n connections, sends ONE request on each
+// and reads its whole answer (as a browser would, so the connection has
+// been used), and leaves them idle. After -settle it reads RssAnon again,
+// -samples times, -settle apart, and prints one line of key=value
+// figures:
 //
-//	conns=10000 failed=0 rss_before_kib=... rss_after_kib=...,... kib_per_conn=...,...
+//	conns=10000 failed=0 anon_before_kib=... anon_after_kib=...,... kib_per_conn=...,...
 //
 // -proto h1 sends an HTTP/1.1 keep-alive GET; -proto h1tls does the same
 // over TLS (ALPN http/1.1, the certificate not checked); -proto h2c speaks HTTP/2
@@ -63,7 +66,7 @@ import (
 func main() {
 	addr := flag.String("addr", "", "proxy address host:port")
 	host := flag.String("host", "idle.bench.local", "Host (:authority) of the requests")
-	pid := flag.Int("pid", 0, "process whose VmRSS is measured")
+	pid := flag.Int("pid", 0, "process whose anonymous resident memory (RssAnon) is measured")
 	n := flag.Int("n", 10000, "idle connections to open")
 	proto := flag.String("proto", "h1", "h1 (HTTP/1.1 keep-alive), h1tls (the same over TLS) or h2c (HTTP/2, prior knowledge)")
 	workers := flag.Int("workers", 16, "connections opened concurrently")
@@ -103,7 +106,7 @@ func main() {
 	}
 	time.Sleep(time.Second)
 
-	before, err := vmRSS(*pid)
+	before, err := anonRSS(*pid)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -119,7 +122,7 @@ func main() {
 		if err := alive(*pid); err != nil {
 			fail("%v", err)
 		}
-		rss, err := vmRSS(*pid)
+		rss, err := anonRSS(*pid)
 		if err != nil {
 			fail("%v", err)
 		}
@@ -131,11 +134,11 @@ func main() {
 		if err := saveProfiles(*pprofURL, *pprofOut); err != nil {
 			fail("profiles: %v", err)
 		}
-		rss, err := vmRSS(*pid)
+		rss, err := anonRSS(*pid)
 		if err != nil {
 			fail("%v", err)
 		}
-		gcNote = fmt.Sprintf(" rss_after_forced_gc_kib=%d", rss)
+		gcNote = fmt.Sprintf(" anon_after_forced_gc_kib=%d", rss)
 	}
 	// Every connection must still be open: one the proxy closed would not
 	// be holding its memory any more.
@@ -146,7 +149,7 @@ func main() {
 		}
 		_ = c.Close()
 	}
-	fmt.Printf("conns=%d failed=0 closed_by_proxy=%d open_seconds=%.2f rss_before_kib=%d rss_after_kib=%s kib_per_conn=%s%s\n",
+	fmt.Printf("conns=%d failed=0 closed_by_proxy=%d open_seconds=%.2f anon_before_kib=%d anon_after_kib=%s kib_per_conn=%s%s\n",
 		len(conns), closed, opened.Seconds(), before, strings.Join(after, ","), strings.Join(per, ","), gcNote)
 	if closed > 0 {
 		fail("the proxy closed %d of the idle connections before the last sample", closed)
@@ -355,16 +358,16 @@ func alive(pid int) error {
 	return nil
 }
 
-// vmRSS is the resident set size of process pid in KiB.
-func vmRSS(pid int) (int, error) {
+// anonRSS is the anonymous resident memory of process pid in KiB.
+func anonRSS(pid int) (int, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
 			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no RssAnon in /proc/%d/status", pid)
 }
