@@ -17,8 +17,6 @@ limitations under the License.
 package memrelease
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -58,6 +56,7 @@ func releaseBinary() {
 		return
 	}
 	for _, r := range binaryRanges {
+		// Best effort: a range the kernel refuses stays mapped.
 		_, _, _ = unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_DONTNEED)
 	}
 }
@@ -77,33 +76,28 @@ func findBinaryRanges() []binaryRange {
 }
 
 // cleanReadOnlyMappings is, of the mappings an smaps file lists, those of
-// file path that are not writable and hold no anonymous (copied on
-// write) page.
+// file path that are not writable and whose Anonymous line says no page
+// was copied on write (a mapping without one is left out).
 func cleanReadOnlyMappings(smaps []byte, path string) []binaryRange {
 	var out []binaryRange
-	var cur *binaryRange // the mapping being read, while it qualifies
-	sc := bufio.NewScanner(bytes.NewReader(smaps))
-	for sc.Scan() {
-		line := sc.Text()
+	var cur binaryRange
+	candidate := false // cur is path's and read-only; its Anonymous line is to come
+	for line := range strings.SplitSeq(string(smaps), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
 			continue
 		}
 		if r, ok := mappingHeader(fields); ok {
-			cur = nil
-			if len(fields) >= 6 && strings.Join(fields[5:], " ") == path && readOnly(fields[1]) {
-				out = append(out, r)
-				cur = &out[len(out)-1]
-			}
+			cur = r
+			candidate = len(fields) >= 6 && strings.Join(fields[5:], " ") == path && readOnly(fields[1])
 			continue
 		}
-		if cur != nil && fields[0] == "Anonymous:" && (len(fields) < 2 || fields[1] != "0") {
-			out = out[:len(out)-1]
-			cur = nil
+		if candidate && fields[0] == "Anonymous:" {
+			if len(fields) >= 2 && fields[1] == "0" {
+				out = append(out, cur)
+			}
+			candidate = false
 		}
-	}
-	if sc.Err() != nil {
-		return nil
 	}
 	return out
 }

@@ -30,9 +30,10 @@ import (
 )
 
 // TestCleanReadOnlyMappings: of an smaps listing, only the executable's
-// read-only private mappings without an anonymous page are taken; a
-// relocated read-only segment (anonymous pages), writable mappings,
-// other files' and anonymous mappings are left.
+// read-only private mappings whose Anonymous line says 0 are taken; a
+// relocated read-only segment (anonymous pages), writable or shared
+// mappings, other files', anonymous ones, a deleted file's and a mapping
+// with no Anonymous line are left.
 func TestCleanReadOnlyMappings(t *testing.T) {
 	const exe = "/opt/my app/coxswain"
 	smaps := `00400000-01780000 r-xp 00000000 fd:01 123 /opt/my app/coxswain
@@ -58,6 +59,8 @@ Anonymous:           100 kB
 Anonymous:             0 kB
 7f0000600000-7f0000700000 r--p 00000000 fd:01 123 /opt/my app/coxswain (deleted)
 Anonymous:             0 kB
+7f0000800000-7f0000900000 r--p 00000000 fd:01 123 /opt/my app/coxswain
+Size:               1024 kB
 `
 	got := cleanReadOnlyMappings([]byte(smaps), exe)
 	want := []binaryRange{{0x400000, 0x1780000}, {0x1780000, 0x2dad000}}
